@@ -1,0 +1,59 @@
+# One target per action. `make run` and `make test` do all set-up on a fresh machine.
+PY      ?= python3.11
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+HOST    ?= 127.0.0.1
+PORT    ?= 8000
+
+.PHONY: install run test lint format typecheck unit migrate eval bench docker-check clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# torch first, alone: the local CPU build. Letting another package pull torch fetches CUDA.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)  ## serve on http://$(HOST):$(PORT) with a SQLite file and the demo catalog
+	$(BIN)/toolreach init-local
+	$(BIN)/toolreach serve --host $(HOST) --port $(PORT)
+
+test: $(STAMP) lint typecheck  ## ruff, mypy and the whole pytest suite (needs Postgres on 127.0.0.1:5432)
+	HF_HUB_OFFLINE=1 $(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)  ## the fast tests only
+	$(BIN)/pytest tests/unit -m "not model"
+
+migrate: $(STAMP)  ## upgrade the database in TOOLREACH_DATABASE_URL to head
+	$(BIN)/toolreach migrate
+
+eval: $(STAMP)  ## routing quality on both public benchmarks
+	$(BIN)/toolreach eval --data ../shared/data/metatool
+	$(BIN)/toolreach eval --data ../shared/data/seal-tools
+
+bench: $(STAMP)  ## latency, throughput and memory at 1k/10k/100k tools
+	$(BIN)/python bench/route_bench.py
+
+docker-check: $(STAMP)  ## validate the compose file and the Dockerfile without a Docker engine
+	$(BIN)/docker-compose config -q
+	$(BIN)/hadolint Dockerfile
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache toolreach.db*

@@ -1,0 +1,24 @@
+"""POST /v1/route: the top-k tools for one agent step."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.deps import AgentDep, ServicesDep
+from app.errors import ERROR_SHAPE
+from app.routes_service import route_step
+from app.schemas import RouteRequest, RouteResponse
+
+router = APIRouter(prefix="/v1", tags=["route"])
+
+
+@router.post(
+    "/route",
+    response_model=RouteResponse,
+    response_model_exclude_none=True,
+    responses={c: ERROR_SHAPE for c in (400, 401, 413, 422)},
+)
+def route_tools(request: RouteRequest, services: ServicesDep, _agent: AgentDep) -> RouteResponse:
+    """Rank the namespace's tools for this step; the answer says why each was chosen."""
+    result = route_step(request, services.index, services.encoder, services.index.config)
+    return result.response

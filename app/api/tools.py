@@ -1,0 +1,147 @@
+"""Admin API of the registry: write tools (admin key), read and export them (agent rights)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Response
+
+from app import catalog
+from app.deps import AdminDep, AgentDep, ServicesDep, SessionDep
+from app.errors import ERROR_SHAPE
+from app.schemas import BulkRequest, BulkResult, ExportFormat, Namespace, ToolList, ToolRead
+from registry import repository
+from registry.errors import InvalidInput
+from registry.formats import from_card
+from registry.repository import StoredCard
+
+router = APIRouter(prefix="/v1/tools", tags=["tools"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: ERROR_SHAPE for code in (400, 401, 403, 404, 409, 413, 422)
+}
+ToolBody = Annotated[
+    dict[str, Any],
+    Body(
+        description="A native tool card, or an OpenAI, Anthropic or MCP tool (detected).",
+        examples=[
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city. Use for now, not for forecasts.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
+            }
+        ],
+    ),
+]
+NamespaceQuery = Annotated[Namespace | None, Query(description="overrides the card's namespace")]
+
+
+def to_read(stored: StoredCard) -> ToolRead:
+    return ToolRead(
+        **stored.card.model_dump(),
+        version=stored.version,
+        created_at=stored.created_at,
+        updated_at=stored.updated_at,
+        deleted=stored.deleted,
+    )
+
+
+@router.post("", status_code=201, response_model=ToolRead, responses=ERRORS)
+def create_tool(
+    body: ToolBody,
+    session: SessionDep,
+    services: ServicesDep,
+    _admin: AdminDep,
+    namespace: NamespaceQuery = None,
+) -> ToolRead:
+    """Register a new tool; 409 if the name exists in its namespace."""
+    card = catalog.parse_card(body, namespace)
+    catalog.write_cards(session, services.encoder, [card], create_only=True)
+    return to_read(repository.get_card(session, card.namespace, card.name))
+
+
+@router.post("/bulk", response_model=BulkResult, responses=ERRORS)
+def bulk_import(
+    request: BulkRequest, session: SessionDep, services: ServicesDep, _admin: AdminDep
+) -> BulkResult:
+    """Import many tools in any mix of formats: all land, or (on any bad item) none."""
+    batch = catalog.parse_batch(request.tools, request.namespace)
+    if batch.rejects:
+        raise InvalidInput(
+            f"{len(batch.rejects)} of {len(request.tools)} tools are invalid; nothing was written",
+            batch.rejects,
+        )
+    statuses = catalog.write_cards(session, services.encoder, batch.cards)
+    result: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
+    for card, status in zip(batch.cards, statuses, strict=True):
+        result[status].append(card.name)
+    return BulkResult(**result)
+
+
+@router.put("/{name}", response_model=ToolRead, responses=ERRORS)
+def put_tool(
+    name: str,
+    body: ToolBody,
+    session: SessionDep,
+    services: ServicesDep,
+    response: Response,
+    _admin: AdminDep,
+    namespace: NamespaceQuery = None,
+) -> ToolRead:
+    """Create the tool (201) or add a new version of it (200); unchanged content adds none."""
+    card = catalog.parse_card({"name": name, **body}, namespace)
+    if card.name != name:
+        raise InvalidInput(f"the body names {card.name!r} but the path names {name!r}")
+    [status] = catalog.write_cards(session, services.encoder, [card])
+    response.status_code = 201 if status == "created" else 200
+    return to_read(repository.get_card(session, card.namespace, card.name))
+
+
+@router.delete("/{name}", status_code=204, responses=ERRORS)
+def delete_tool(
+    name: str, session: SessionDep, _admin: AdminDep, namespace: Namespace = "default"
+) -> Response:
+    """Take a tool out of routing; its versions stay readable with `?version=N`."""
+    catalog.delete_card(session, namespace, name)
+    return Response(status_code=204)
+
+
+@router.get("", response_model=ToolList, responses=ERRORS)
+def list_tools(
+    session: SessionDep,
+    _agent: AgentDep,
+    namespace: Namespace | None = None,
+    tag: Annotated[str | None, Query(max_length=64)] = None,
+    text: Annotated[str | None, Query(max_length=200, description="in name or summary")] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    format: ExportFormat | None = None,
+) -> ToolList:
+    """List live tools, paged and filtered; `format` exports them for a model API."""
+    page, total = repository.list_cards(
+        session, namespace=namespace, tag=tag, text=text, offset=offset, limit=limit
+    )
+    items: list[ToolRead] | list[dict[str, Any]]
+    if format is None:
+        items = [to_read(stored) for stored in page]
+    else:
+        items = [from_card(stored.card, format) for stored in page]
+    return ToolList(items=items, total=total, offset=offset, limit=limit, format=format or "native")
+
+
+@router.get("/{name}", responses=ERRORS)
+def get_tool(
+    name: str,
+    session: SessionDep,
+    _agent: AgentDep,
+    namespace: Namespace = "default",
+    version: Annotated[int | None, Query(ge=1)] = None,
+    format: ExportFormat | None = None,
+) -> Any:
+    """One tool's current card, or an earlier version; `format` exports it."""
+    stored = repository.get_card(session, namespace, name, version)
+    return to_read(stored) if format is None else from_card(stored.card, format)

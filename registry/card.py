@@ -1,0 +1,164 @@
+"""The tool card: what an admin writes about a tool, checked on the way in (pydantic v2)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from registry.schemas import SchemaError, check_schema
+
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+NAMESPACE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+SUMMARY_MAX_CHARS = 300
+TRUSTED = MappingProxyType({"trusted": True})
+"""Validation context for cards read back from storage, whose schemas were checked on write:
+``ToolCard.model_validate(row, context=TRUSTED)`` skips the (~1 ms) JSON Schema checks."""
+
+_Description = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)
+]
+_Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+_Example = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+
+# A full stop, "!" or "?" before whitespace, an ideographic full stop, or a line break.
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|。|\n")
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "eg", "ie", "vs", "cf", "approx", "incl"})
+
+
+def default_parameters() -> dict[str, Any]:
+    """The schema of a tool that takes no arguments."""
+    return {"type": "object", "properties": {}}
+
+
+class ErrorEntry(BaseModel):
+    """One row of a tool's error table: what a code means and what an agent should do next."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(min_length=1, max_length=64)
+    meaning: str = Field(min_length=1, max_length=2000)
+    suggestion: str | None = Field(default=None, max_length=2000)
+
+
+class ToolCard(BaseModel):
+    """The native card an admin writes; ``summary`` defaults to the description's first sentence."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
+    summary: str = ""
+    description: _Description
+    parameters: dict[str, Any] = Field(default_factory=default_parameters)
+    returns: dict[str, Any] | None = None
+    errors: list[ErrorEntry] = Field(default_factory=list, max_length=100)
+    tags: list[_Tag] = Field(default_factory=list, max_length=32)
+    examples: list[_Example] = Field(default_factory=list, max_length=50)
+    pinned: bool = False
+
+    @field_validator("summary", mode="before")
+    @classmethod
+    def _summary_none(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @field_validator("summary")
+    @classmethod
+    def _summary_one_line(cls, value: str) -> str:
+        line = " ".join(value.split())
+        if len(line) > SUMMARY_MAX_CHARS:
+            raise PydanticCustomError(
+                "summary_too_long",
+                f"summary must be one line of at most {SUMMARY_MAX_CHARS} characters, "
+                f"got {len(line)}",
+            )
+        return line
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameters_none(cls, value: Any) -> Any:
+        return default_parameters() if value is None else value
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters_schema(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        return value if _trusted(info) else _checked(value, require_object=True)
+
+    @field_validator("returns")
+    @classmethod
+    def _returns_schema(
+        cls, value: dict[str, Any] | None, info: ValidationInfo
+    ) -> dict[str, Any] | None:
+        if value is None or _trusted(info):
+            return value
+        return _checked(value, require_object=False)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_unique(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
+
+    @model_validator(mode="after")
+    def _summary_default(self) -> ToolCard:
+        if not self.summary:
+            self.summary = first_sentence(self.description)
+        return self
+
+
+def _trusted(info: ValidationInfo) -> bool:
+    return isinstance(info.context, Mapping) and info.context.get("trusted") is True
+
+
+def _checked(schema: dict[str, Any], *, require_object: bool) -> dict[str, Any]:
+    try:
+        check_schema(schema, require_object=require_object)
+    except SchemaError as exc:
+        # A custom error keeps the message exactly as written (no "Value error, " prefix).
+        raise PydanticCustomError("json_schema", str(exc)) from None
+    return schema
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence (or line) of ``text``, on one line, at most 300 characters."""
+    text = text.strip()
+    for match in _SENTENCE_END.finditer(text):
+        before = text[: match.start()]
+        if match.group() == "." and _ends_with_abbreviation(before):
+            continue
+        return _clip(before if match.group() == "\n" else text[: match.end()])
+    return _clip(text)
+
+
+def _ends_with_abbreviation(text: str) -> bool:
+    words = text.rsplit(None, 1)
+    return bool(words) and words[-1].lower() in _ABBREVIATIONS
+
+
+def _clip(text: str) -> str:
+    line = " ".join(text.split())
+    if len(line) <= SUMMARY_MAX_CHARS:
+        return line
+    head = line[: SUMMARY_MAX_CHARS - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(" ,;:") + "…"
+
+
+def content_hash(card: ToolCard) -> str:
+    """sha256 of the card's content as canonical JSON; the namespace is not content."""
+    content = card.model_dump(mode="json", exclude={"namespace"})
+    text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,141 @@
+"""Tool formats agents already use: OpenAI function tools, Anthropic tools, MCP tools.
+
+``to_card_data`` turns any of them (or a native card) into the data of a ``ToolCard``;
+``from_card`` turns a card back into one of them, ready to paste into a model request.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from registry.card import ToolCard
+
+FORMATS = ("openai", "anthropic", "mcp")
+Format = Literal["native", "openai", "anthropic", "mcp"]
+
+_NATIVE_FIELDS = frozenset(ToolCard.model_fields)
+_EXPECTED = (
+    "expected a native card {name, description, parameters?, ...}, "
+    "an OpenAI function tool {type: 'function', function: {name, description, parameters}} "
+    "(or the flat Responses form {type: 'function', name, description, parameters}), "
+    "an Anthropic tool {name, description, input_schema} "
+    "or an MCP tool {name, description?, inputSchema, outputSchema?}"
+)
+
+
+class FormatError(ValueError):
+    """A tool in no format we know, or in more than one."""
+
+
+def detect_format(item: Mapping[str, Any]) -> Format:
+    """Which format ``item`` is in; FormatError if it is unknown or ambiguous."""
+    if not isinstance(item, Mapping):
+        raise FormatError(f"a tool must be a JSON object, not {type(item).__name__}; {_EXPECTED}")
+    found = _markers(item)
+    if len(found) > 1:
+        signs = " and ".join(sign for _, sign in found)
+        raise FormatError(f"ambiguous tool: it has {signs}; {_EXPECTED}")
+    if found:
+        return found[0][0]
+    if "name" in item and set(item) <= _NATIVE_FIELDS:
+        return "native"
+    raise FormatError(f"unrecognised tool with keys {sorted(map(str, item))}; {_EXPECTED}")
+
+
+def _markers(item: Mapping[str, Any]) -> list[tuple[Format, str]]:
+    """The signs of each format that ``item`` shows."""
+    found: list[tuple[Format, str]] = []
+    if item.get("type") == "function":
+        found.append(("openai", "type 'function' (OpenAI)"))
+    if "input_schema" in item:
+        found.append(("anthropic", "'input_schema' (Anthropic)"))
+    if "inputSchema" in item:
+        found.append(("mcp", "'inputSchema' (MCP)"))
+    if "parameters" in item and item.get("type") != "function":
+        found.append(("native", "'parameters' (native)"))
+    return found
+
+
+def to_card_data(item: Mapping[str, Any], *, namespace: str | None) -> dict[str, Any]:
+    """Data for ``ToolCard.model_validate``; ``namespace`` applies when the item names none."""
+    data = _IMPORTERS[detect_format(item)](item)
+    if namespace is not None and data.get("namespace") is None:
+        data["namespace"] = namespace
+    return data
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """The fields that are set, deep-copied so the card shares nothing with the input."""
+    return {key: copy.deepcopy(value) for key, value in fields.items() if value is not None}
+
+
+def _from_native(item: Mapping[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(dict(item))
+
+
+def _from_openai(item: Mapping[str, Any]) -> dict[str, Any]:
+    function = item.get("function", item)  # Chat Completions nests it; Responses is flat
+    if not isinstance(function, Mapping):
+        raise FormatError("an OpenAI tool's 'function' must be an object {name, description, ...}")
+    return _present(
+        name=function.get("name"),
+        description=function.get("description"),
+        parameters=function.get("parameters"),
+    )
+
+
+def _from_anthropic(item: Mapping[str, Any]) -> dict[str, Any]:
+    return _present(
+        name=item.get("name"),
+        description=item.get("description"),
+        parameters=item.get("input_schema"),
+    )
+
+
+def _from_mcp(item: Mapping[str, Any]) -> dict[str, Any]:
+    annotations = item.get("annotations")
+    title = item.get("title")
+    if title is None and isinstance(annotations, Mapping):
+        title = annotations.get("title")
+    return _present(
+        name=item.get("name"),
+        summary=title,
+        description=item.get("description") or title,  # MCP's description is optional
+        parameters=item.get("inputSchema"),
+        returns=item.get("outputSchema"),
+    )
+
+
+_IMPORTERS: dict[Format, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "native": _from_native,
+    "openai": _from_openai,
+    "anthropic": _from_anthropic,
+    "mcp": _from_mcp,
+}
+
+
+def from_card(card: ToolCard, fmt: str) -> dict[str, Any]:
+    """The card as a tool definition in ``fmt`` (one of FORMATS); ValueError otherwise."""
+    parameters = copy.deepcopy(card.parameters)
+    if fmt == "openai":
+        function = {"name": card.name, "description": card.description, "parameters": parameters}
+        return {"type": "function", "function": function}
+    if fmt == "anthropic":
+        return {"name": card.name, "description": card.description, "input_schema": parameters}
+    if fmt == "mcp":
+        return _to_mcp(card, parameters)
+    raise ValueError(f"unknown tool format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _to_mcp(card: ToolCard, parameters: dict[str, Any]) -> dict[str, Any]:
+    tool = {
+        "name": card.name,
+        "title": card.summary,
+        "description": card.description,
+        "inputSchema": parameters,
+    }
+    if card.returns is not None and card.returns.get("type") == "object":
+        tool["outputSchema"] = copy.deepcopy(card.returns)  # MCP requires an object schema here
+    return tool

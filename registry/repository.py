@@ -1,0 +1,237 @@
+"""The one module that reads and writes registry tables. It flushes; it never commits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from registry.card import TRUSTED, ToolCard, content_hash
+from registry.errors import Conflict, NotFound
+from registry.models import Embedding, RegistryState, Tool, ToolVersion, utcnow
+
+WriteStatus = Literal["created", "updated", "unchanged"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCard:
+    """A card as stored: its content plus version and timestamps."""
+
+    card: ToolCard
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    deleted: bool
+    revision: int
+
+
+def _stored(tool: Tool, version: ToolVersion) -> StoredCard:
+    return StoredCard(
+        card=ToolCard.model_validate(version.card, context=TRUSTED),
+        version=version.version,
+        created_at=tool.created_at,
+        updated_at=version.created_at,
+        deleted=tool.deleted_at is not None,
+        revision=tool.revision,
+    )
+
+
+def next_revision(session: Session) -> int:
+    """Bump and return the registry revision (row-locked on Postgres: writers serialise)."""
+    state = session.get(RegistryState, 1, with_for_update=True)
+    if state is None:
+        state = RegistryState(id=1, revision=0)
+        session.add(state)
+    state.revision += 1
+    session.flush()
+    return state.revision
+
+
+def current_revision(session: Session) -> int:
+    return session.scalar(select(RegistryState.revision).where(RegistryState.id == 1)) or 0
+
+
+def _find(session: Session, namespace: str, name: str) -> Tool | None:
+    return session.scalar(select(Tool).where(Tool.namespace == namespace, Tool.name == name))
+
+
+def _current_version(session: Session, tool: Tool) -> ToolVersion:
+    version = session.scalar(
+        select(ToolVersion).where(
+            ToolVersion.tool_id == tool.id, ToolVersion.version == tool.current_version
+        )
+    )
+    assert version is not None, "a tool always has its current version"
+    return version
+
+
+def _add_version(session: Session, tool: Tool, card: ToolCard, revision: int) -> None:
+    tool.current_version += 1
+    tool.revision = revision
+    tool.deleted_at = None
+    tool.updated_at = utcnow()
+    tool.summary = card.summary[:300]
+    tool.tags = "|" + "|".join(card.tags) + "|" if card.tags else ""
+    session.add(
+        ToolVersion(
+            tool_id=tool.id,
+            version=tool.current_version,
+            card=card.model_dump(mode="json"),
+            content_hash=content_hash(card),
+        )
+    )
+    session.flush()
+
+
+def write_card(
+    session: Session, card: ToolCard, revision: int, *, create_only: bool = False
+) -> WriteStatus:
+    """Create a tool, or add a version when its content changed; a deleted tool comes back."""
+    tool = _find(session, card.namespace, card.name)
+    if tool is None:
+        tool = Tool(namespace=card.namespace, name=card.name, current_version=0, revision=0)
+        session.add(tool)
+        session.flush()
+        _add_version(session, tool, card, revision)
+        return "created"
+    if tool.deleted_at is None and create_only:
+        raise Conflict(
+            f"tool {card.name!r} already exists in namespace {card.namespace!r}",
+            {"name": card.name, "namespace": card.namespace, "hint": "use PUT to add a version"},
+        )
+    was_deleted = tool.deleted_at is not None
+    if not was_deleted and _current_version(session, tool).content_hash == content_hash(card):
+        return "unchanged"
+    _add_version(session, tool, card, revision)
+    return "created" if was_deleted else "updated"
+
+
+def delete_tool(session: Session, namespace: str, name: str, revision: int) -> None:
+    """Take a tool out of routing; its versions stay readable."""
+    tool = _find(session, namespace, name)
+    if tool is None or tool.deleted_at is not None:
+        raise NotFound(f"no tool {name!r} in namespace {namespace!r}")
+    tool.deleted_at = utcnow()
+    tool.revision = revision
+    session.flush()
+
+
+def get_card(session: Session, namespace: str, name: str, version: int | None = None) -> StoredCard:
+    """The current card, or a given version (also of a deleted tool)."""
+    tool = _find(session, namespace, name)
+    if tool is None or (version is None and tool.deleted_at is not None):
+        raise NotFound(f"no tool {name!r} in namespace {namespace!r}")
+    if version is None:
+        return _stored(tool, _current_version(session, tool))
+    row = session.scalar(
+        select(ToolVersion).where(ToolVersion.tool_id == tool.id, ToolVersion.version == version)
+    )
+    if row is None:
+        raise NotFound(
+            f"tool {name!r} has no version {version}",
+            {"current_version": tool.current_version},
+        )
+    return _stored(tool, row)
+
+
+def list_versions(session: Session, namespace: str, name: str) -> list[tuple[int, datetime]]:
+    """(version, written at) of every version of a tool, also a deleted one; newest first."""
+    tool = _find(session, namespace, name)
+    if tool is None:
+        return []
+    rows = session.execute(
+        select(ToolVersion.version, ToolVersion.created_at)
+        .where(ToolVersion.tool_id == tool.id)
+        .order_by(ToolVersion.version.desc())
+    )
+    return [(version, created_at) for version, created_at in rows.tuples()]
+
+
+def list_cards(
+    session: Session,
+    *,
+    namespace: str | None,
+    tag: str | None = None,
+    text: str | None = None,
+    offset: int = 0,
+    limit: int = 50,
+) -> tuple[list[StoredCard], int]:
+    """Current cards of live tools, filtered, ordered by namespace and name; and the total."""
+    query = select(Tool).where(Tool.deleted_at.is_(None))
+    if namespace is not None:
+        query = query.where(Tool.namespace == namespace)
+    if tag:
+        query = query.where(Tool.tags.contains(f"|{tag}|"))
+    if text:
+        needle = f"%{text.lower()}%"
+        query = query.where(
+            func.lower(Tool.name).like(needle) | func.lower(Tool.summary).like(needle)
+        )
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    page = session.scalars(
+        query.order_by(Tool.namespace, Tool.name).offset(offset).limit(limit)
+    ).all()
+    return [_stored(tool, _current_version(session, tool)) for tool in page], total
+
+
+def changed_since(session: Session, revision: int) -> list[tuple[str, str, ToolCard | None]]:
+    """(namespace, name, card or None if deleted) for every tool changed after `revision`."""
+    rows = session.execute(
+        select(Tool, ToolVersion)
+        .join(
+            ToolVersion,
+            (ToolVersion.tool_id == Tool.id) & (ToolVersion.version == Tool.current_version),
+        )
+        .where(Tool.revision > revision)
+        .order_by(Tool.revision)
+    ).all()
+    return [
+        (
+            tool.namespace,
+            tool.name,
+            None
+            if tool.deleted_at is not None
+            else ToolCard.model_validate(version.card, context=TRUSTED),
+        )
+        for tool, version in rows
+    ]
+
+
+def namespace_names(session: Session, namespace: str) -> list[str]:
+    return list(
+        session.scalars(
+            select(Tool.name).where(Tool.namespace == namespace, Tool.deleted_at.is_(None))
+        )
+    )
+
+
+def get_embeddings(session: Session, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
+    wanted = list(set(hashes))
+    found: dict[str, bytes] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = session.execute(
+            select(Embedding.text_hash, Embedding.vector).where(
+                Embedding.model == model, Embedding.text_hash.in_(chunk)
+            )
+        )
+        found.update({h: v for h, v in rows.tuples()})
+    return found
+
+
+def put_embeddings(session: Session, model: str, dim: int, vectors: dict[str, bytes]) -> None:
+    session.add_all(
+        Embedding(model=model, text_hash=h, dim=dim, vector=v) for h, v in vectors.items()
+    )
+    session.flush()
+
+
+def count_tools(session: Session, namespace: str | None = None) -> int:
+    query = select(func.count()).select_from(Tool).where(Tool.deleted_at.is_(None))
+    if namespace is not None:
+        query = query.where(Tool.namespace == namespace)
+    return session.scalar(query) or 0

@@ -1,0 +1,140 @@
+"""Access rules and the one error shape, everywhere."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.test_tools import weather_card
+from tests.conftest import ADMIN, AGENT, make_settings
+
+
+def assert_error(response: object, status: int, code: str) -> None:
+    assert response.status_code == status, response.text  # type: ignore[attr-defined]
+    body = response.json()  # type: ignore[attr-defined]
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"code", "message", "details"}
+    assert body["error"]["code"] == code
+    assert "Traceback" not in response.text  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("post", "/v1/tools"),
+        ("put", "/v1/tools/x"),
+        ("delete", "/v1/tools/x"),
+        ("post", "/v1/tools/bulk"),
+    ],
+)
+def test_writes_need_an_admin_key(client: TestClient, method: str, path: str) -> None:
+    body = {"json": weather_card()} if method != "delete" else {}
+    assert_error(client.request(method, path, **body), 401, "unauthorized")
+    assert_error(client.request(method, path, headers=AGENT, **body), 403, "forbidden")
+    bad = {"Authorization": "Bearer not-a-real-key-at-all"}
+    assert_error(client.request(method, path, headers=bad, **body), 401, "unauthorized")
+
+
+def test_reads_need_an_agent_key_when_agent_keys_are_set(client: TestClient) -> None:
+    assert_error(client.get("/v1/tools"), 401, "unauthorized")
+    assert client.get("/v1/tools", headers=AGENT).status_code == 200
+    assert client.get("/v1/tools", headers=ADMIN).status_code == 200
+    response = client.post("/v1/validate", json={"name": "x"})
+    assert_error(response, 401, "unauthorized")
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_agent_endpoints_open_without_agent_keys(database_url: str) -> None:
+    from app.encoders import make_encoder
+    from app.main import create_app
+
+    app = create_app(make_settings(database_url, agent_keys=()), encoder=make_encoder("fake"))
+    with TestClient(app) as open_client:
+        assert open_client.get("/v1/tools").status_code == 200
+        assert open_client.post("/v1/validate", json={"name": "x"}).status_code == 200
+        assert_error(open_client.post("/v1/tools", json=weather_card()), 401, "unauthorized")
+
+
+def test_malformed_json(client: TestClient) -> None:
+    response = client.post(
+        "/v1/tools", content=b'{"name": ', headers={**ADMIN, "Content-Type": "application/json"}
+    )
+    assert_error(response, 400, "malformed_json")
+
+
+def test_wrong_types_and_unknown_fields(client: TestClient) -> None:
+    assert_error(client.post("/v1/tools", json=[1, 2], headers=ADMIN), 422, "invalid_input")
+    assert_error(
+        client.post("/v1/tools", json=weather_card(colour="blue"), headers=ADMIN),
+        422,
+        "invalid_input",
+    )
+    assert_error(
+        client.post("/v1/tools/bulk", json={"tools": [], "extra": 1}, headers=ADMIN),
+        422,
+        "invalid_input",
+    )
+    assert_error(client.post("/v1/validate", json={"name": 5}, headers=AGENT), 422, "invalid_input")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"name": "has space"}, "name"),
+        ({"name": "x" * 129}, "name"),
+        ({"description": ""}, "description"),
+        ({"parameters": {"type": "string"}}, "object"),
+        ({"parameters": {"type": 5}}, "parameters"),
+        ({"parameters": {"type": "object", "required": ["city"]}}, "city"),
+        ({"returns": {"type": "nonsense"}}, "returns"),
+        ({"parameters": {"type": "object", "properties": {"a": {"$ref": "http://evil/x"}}}}, "ref"),
+        (
+            {
+                "parameters": {
+                    "type": "object",
+                    "properties": {"a": {"type": "string", "pattern": "(a)\\1"}},
+                }
+            },
+            "pattern",
+        ),
+        ({"tags": ["x" * 65]}, "tags"),
+    ],
+)
+def test_invalid_cards(client: TestClient, overrides: dict[str, object], needle: str) -> None:
+    response = client.post("/v1/tools", json=weather_card(**overrides), headers=ADMIN)
+    assert_error(response, 422, "invalid_input")
+    assert needle.lower() in str(response.json()["error"]).lower()
+
+
+def test_body_over_the_limit(database_url: str) -> None:
+    from app.encoders import make_encoder
+    from app.main import create_app
+
+    app = create_app(make_settings(database_url, max_body_bytes=2048), encoder=make_encoder("fake"))
+    with TestClient(app) as small:
+        big = weather_card(description="x" * 4000)
+        assert_error(small.post("/v1/tools", json=big, headers=ADMIN), 413, "payload_too_large")
+
+        def chunks():  # no Content-Length: the streamed body is counted
+            yield b'{"name": "a", "description": "'
+            for _ in range(10):
+                yield b"y" * 500
+            yield b'"}'
+
+        streamed = small.post(
+            "/v1/tools", content=chunks(), headers={**ADMIN, "Content-Type": "application/json"}
+        )
+        assert_error(streamed, 413, "payload_too_large")
+
+
+def test_unknown_tool_and_route(client: TestClient) -> None:
+    assert_error(client.get("/v1/tools/nope", headers=AGENT), 404, "not_found")
+    assert_error(client.get("/v1/nothing-here"), 404, "not_found")
+    assert_error(client.patch("/v1/tools/x", headers=ADMIN), 405, "method_not_allowed")
+
+
+def test_health_and_ready(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["status"] == "ready"

@@ -1,0 +1,174 @@
+"""The registry's admin API against real databases (Postgres and SQLite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from tests.conftest import ADMIN, AGENT
+
+
+def weather_card(**overrides: Any) -> dict[str, Any]:
+    card: dict[str, Any] = {
+        "name": "get_weather",
+        "description": "Current weather for a city. Use it for now, not for forecasts.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "City name"},
+                "unit": {"type": "string", "enum": ["c", "f"]},
+            },
+            "required": ["city"],
+        },
+        "tags": ["weather"],
+        "errors": [{"code": "CITY_NOT_FOUND", "meaning": "unknown city", "suggestion": "check it"}],
+    }
+    card.update(overrides)
+    return card
+
+
+def test_create_then_read(client: TestClient) -> None:
+    created = client.post("/v1/tools", json=weather_card(), headers=ADMIN)
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["version"] == 1
+    assert body["namespace"] == "default"
+    assert body["summary"] == "Current weather for a city."
+    read = client.get("/v1/tools/get_weather", headers=AGENT)
+    assert read.status_code == 200
+    assert read.json()["parameters"]["required"] == ["city"]
+
+
+def test_only_name_and_description_are_required(client: TestClient) -> None:
+    response = client.post(
+        "/v1/tools", json={"name": "ping", "description": "Checks liveness."}, headers=ADMIN
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["parameters"] == {"type": "object", "properties": {}}
+
+
+def test_create_twice_conflicts(client: TestClient) -> None:
+    assert client.post("/v1/tools", json=weather_card(), headers=ADMIN).status_code == 201
+    again = client.post("/v1/tools", json=weather_card(), headers=ADMIN)
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "conflict"
+
+
+def test_same_name_in_two_namespaces(client: TestClient) -> None:
+    assert client.post("/v1/tools", json=weather_card(), headers=ADMIN).status_code == 201
+    other = client.post("/v1/tools", json=weather_card(namespace="team-b"), headers=ADMIN)
+    assert other.status_code == 201
+    assert client.get("/v1/tools?namespace=team-b", headers=AGENT).json()["total"] == 1
+
+
+def test_put_versions_and_history(client: TestClient) -> None:
+    first = client.put("/v1/tools/get_weather", json=weather_card(), headers=ADMIN)
+    assert first.status_code == 201
+    same = client.put("/v1/tools/get_weather", json=weather_card(), headers=ADMIN)
+    assert same.status_code == 200 and same.json()["version"] == 1  # unchanged: no new version
+    changed = client.put(
+        "/v1/tools/get_weather",
+        json=weather_card(description="Weather now. Not forecasts."),
+        headers=ADMIN,
+    )
+    assert changed.json()["version"] == 2
+    old = client.get("/v1/tools/get_weather?version=1", headers=AGENT).json()
+    assert old["description"].startswith("Current weather")
+    assert client.get("/v1/tools/get_weather?version=3", headers=AGENT).status_code == 404
+
+
+def test_put_name_mismatch(client: TestClient) -> None:
+    response = client.put("/v1/tools/other", json=weather_card(), headers=ADMIN)
+    assert response.status_code == 422
+    assert "path names" in response.json()["error"]["message"]
+
+
+def test_delete_leaves_routing_keeps_history(client: TestClient) -> None:
+    client.post("/v1/tools", json=weather_card(), headers=ADMIN)
+    assert client.delete("/v1/tools/get_weather", headers=ADMIN).status_code == 204
+    assert client.get("/v1/tools/get_weather", headers=AGENT).status_code == 404
+    assert client.get("/v1/tools", headers=AGENT).json()["total"] == 0
+    history = client.get("/v1/tools/get_weather?version=1", headers=AGENT)
+    assert history.status_code == 200
+    assert history.json()["deleted"] is True
+    assert client.delete("/v1/tools/get_weather", headers=ADMIN).status_code == 404
+    back = client.put("/v1/tools/get_weather", json=weather_card(), headers=ADMIN)
+    assert back.status_code == 201 and back.json()["version"] == 2
+
+
+def test_list_filters_and_pages(client: TestClient) -> None:
+    tools = [
+        weather_card(name=f"tool_{i:02d}", tags=["even" if i % 2 else "odd"]) for i in range(7)
+    ]
+    assert client.post("/v1/tools/bulk", json={"tools": tools}, headers=ADMIN).status_code == 200
+    page = client.get("/v1/tools?limit=3&offset=3", headers=AGENT).json()
+    assert page["total"] == 7
+    assert [t["name"] for t in page["items"]] == ["tool_03", "tool_04", "tool_05"]
+    assert client.get("/v1/tools?tag=odd", headers=AGENT).json()["total"] == 4
+    assert client.get("/v1/tools?text=TOOL_06", headers=AGENT).json()["total"] == 1
+    assert client.get("/v1/tools?limit=0", headers=AGENT).status_code == 422
+
+
+def test_bulk_mixed_formats(client: TestClient) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    tools = [
+        weather_card(),
+        {
+            "type": "function",
+            "function": {"name": "oa", "description": "OpenAI one.", "parameters": schema},
+        },
+        {"name": "an", "description": "Anthropic one.", "input_schema": schema},
+        {"name": "mc", "description": "MCP one.", "inputSchema": schema},
+    ]
+    response = client.post(
+        "/v1/tools/bulk", json={"tools": tools, "namespace": "mix"}, headers=ADMIN
+    )
+    assert response.status_code == 200, response.text
+    assert sorted(response.json()["created"]) == ["an", "get_weather", "mc", "oa"]
+    assert client.get("/v1/tools/an?namespace=mix", headers=AGENT).json()["parameters"] == schema
+    again = client.post("/v1/tools/bulk", json={"tools": tools, "namespace": "mix"}, headers=ADMIN)
+    assert sorted(again.json()["unchanged"]) == ["an", "get_weather", "mc", "oa"]
+
+
+def test_bulk_with_one_bad_item_writes_nothing(client: TestClient) -> None:
+    bad = weather_card(name="broken", parameters={"type": "object", "required": ["nope"]})
+    tools = [weather_card(name="good_one"), bad, weather_card(name="good_two")]
+    response = client.post("/v1/tools/bulk", json={"tools": tools}, headers=ADMIN)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert [d["index"] for d in error["details"]] == [1]
+    assert error["details"][0]["name"] == "broken"
+    assert "nope" in str(error["details"][0]["problems"])
+    assert client.get("/v1/tools", headers=AGENT).json()["total"] == 0
+
+
+def test_bulk_duplicate_names_in_batch(client: TestClient) -> None:
+    response = client.post(
+        "/v1/tools/bulk", json={"tools": [weather_card(), weather_card()]}, headers=ADMIN
+    )
+    assert response.status_code == 422
+    assert "duplicate" in str(response.json()["error"]["details"])
+
+
+def test_export_formats(client: TestClient) -> None:
+    client.post("/v1/tools", json=weather_card(), headers=ADMIN)
+    openai = client.get("/v1/tools?format=openai", headers=AGENT).json()["items"][0]
+    assert openai["type"] == "function"
+    assert openai["function"]["name"] == "get_weather"
+    assert openai["function"]["parameters"]["required"] == ["city"]
+    anthropic = client.get("/v1/tools/get_weather?format=anthropic", headers=AGENT).json()
+    assert anthropic["input_schema"]["required"] == ["city"]
+    mcp = client.get("/v1/tools/get_weather?format=mcp", headers=AGENT).json()
+    assert mcp["inputSchema"]["required"] == ["city"]
+    assert client.get("/v1/tools?format=xml", headers=AGENT).status_code == 422
+
+
+def test_round_trip_through_each_format(client: TestClient) -> None:
+    client.post("/v1/tools", json=weather_card(), headers=ADMIN)
+    for fmt in ("openai", "anthropic", "mcp"):
+        exported = client.get(f"/v1/tools/get_weather?format={fmt}", headers=AGENT).json()
+        put = client.put(f"/v1/tools/get_weather?namespace={fmt}", json=exported, headers=ADMIN)
+        assert put.status_code == 201, put.text
+        assert put.json()["parameters"] == weather_card()["parameters"]
