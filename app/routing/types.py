@@ -1,0 +1,78 @@
+"""Value types of the ranking core: a tool card as the router sees it, the config, a candidate.
+
+Pure data: no web framework, no ORM, no model. Every weight of the pipeline lives in
+:class:`RouterConfig`, with the default that ``bench/tune_routing.py`` chose and
+``docs/ROUTING.md`` justifies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+STAGE_NAMES: tuple[str, ...] = ("keyword", "embedding", "prior", "penalty")
+ALL_STAGES: frozenset[str] = frozenset(STAGE_NAMES)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDoc:
+    """What the router knows of one tool card."""
+
+    name: str
+    summary: str
+    description: str
+    tags: tuple[str, ...] = ()
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    examples: tuple[str, ...] = ()
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FieldWeights:
+    """How many times each card field counts in the BM25 document (BM25F by repetition)."""
+
+    name: int = 3
+    summary: int = 2
+    description: int = 1
+    tags: int = 2
+    param_names: int = 1
+    param_descriptions: int = 1
+    examples: int = 1
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """Every weight and limit of the pipeline. ``docs/ROUTING.md`` explains each default."""
+
+    # Stage 1: keyword (BM25, Robertson et al. 1994; Lucene variant, Kamphuis et al. 2020).
+    fields: FieldWeights = field(default_factory=FieldWeights)
+    bm25_method: str = "lucene"
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    pool_size: int = 50
+    # Stage 2: fusion of keyword and embedding evidence.
+    fusion: str = "zscore"
+    keyword_weight: float = 0.25
+    embedding_weight: float = 0.75
+    segment_weight: float = 1.0
+    rrf_k: float = 60.0
+    # Usage prior: weight * min(prior, cap) added to the fused score.
+    prior_weight: float = 0.1
+    prior_cap: float = 1.0
+    # Stage 3: rule check.
+    missing_param_penalty: float = 0.1
+    max_penalised_params: int = 3
+    # Diversity in the top-k (Carbonell & Goldstein 1998); 1.0 switches MMR off.
+    mmr_lambda: float = 1.0
+    mmr_multi_ask_only: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One routed tool: its score and each stage's additive part of it."""
+
+    name: str
+    score: float
+    stages: dict[str, float]
+    missing_required: tuple[str, ...]

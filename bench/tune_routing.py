@@ -1,0 +1,250 @@
+"""Offline evaluation and tuning of the ranking core (no database, no service).
+
+Reads a dataset directory holding ``tools.jsonl`` ({name, description, parameters|null}) and a
+queries file ({query, relevant, id}), embeds tools and queries with a real encoder (vectors are
+cached as .npy under ``--cache``), routes every query through ``app.routing.route`` and prints
+hit@1, recall@3, recall@5 and nDCG@10 (binary gains) for the full pipeline and its ablations.
+
+    # report: the full pipeline and every ablation on the evaluation queries
+    python bench/tune_routing.py --data /work/shared/data/metatool
+    python bench/tune_routing.py --data /work/shared/data/seal-tools
+    # tune: MetaTool's queries_all minus the evaluation sample, Seal-Tools' dev-* ids
+    python bench/tune_routing.py --data .../metatool --queries queries_all.jsonl \\
+        --exclude queries.jsonl --grid
+    python bench/tune_routing.py --data .../seal-tools --only-prefix dev- --grid
+    # speed and memory at scale (tools cloned from the dataset, renamed)
+    python bench/tune_routing.py --data .../seal-tools --speed 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import itertools
+import json
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.encoders import Encoder, make_encoder  # noqa: E402
+from app.routing import (  # noqa: E402
+    ALL_STAGES,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+    query_texts,
+    route,
+)
+
+ABLATIONS: dict[str, frozenset[str]] = {
+    "full": ALL_STAGES,
+    "keyword-only": frozenset({"keyword"}),
+    "embedding-only": frozenset({"embedding"}),
+    "without-prior": ALL_STAGES - {"prior"},
+    "without-penalty": ALL_STAGES - {"penalty"},
+}
+GRID: dict[str, tuple[Any, ...]] = {
+    "keyword_weight": (0.2, 0.25, 0.3, 0.35, 0.4),
+    "segment_weight": (0.0, 0.5, 1.0, 2.0),
+    "fusion": ("zscore", "minmax", "rrf"),
+    "mmr_lambda": (1.0, 0.9, 0.8),
+    "missing_param_penalty": (0.0, 0.05, 0.1, 0.2),
+}
+Metrics = dict[str, float]
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One JSON object per non-empty line."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def load_tools(path: Path) -> list[ToolDoc]:
+    """Dataset tools as router cards (``parameters: null`` → ``{}``; no summary)."""
+    return [
+        ToolDoc(
+            name=row["name"],
+            summary="",
+            description=row.get("description") or "",
+            parameters=row.get("parameters") or {},
+        )
+        for row in read_jsonl(path)
+    ]
+
+
+def select_queries(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Apply --exclude (ids of another file), --only-prefix and --skip-prefix."""
+    if args.exclude:
+        excluded = {row["id"] for row in read_jsonl(args.data / args.exclude)}
+        rows = [row for row in rows if row["id"] not in excluded]
+    if args.only_prefix:
+        rows = [row for row in rows if str(row["id"]).startswith(args.only_prefix)]
+    if args.skip_prefix:
+        rows = [row for row in rows if not str(row["id"]).startswith(args.skip_prefix)]
+    return rows
+
+
+def cached_encode(encoder: Encoder, texts: Sequence[str], cache: Path) -> np.ndarray:
+    """``encoder.encode(texts)``, memoised as one .npy keyed by the encoder name and texts."""
+    digest = hashlib.sha256("\x1e".join([encoder.name, *texts]).encode()).hexdigest()[:24]
+    path = cache / f"{encoder.name.replace('/', '_')}-{digest}.npy"
+    if path.exists():
+        return np.load(path)
+    cache.mkdir(parents=True, exist_ok=True)
+    vectors = encoder.encode(list(texts))
+    np.save(path, vectors)
+    return vectors
+
+
+def query_vectors(encoder: Encoder, queries: Sequence[str], cache: Path) -> list[np.ndarray]:
+    """Per query, the rows for ``query_texts(query)`` (whole query, then its asks)."""
+    texts = [query_texts(q) for q in queries]
+    flat = cached_encode(encoder, [t for group in texts for t in group], cache)
+    bounds = np.cumsum([0, *(len(group) for group in texts)])
+    return [flat[bounds[i] : bounds[i + 1]] for i in range(len(texts))]
+
+
+def metrics(ranked: Sequence[str], relevant: Iterable[str]) -> Metrics:
+    """hit@1, recall@3, recall@5 and binary nDCG@10 of one ranking."""
+    rel = set(relevant)
+    gains = [1.0 / np.log2(i + 2) for i, name in enumerate(ranked[:10]) if name in rel]
+    ideal = sum(1.0 / np.log2(i + 2) for i in range(min(len(rel), 10)))
+    return {
+        "hit@1": float(bool(ranked) and ranked[0] in rel),
+        "recall@3": len(rel & set(ranked[:3])) / len(rel),
+        "recall@5": len(rel & set(ranked[:5])) / len(rel),
+        "nDCG@10": sum(gains) / ideal,
+    }
+
+
+def evaluate(
+    index: RouterIndex,
+    queries: Sequence[dict[str, Any]],
+    vectors: Sequence[np.ndarray],
+    config: RouterConfig,
+    stages: frozenset[str],
+) -> Metrics:
+    """Mean metrics of ``route(k=10)`` over the queries."""
+    rows = []
+    for row, vec in zip(queries, vectors, strict=True):
+        ranked = route(index, row["query"], vec, k=10, config=config, stages=stages)
+        rows.append(metrics([c.name for c in ranked], row["relevant"]))
+    return {key: statistics.fmean(r[key] for r in rows) for key in rows[0]}
+
+
+def fmt(values: Metrics) -> str:
+    """Metrics as one aligned line."""
+    return "  ".join(f"{k} {v:.4f}" for k, v in values.items())
+
+
+def apply_overrides(config: RouterConfig, pairs: Sequence[str]) -> RouterConfig:
+    """``--set key=value`` overrides, the value parsed as JSON when it can be."""
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, raw = pair.partition("=")
+        try:
+            changes[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            changes[key] = raw
+    return dataclasses.replace(config, **changes)
+
+
+def report(run: Callable[[RouterConfig, frozenset[str]], Metrics], config: RouterConfig) -> None:
+    """The full pipeline and each ablation."""
+    for label, stages in ABLATIONS.items():
+        print(f"{label:16s} {fmt(run(config, stages))}", flush=True)
+
+
+def grid(run: Callable[[RouterConfig, frozenset[str]], Metrics], config: RouterConfig) -> None:
+    """One parameter at a time around ``config`` (coordinate sweep), full pipeline."""
+    for key, values in GRID.items():
+        for value in values:
+            candidate = dataclasses.replace(config, **{key: value})
+            print(f"{key}={value!s:8s} {fmt(run(candidate, ALL_STAGES))}", flush=True)
+
+
+def cloned_tools(tools: Sequence[ToolDoc], n: int) -> list[ToolDoc]:
+    """``n`` cards made by cycling ``tools`` with numbered names (for speed tests only)."""
+    return [
+        dataclasses.replace(tool, name=f"{tool.name}_{i // len(tools)}")
+        for i, tool in zip(range(n), itertools.cycle(tools), strict=False)
+    ]
+
+
+def speed(args: argparse.Namespace, encoder: Encoder, tools: list[ToolDoc]) -> None:
+    """Build time, route latency (p50/p95, excluding the embedding) and peak memory."""
+    docs = cloned_tools(tools, args.speed)
+    base = cached_encode(encoder, [embedding_text(t) for t in tools], args.cache)
+    embeddings = base[np.arange(len(docs)) % len(tools)]
+    config = RouterConfig()
+    start = time.perf_counter()
+    index = RouterIndex.build(docs, embeddings, config)
+    print(f"build {len(docs)} tools: {time.perf_counter() - start:.2f} s")
+    queries = [row["query"] for row in read_jsonl(args.data / args.queries)][: args.speed_queries]
+    single = [encoder.encode([q]) for q in queries[:5]]  # warm-up
+    embed_ms, route_ms = [], []
+    for query in queries:
+        t0 = time.perf_counter()
+        vec = encoder.encode(query_texts(query))
+        t1 = time.perf_counter()
+        route(index, query, vec, k=3, config=config)
+        t2 = time.perf_counter()
+        single.append(encoder.encode([query]))
+        t3 = time.perf_counter()
+        embed_ms.append((t3 - t2) * 1e3)
+        route_ms.append((t2 - t1) * 1e3)
+    for label, values in (("bare query embedding", embed_ms), ("route()", route_ms)):
+        p50, p95 = np.percentile(values, [50, 95])
+        print(f"{label:22s} p50 {p50:.3f} ms  p95 {p95:.3f} ms")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS (model + index + this script): {peak:.0f} MiB")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="dataset directory")
+    parser.add_argument("--queries", default="queries.jsonl")
+    parser.add_argument("--exclude", help="drop queries whose id is in this file of --data")
+    parser.add_argument("--only-prefix", help="keep only query ids starting with this")
+    parser.add_argument("--skip-prefix", help="drop query ids starting with this")
+    parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_emb"))
+    parser.add_argument("--set", action="append", default=[], help="config override k=v")
+    parser.add_argument("--grid", action="store_true", help="sweep GRID instead of ablations")
+    parser.add_argument("--speed", type=int, default=0, help="time route() at this many tools")
+    parser.add_argument("--speed-queries", type=int, default=300)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    encoder = make_encoder(args.encoder)
+    tools = load_tools(args.data / "tools.jsonl")
+    if args.speed:
+        speed(args, encoder, tools)
+        return
+    queries = select_queries(read_jsonl(args.data / args.queries), args)
+    config = apply_overrides(RouterConfig(), args.set)
+    embeddings = cached_encode(encoder, [embedding_text(t) for t in tools], args.cache)
+    index = RouterIndex.build(tools, embeddings, config)
+    vectors = query_vectors(encoder, [row["query"] for row in queries], args.cache)
+    print(f"{args.data.name}: {len(tools)} tools, {len(queries)} queries, encoder {encoder.name}")
+
+    def run(cfg: RouterConfig, stages: frozenset[str]) -> Metrics:
+        return evaluate(index, queries, vectors, cfg, stages)
+
+    (grid if args.grid else report)(run, config)
+
+
+if __name__ == "__main__":
+    main()

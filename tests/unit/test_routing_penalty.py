@@ -1,0 +1,118 @@
+"""Rule check: when can the query or the context supply a required parameter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.routing.penalty import (
+    compile_rules,
+    missing_required,
+    penalty,
+    query_evidence,
+    value_kind,
+)
+from app.routing.text import analyse
+
+
+def missing(schema: dict[str, Any], query: str, context: dict[str, Any] | None = None) -> tuple:
+    return missing_required(compile_rules(schema), query_evidence(query, analyse(query), context))
+
+
+def one(name: str, **prop: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {name: prop}, "required": [name]}
+
+
+@pytest.mark.parametrize(
+    ("name", "prop", "kind"),
+    [
+        ("contact_email", {"type": "string"}, "email"),
+        ("website_url", {"type": "string"}, "url"),
+        ("server_ip", {"type": "string"}, "ip"),
+        ("startDate", {"type": "string"}, "date"),
+        ("when", {"type": "string", "format": "date-time"}, "date"),
+        ("meeting_time", {"type": "string"}, "time"),
+        ("patient_id", {"type": "string"}, "id"),
+        ("count", {"type": "integer"}, "number"),
+        ("verbose", {"type": "boolean"}, "boolean"),
+        ("title", {"type": "string"}, "string"),
+    ],
+)
+def test_value_kind_from_type_format_and_name(name: str, prop: dict[str, Any], kind: str) -> None:
+    assert value_kind(name, prop) == kind
+
+
+def test_context_key_supplies_it() -> None:
+    schema = one("patient_id", type="string")
+    assert missing(schema, "show the latest lab results") == ("patient_id",)
+    assert missing(schema, "show the latest lab results", {"patientId": "p-9"}) == ()
+
+
+def test_mentioning_the_name_or_a_synonym_supplies_it() -> None:
+    assert missing(one("country", type="string"), "nurses per country please") == ()
+    assert missing(one("location", type="string"), "what is on in my city tonight") == ()
+    assert missing(one("location", type="string"), "what is on tonight") == ("location",)
+
+
+def test_enum_and_listed_examples_supply_it() -> None:
+    enum = one("unit", type="string", enum=["celsius", "fahrenheit"])
+    assert missing(enum, "temperature outside in fahrenheit") == ()
+    examples = one("method", type="string", description="Technique (e.g., chromatography, DNA)")
+    assert missing(examples, "analyse this sample by chromatography") == ()
+    assert missing(examples, "analyse this sample") == ("method",)
+
+
+@pytest.mark.parametrize(
+    ("name", "prop", "query"),
+    [
+        ("amount", {"type": "number"}, "convert 25 euros"),
+        ("start_date", {"type": "string"}, "flights leaving 2024-05-01"),
+        ("start_date", {"type": "string"}, "flights leaving next week"),
+        ("recipient", {"type": "string", "format": "email"}, "send it to ann@example.com"),
+        ("page", {"type": "string", "format": "uri"}, "summarise https://example.org/a"),
+        ("host", {"type": "string", "format": "ipv4"}, "ping 10.0.0.7"),
+        ("order_id", {"type": "string"}, "where is order A7X93K"),
+        ("subject", {"type": "string"}, 'open a ticket saying "printer jammed"'),
+        ("city", {"type": "string"}, "is it raining in Oslo"),
+    ],
+)
+def test_a_visible_value_of_the_right_kind_supplies_it(
+    name: str, prop: dict[str, Any], query: str
+) -> None:
+    assert missing(one(name, **prop), query) == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "prop", "query"),
+    [
+        ("amount", {"type": "number"}, "convert some euros"),
+        ("order_id", {"type": "string"}, "where is my parcel"),
+        ("recipient", {"type": "string", "format": "email"}, "send the report"),
+        ("start_date", {"type": "string"}, "book a flight"),
+    ],
+)
+def test_no_value_of_the_right_kind_leaves_it_missing(
+    name: str, prop: dict[str, Any], query: str
+) -> None:
+    assert missing(one(name, **prop), query) == (name,)
+
+
+def test_only_required_parameters_count_and_order_is_kept() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "b_code": {"type": "string"},
+            "a_code": {"type": "string"},
+            "note": {"type": "string"},
+        },
+        "required": ["b_code", "a_code"],
+    }
+    assert missing(schema, "do it") == ("b_code", "a_code")
+    assert missing({}, "do it") == ()
+
+
+def test_penalty_is_per_parameter_and_capped() -> None:
+    assert penalty((), 0.1, 3) == 0.0
+    assert penalty(("a", "b"), 0.1, 3) == pytest.approx(-0.2)
+    assert penalty(("a", "b", "c", "d", "e"), 0.1, 3) == pytest.approx(-0.3)

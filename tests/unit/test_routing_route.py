@@ -1,0 +1,188 @@
+"""``route`` end to end with the deterministic fake encoder: edge cases, fallback, ablations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.encoders import FakeEncoder
+from app.routing import ALL_STAGES, RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from app.routing.segment import query_texts
+
+ENCODER = FakeEncoder(dim=128)
+CONFIG = RouterConfig()
+TOOLS = (
+    ToolDoc(
+        name="get_weather",
+        summary="Current weather for a city",
+        description="Temperature, wind and rain right now in one city.",
+        tags=("weather", "geo"),
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+        },
+    ),
+    ToolDoc(
+        name="convertCurrency",
+        summary="Convert an amount between currencies",
+        description="Exchange rates for 150 currencies.",
+        tags=("finance",),
+        parameters={
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "from_currency": {"type": "string", "description": "ISO code, e.g. EUR"},
+                "to_currency": {"type": "string", "description": "ISO code, e.g. USD"},
+            },
+            "required": ["amount", "from_currency", "to_currency"],
+        },
+    ),
+    ToolDoc(
+        name="translate.text",
+        summary="Translate text",
+        description="Translate text between languages.",
+        tags=("language",),
+    ),
+    ToolDoc(
+        name="search_web",
+        summary="Search the web",
+        description="General web search when no other tool fits.",
+        pinned=True,
+    ),
+    ToolDoc(name="天气预报", summary="查询城市天气预报", description="未来七天的天气预报", tags=("weather",)),
+)
+
+
+def build(docs: tuple[ToolDoc, ...] = TOOLS) -> RouterIndex:
+    return RouterIndex.build(docs, ENCODER.encode([embedding_text(d) for d in docs]), CONFIG)
+
+
+INDEX = build()
+
+
+def ask(query: str, **kwargs: object) -> list:
+    vec = ENCODER.encode(query_texts(query))
+    return route(INDEX, query, vec, config=CONFIG, **kwargs)  # type: ignore[arg-type]
+
+
+def test_stage_parts_add_up_to_the_score() -> None:
+    for candidate in ask("convert 20 EUR to USD", k=5, prior={"search_web": 0.5}):
+        assert set(candidate.stages) == set(ALL_STAGES)
+        assert sum(candidate.stages.values()) == pytest.approx(candidate.score)
+
+
+def test_best_tool_first_and_its_fused_score_is_one() -> None:
+    best = ask("what is the weather in Paris right now")[0]
+    assert best.name == "get_weather"
+    assert best.stages["keyword"] + best.stages["embedding"] == pytest.approx(1.0)
+    assert best.missing_required == ()
+
+
+def test_missing_required_parameters_are_penalised_and_reported() -> None:
+    top = {c.name: c for c in ask("convert currencies", k=5)}["convertCurrency"]
+    assert top.missing_required == ("amount",)
+    assert top.stages["penalty"] == pytest.approx(-CONFIG.missing_param_penalty)
+    ok = {c.name: c for c in ask("convert currencies", k=5, context={"amount": 3})}
+    assert ok["convertCurrency"].missing_required == ()
+
+
+def test_empty_index_and_k_larger_than_the_index() -> None:
+    empty = RouterIndex.build([], np.zeros((0, 128), dtype=np.float32), CONFIG)
+    assert len(empty) == 0
+    assert route(empty, "weather", ENCODER.encode(["weather"]), config=CONFIG) == []
+    assert len(ask("weather", k=50)) == len(TOOLS)
+    assert ask("weather", k=0) == []
+
+
+def test_tags_filter_keeps_only_tools_with_every_tag() -> None:
+    assert {c.name for c in ask("weather", k=5, tags=["weather"])} == {"get_weather", "天气预报"}
+    assert [c.name for c in ask("weather", k=5, tags=["WEATHER", "geo"])] == ["get_weather"]
+    assert ask("weather", tags=["nope"]) == []
+
+
+def test_min_score_filters_and_falls_back_to_pinned_when_nothing_passes() -> None:
+    assert all(c.score >= 0.5 for c in ask("translate this text", k=5, min_score=0.5))
+    assert [c.name for c in ask("translate this text", min_score=5.0)] == ["search_web"]
+
+
+def test_no_keyword_match_and_no_vector_falls_back_to_pinned_then_most_used() -> None:
+    out = route(INDEX, "zzqx vvbn", None, k=3, prior={"get_weather": 0.9}, config=CONFIG)
+    assert [c.name for c in out] == ["search_web", "get_weather"]
+    assert out[1].stages["prior"] == pytest.approx(CONFIG.prior_weight * 0.9)
+
+
+def test_no_keyword_match_uses_the_embedding() -> None:
+    out = ask("zzqx vvbn", k=2)
+    assert len(out) == 2
+    assert all(c.stages["keyword"] == 0.0 for c in out)
+
+
+def test_chinese_query_finds_the_chinese_card() -> None:
+    assert ask("北京天气预报怎么样")[0].name == "天气预报"
+
+
+@pytest.mark.parametrize(
+    "query", ["", "   ", "?!.,;", "😀🔥", "天", "a" * 4000, "weather " * 700, "\x00\n\t"]
+)
+def test_odd_queries_never_raise(query: str) -> None:
+    out = ask(query, k=3)
+    assert len(out) <= 3
+    assert route(INDEX, query, None, config=CONFIG) is not None
+
+
+def test_prior_boost_is_weighted_and_capped() -> None:
+    config = RouterConfig(prior_weight=0.2, prior_cap=0.5)
+    out = route(INDEX, "web search", None, k=5, prior={"search_web": 7.0}, config=config)
+    assert {c.name: c for c in out}["search_web"].stages["prior"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    ("stages", "zero"),
+    [
+        (frozenset({"keyword"}), {"embedding", "prior", "penalty"}),
+        (frozenset({"embedding"}), {"keyword", "prior", "penalty"}),
+        (ALL_STAGES - {"prior"}, {"prior"}),
+        (ALL_STAGES - {"penalty"}, {"penalty"}),
+    ],
+)
+def test_ablation_flags_switch_stages_off(stages: frozenset[str], zero: set[str]) -> None:
+    out = ask("convert money", k=5, stages=stages, prior={"convertCurrency": 1.0})
+    assert out
+    for candidate in out:
+        assert all(candidate.stages[s] == 0.0 for s in zero)
+        if "penalty" not in stages:
+            assert candidate.missing_required == ()
+
+
+def test_single_vector_and_segment_vectors_are_both_accepted() -> None:
+    query = "Convert 20 EUR to USD. Then translate the text to French."
+    whole = ENCODER.encode([query])
+    assert route(INDEX, query, whole[0], config=CONFIG)
+    assert route(INDEX, query, ENCODER.encode(query_texts(query)), config=CONFIG)
+
+
+def test_caller_errors_raise() -> None:
+    with pytest.raises(ValueError, match="dimension"):
+        route(INDEX, "weather", np.ones(3, dtype=np.float32), config=CONFIG)
+    with pytest.raises(ValueError, match="unknown stages"):
+        route(INDEX, "weather", None, config=CONFIG, stages=frozenset({"vibes"}))
+    with pytest.raises(ValueError, match="unique"):
+        build((TOOLS[0], TOOLS[0]))
+    with pytest.raises(ValueError, match="shape"):
+        RouterIndex.build(TOOLS, np.zeros((2, 4)), CONFIG)
+
+
+def test_unusable_query_vector_is_ignored() -> None:
+    nan = np.full(128, np.nan, dtype=np.float32)
+    out = route(INDEX, "weather", nan, config=CONFIG)
+    assert out[0].name in {"get_weather", "天气预报"}
+    assert all(c.stages["embedding"] == 0.0 for c in out)
+
+
+def test_index_exposes_names_and_docs() -> None:
+    assert len(INDEX) == len(TOOLS)
+    assert INDEX.names[0] == "get_weather"
+    assert INDEX.doc("search_web").pinned
+    with pytest.raises(KeyError):
+        INDEX.doc("nope")
