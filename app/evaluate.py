@@ -25,7 +25,7 @@ from tqdm import tqdm
 from app.catalog import parse_batch, write_cards
 from app.db import unit_of_work
 from app.encoders import Encoder
-from app.routing import route
+from app.routing import query_texts, route
 from app.services import build_services
 from app.settings import Settings
 
@@ -141,11 +141,17 @@ def evaluate(
     }
 
 
-def _encode_queries(encoder: Encoder, texts: list[str], batch: int = 256) -> np.ndarray:
-    parts = []
-    for start in tqdm(range(0, len(texts), batch), desc="embedding queries", file=sys.stderr):
-        parts.append(np.asarray(encoder.encode(texts[start : start + batch]), dtype=np.float32))
-    return np.vstack(parts) if parts else np.zeros((0, encoder.dim), dtype=np.float32)
+def _encode_queries(encoder: Encoder, queries: list[str], batch: int = 256) -> list[np.ndarray]:
+    """Per query, the rows route() takes: the whole query, then each of its asks."""
+    groups = [query_texts(q) for q in queries]
+    flat = [text for group in groups for text in group]
+    parts = [
+        np.asarray(encoder.encode(flat[start : start + batch]), dtype=np.float32)
+        for start in tqdm(range(0, len(flat), batch), desc="embedding queries", file=sys.stderr)
+    ]
+    rows = np.vstack(parts) if parts else np.zeros((0, encoder.dim), dtype=np.float32)
+    bounds = np.cumsum([0, *(len(g) for g in groups)])
+    return [rows[bounds[i] : bounds[i + 1]] for i in range(len(groups))]
 
 
 def format_table(report: dict[str, Any]) -> str:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from app.encoders import Encoder
 from app.index import IndexManager, Snapshot
-from app.routing import ALL_STAGES, Candidate, RouterConfig, route
+from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
 from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
 from registry.formats import from_card
 
@@ -28,6 +30,7 @@ def estimate_tokens(tools: list[dict[str, Any]]) -> int:
 class RouteResult:
     response: RouteResponse
     candidates: list[Candidate]
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: "embed", "rank"
 
 
 def _namespace_tokens(snapshot: Snapshot, fmt: str) -> int:
@@ -43,13 +46,17 @@ def route_step(
     index: IndexManager,
     encoder: Encoder,
     config: RouterConfig,
-    prior: dict[str, float] | None = None,
+    prior: Mapping[str, float] | None = None,
 ) -> RouteResult:
     """Rank the namespace's tools for one step; never touches the database."""
     snapshot = index.get(request.namespace)
     candidates: list[Candidate] = []
+    timings: dict[str, float] = {}
     if snapshot is not None and len(snapshot.cards):
-        query_vec = np.asarray(encoder.encode([request.query])[0], dtype=np.float32)
+        started = time.perf_counter()
+        # Row 0 embeds the whole step; further rows its separate asks, if it has several.
+        query_vec = np.asarray(encoder.encode(query_texts(request.query)), dtype=np.float32)
+        timings["embed"] = time.perf_counter() - started
         candidates = route(
             snapshot.index,
             request.query,
@@ -62,6 +69,7 @@ def route_step(
             config=config,
             stages=ALL_STAGES,
         )
+        timings["rank"] = time.perf_counter() - started - timings["embed"]
     response = RouteResponse(
         route_id=uuid.uuid4().hex,
         namespace=request.namespace,
@@ -88,4 +96,4 @@ def route_step(
     elif request.format != "raw":
         response.tools = []
         response.tokens = TokenEstimate(returned=0, namespace_total=0, saved=0, method=TOKEN_METHOD)
-    return RouteResult(response, candidates)
+    return RouteResult(response, candidates, timings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry
 
@@ -115,3 +115,41 @@ class RouteResponse(BaseModel):
     candidates: list[RouteCandidate]
     tools: list[dict[str, Any]] | None = None
     tokens: TokenEstimate | None = None
+
+
+Outcome = Literal["success", "error", "unknown"]
+Verdict = Literal["hit_at_1", "hit_at_k", "miss", "none_fit"]
+
+
+class FeedbackRequest(Strict):
+    """What the agent really called after a route, and how it went."""
+
+    route_id: Annotated[str, Field(min_length=1, max_length=64)]
+    chosen: Annotated[str, Field(min_length=1, max_length=256)] | None = Field(
+        description="the tool really called; null: none of the candidates fit"
+    )
+    outcome: Outcome = "unknown"
+    error_code: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
+        default=None, description="the tool's error code, with outcome 'error' only"
+    )
+
+    @model_validator(mode="after")
+    def _error_code_needs_error(self) -> FeedbackRequest:
+        if self.error_code is not None and self.outcome != "error":
+            raise ValueError("error_code is only allowed with outcome 'error'")
+        return self
+
+
+class FeedbackRead(BaseModel):
+    """The feedback recorded for a route; `verdict` says how the route did."""
+
+    route_id: str
+    namespace: str
+    chosen: str | None
+    outcome: Outcome
+    error_code: str | None
+    rank: int | None = Field(description="position of `chosen` among the candidates, from 1")
+    verdict: Verdict
+    from_validate: bool
+    created_at: datetime
+    updated_at: datetime

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from app.deps import AgentDep, ServicesDep
 from app.errors import ERROR_SHAPE
-from app.routes_service import route_step
+from app.route_recording import route_and_record
 from app.schemas import RouteRequest, RouteResponse
 
 router = APIRouter(prefix="/v1", tags=["route"])
@@ -16,9 +16,11 @@ router = APIRouter(prefix="/v1", tags=["route"])
     "/route",
     response_model=RouteResponse,
     response_model_exclude_none=True,
-    responses={c: ERROR_SHAPE for c in (400, 401, 413, 422)},
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 413, 422)},
 )
 def route_tools(request: RouteRequest, services: ServicesDep, _agent: AgentDep) -> RouteResponse:
-    """Rank the namespace's tools for this step; the answer says why each was chosen."""
-    result = route_step(request, services.index, services.encoder, services.index.config)
-    return result.response
+    """Rank the namespace's tools for this step; the answer says why each was chosen.
+
+    The answer's `route_id` names this route in `/v1/feedback` and `/v1/validate`.
+    """
+    return route_and_record(request, services)

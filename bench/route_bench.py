@@ -1,0 +1,378 @@
+"""Route benchmark at 1,000 / 10,000 / 100,000 synthetic tools, side by side in one run.
+
+For each size it reports: one bare query embedding (median), in-process route latency
+(p50, p99; the same `route_step` the endpoint calls, embedding included), HTTP route latency
+(p50, p99) against a real uvicorn server on 127.0.0.1, throughput with 16 concurrent clients
+for 30 s (with p99), the index build time (the server's start-up load of all cards from the
+database), and the server's peak memory (VmHWM). The registration time of 10,000 tools through
+the real write path (parse, check, embed with the real model, store) is measured once.
+
+Synthetic cards are generated from templates (seeded). For the 100,000 set, tool vectors are
+random unit vectors stored under the real model's name, so the server loads them as it would
+real ones; ranking cost does not depend on the vectors' values. Timings on this 2-core machine
+are noisy: compare numbers from one run, and read ratios rather than absolute values.
+
+    .venv/bin/python bench/route_bench.py [--sizes 1000 10000 100000] [--seconds 30] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.catalog import write_cards  # noqa: E402
+from app.db import unit_of_work  # noqa: E402
+from app.encoders import make_encoder  # noqa: E402
+from app.schemas import RouteRequest  # noqa: E402
+from app.services import build_services  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from registry.card import ToolCard  # noqa: E402
+
+VERBS = (
+    "get",
+    "list",
+    "create",
+    "update",
+    "delete",
+    "search",
+    "find",
+    "cancel",
+    "book",
+    "send",
+    "track",
+    "convert",
+    "export",
+    "import",
+    "schedule",
+    "approve",
+    "archive",
+    "restore",
+    "validate",
+    "summarize",
+    "translate",
+    "upload",
+    "download",
+    "share",
+    "sync",
+)
+NOUNS = (
+    "order",
+    "invoice",
+    "shipment",
+    "user",
+    "account",
+    "event",
+    "meeting",
+    "email",
+    "file",
+    "folder",
+    "report",
+    "ticket",
+    "payment",
+    "refund",
+    "subscription",
+    "product",
+    "review",
+    "contract",
+    "room",
+    "flight",
+    "hotel",
+    "forecast",
+    "rate",
+    "dashboard",
+    "alert",
+    "backup",
+    "certificate",
+    "domain",
+    "repository",
+    "build",
+    "deployment",
+    "playlist",
+    "recipe",
+)
+DOMAINS = (
+    "billing",
+    "logistics",
+    "calendar",
+    "mail",
+    "storage",
+    "weather",
+    "finance",
+    "travel",
+    "devops",
+    "media",
+    "crm",
+    "support",
+    "hr",
+    "legal",
+    "marketing",
+    "analytics",
+    "security",
+    "retail",
+    "health",
+    "education",
+)
+QUERIES = [
+    "where is my parcel for order o1234",
+    "cancel the meeting with the design team tomorrow at 3pm",
+    "convert 250 euros to dollars",
+    "send an email to anna@example.com about the invoice",
+    "what will the weather be like in Lyon this weekend",
+    "find the contract we signed with Acme last year",
+    "refund the payment for subscription s99",
+    "book a hotel room in Tokyo for two nights",
+    "export the analytics report for March as csv",
+    "restore yesterday's backup of the billing database",
+]
+
+
+def synthetic_card(i: int, rng: random.Random) -> ToolCard:
+    verb, noun, domain = rng.choice(VERBS), rng.choice(NOUNS), rng.choice(DOMAINS)
+    other = rng.choice(NOUNS)
+    name = f"{domain}_{verb}_{noun}_{i}"
+    return ToolCard(
+        name=name,
+        summary=f"{verb.capitalize()} a {noun} in {domain}.",
+        description=(
+            f"{verb.capitalize()} a {noun} in the {domain} system by its id. Use it when the user "
+            f"asks to {verb} one {noun}; to {verb} a {other} use the {other} tools instead."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                f"{noun}_id": {"type": "string", "description": f"id of the {noun}"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            },
+            "required": [f"{noun}_id"],
+        },
+        tags=[domain, noun],
+        examples=[f"please {verb} the {noun} {rng.randint(1, 999)}"],
+    )
+
+
+class StoredVectors:
+    """An encoder that reports the real model's name but returns seeded random unit vectors."""
+
+    def __init__(self, name: str, dim: int, seed: int = 7) -> None:
+        self.name, self.dim = name, dim
+        self._rng = np.random.default_rng(seed)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows = self._rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def fill_database(url: str, size: int, encoder: Any, real: bool) -> float:
+    """Write `size` synthetic cards through the real write path; returns seconds taken."""
+    rng = random.Random(size)
+    cards = [synthetic_card(i, rng) for i in range(size)]
+    settings = Settings(_env_file=None, database_url=url, encoder="fake")  # type: ignore[call-arg]
+    writer = encoder if real else StoredVectors(encoder.name, encoder.dim)
+    services = build_services(settings, writer)
+    started = time.perf_counter()
+    with unit_of_work(services.session_factory) as session:
+        write_cards(session, services.encoder, cards)
+    elapsed = time.perf_counter() - started
+    services.close()
+    return elapsed
+
+
+def bare_embedding(encoder: Any, rounds: int = 200) -> float:
+    times = []
+    for i in range(rounds):
+        text = QUERIES[i % len(QUERIES)]
+        started = time.perf_counter()
+        encoder.encode([text])
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def in_process_route(url: str, encoder: Any, rounds: int = 300) -> dict[str, float]:
+    from app.routes_service import route_step
+
+    settings = Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
+    services = build_services(settings, encoder)
+    times = []
+    for i in range(rounds):
+        request = RouteRequest(query=QUERIES[i % len(QUERIES)], k=3)
+        started = time.perf_counter()
+        route_step(request, services.index, services.encoder, services.index.config)
+        times.append(time.perf_counter() - started)
+    services.close()
+    return {"p50_ms": ms(percentile(times, 50)), "p99_ms": ms(percentile(times, 99))}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_server(url: str, port: int) -> tuple[subprocess.Popen[bytes], float]:
+    env = {**os.environ, "TOOLREACH_DATABASE_URL": url, "TOOLREACH_LOG_LEVEL": "warning"}
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        cwd=tempfile.gettempdir(),
+        env={**env, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return proc, time.perf_counter() - started
+        except httpx.HTTPError:
+            time.sleep(0.25)
+    proc.kill()
+    raise RuntimeError("the server did not become ready")
+
+
+def peak_memory_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def http_latency(port: int, rounds: int = 300) -> dict[str, float]:
+    times = []
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+        for i in range(rounds):
+            started = time.perf_counter()
+            response = client.post("/v1/route", json={"query": QUERIES[i % len(QUERIES)]})
+            times.append(time.perf_counter() - started)
+            response.raise_for_status()
+    return {"p50_ms": ms(percentile(times, 50)), "p99_ms": ms(percentile(times, 99))}
+
+
+def throughput(port: int, clients: int, seconds: float) -> dict[str, float]:
+    """`clients` threads, each with its own connection, for `seconds`; bounded and local."""
+    times: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + seconds
+
+    def worker(offset: int) -> None:
+        nonlocal errors
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            i = offset
+            while time.perf_counter() < stop_at:
+                started = time.perf_counter()
+                ok = client.post("/v1/route", json={"query": QUERIES[i % len(QUERIES)]}).is_success
+                with lock:
+                    times.append(time.perf_counter() - started)
+                    errors += not ok
+                i += 1
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {
+        "routes_per_s": round(len(times) / seconds, 1),
+        "p50_ms": ms(percentile(times, 50)),
+        "p99_ms": ms(percentile(times, 99)),
+        "errors": errors,
+    }
+
+
+def bench_size(size: int, encoder: Any, seconds: float, workdir: Path) -> dict[str, Any]:
+    url = f"sqlite:///{workdir}/bench_{size}.db"
+    print(f"[{size}] writing {size} synthetic cards ...", file=sys.stderr, flush=True)
+    fill_database(url, size, encoder, real=False)
+    result: dict[str, Any] = {"tools": size}
+    print(f"[{size}] in-process routes ...", file=sys.stderr, flush=True)
+    result["bare_embedding_ms"] = ms(bare_embedding(encoder))
+    result["in_process"] = in_process_route(url, encoder)
+    print(f"[{size}] starting the server ...", file=sys.stderr, flush=True)
+    proc, startup = start_server(url, port := free_port())
+    try:
+        result["server_start_s"] = round(startup, 2)
+        result["index_build_s"] = index_build_seconds(url, encoder)
+        print(f"[{size}] HTTP routes ...", file=sys.stderr, flush=True)
+        result["http"] = http_latency(port)
+        print(f"[{size}] 16 clients for {seconds:.0f} s ...", file=sys.stderr, flush=True)
+        result["throughput_16"] = throughput(port, 16, seconds)
+        result["peak_memory_mb"] = peak_memory_mb(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    embed = result["bare_embedding_ms"]
+    result["ratios"] = {
+        "in_process_p50_over_embedding": round(result["in_process"]["p50_ms"] / embed, 2),
+        "http_p50_over_embedding": round(result["http"]["p50_ms"] / embed, 2),
+    }
+    return result
+
+
+def index_build_seconds(url: str, encoder: Any) -> float:
+    """Time a cold IndexManager.sync(): read every card and vector, build the index."""
+    settings = Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
+    started = time.perf_counter()
+    services = build_services(settings, encoder)
+    elapsed = time.perf_counter() - started
+    services.close()
+    return round(elapsed, 2)
+
+
+def registration_seconds(encoder: Any, workdir: Path, size: int = 10_000) -> float:
+    print(f"registering {size} tools with the real model ...", file=sys.stderr, flush=True)
+    return round(fill_database(f"sqlite:///{workdir}/register.db", size, encoder, real=True), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--encoder", default=os.environ.get("TOOLREACH_ENCODER", "minilm"))
+    parser.add_argument("--skip-registration", action="store_true")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    os.environ["TOOLREACH_ENCODER"] = args.encoder
+    encoder = make_encoder(args.encoder)
+    report: dict[str, Any] = {"encoder": encoder.name, "cpus": os.cpu_count(), "sizes": []}
+    with tempfile.TemporaryDirectory(prefix="toolreach-bench-") as tmp:
+        workdir = Path(tmp)
+        if not args.skip_registration:
+            report["register_10000_s"] = registration_seconds(encoder, workdir)
+        for size in args.sizes:
+            report["sizes"].append(bench_size(size, encoder, args.seconds, workdir))
+            print(json.dumps(report["sizes"][-1]), file=sys.stderr, flush=True)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

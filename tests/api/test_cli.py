@@ -1,0 +1,97 @@
+"""The `toolreach` command line: import (all or nothing), export, init-local, bad settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from tests.api.test_tools import weather_card
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOOLREACH_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("TOOLREACH_ENCODER", "fake")
+    return tmp_path
+
+
+def test_import_json_jsonl_yaml_then_export(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (env / "a.json").write_text(json.dumps([weather_card()]))
+    openai = {"type": "function", "function": {"name": "oa", "description": "OpenAI tool."}}
+    (env / "b.jsonl").write_text(json.dumps(openai) + "\n")
+    (env / "c.yaml").write_text("- name: from_yaml\n  description: A YAML tool.\n  tags: [y]\n")
+    assert main(["import", "a.json", "b.jsonl", "c.yaml"]) == 0
+    assert "imported 3 tools: 3 created" in capsys.readouterr().out
+    assert main(["export", "--format", "mcp", "-o", "out.json"]) == 0
+    exported = json.loads((env / "out.json").read_text())
+    assert sorted(t["name"] for t in exported) == ["from_yaml", "get_weather", "oa"]
+    assert all("inputSchema" in t for t in exported)
+
+
+def test_import_with_a_bad_item_writes_nothing(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = weather_card(name="bad name")
+    (env / "t.json").write_text(json.dumps([weather_card(), bad]))
+    assert main(["import", "t.json"]) == 1
+    err = capsys.readouterr().err
+    assert "rejected item 1 (bad name)" in err
+    assert "nothing imported" in err
+    assert main(["export"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["import", "--skip-invalid", "t.json"]) == 0
+    assert "1 created" in capsys.readouterr().out
+
+
+def test_import_unreadable_files(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", "missing.json"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (env / "x.json").write_text("{not json")
+    assert main(["import", "x.json"]) == 2
+    assert "not valid json" in capsys.readouterr().err.lower()
+
+
+def test_init_local_creates_a_key_once(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init-local"]) == 0
+    first = capsys.readouterr().out
+    text = (env / ".env").read_text()
+    assert "TOOLREACH_ADMIN_KEYS=trk_admin_" in text
+    assert (env / ".env").stat().st_mode & 0o777 == 0o600
+    assert main(["init-local"]) == 0
+    assert capsys.readouterr().out == first
+    assert (env / ".env").read_text() == text
+
+
+def test_a_bad_setting_is_named(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOOLREACH_MAX_BODY_BYTES", "lots")
+    assert main(["export"]) == 2
+    assert "TOOLREACH_MAX_BODY_BYTES" in capsys.readouterr().err
+    monkeypatch.setenv("TOOLREACH_MAX_BODY_BYTES", "4096")
+    monkeypatch.setenv("TOOLREACH_ADMIN_KEYS", "short")
+    assert main(["export"]) == 2
+    assert "TOOLREACH_ADMIN_KEYS" in capsys.readouterr().err
+
+
+def test_postgres_must_be_migrated_explicitly(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import PG_ADMIN_URL, _pg_execute
+
+    name = "toolreach_cli_unmigrated"
+    _pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    _pg_execute(f'CREATE DATABASE "{name}"')
+    try:
+        monkeypatch.setenv("TOOLREACH_DATABASE_URL", PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}")
+        (env / "a.json").write_text(json.dumps([weather_card()]))
+        assert main(["import", "a.json"]) == 2
+        assert "toolreach migrate" in capsys.readouterr().err
+        assert main(["migrate"]) == 0
+        assert main(["import", "a.json"]) == 0
+    finally:
+        _pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
