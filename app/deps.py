@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
@@ -17,6 +18,7 @@ from registry.errors import Forbidden, Unauthorized
 if TYPE_CHECKING:
     from app.services import Services
 
+log = logging.getLogger("toolreach")
 _bearer = HTTPBearer(auto_error=False, description="An admin or agent key")
 
 
@@ -37,7 +39,10 @@ def get_session(services: ServicesDep) -> Iterator[Session]:
     with unit_of_work(services.session_factory) as session:
         yield session
     if session.info.get("registry_changed"):
-        services.index.sync()
+        try:
+            services.index.sync()
+        except Exception:  # the write landed; the background poll will catch the index up
+            log.exception("index sync after a write failed")
 
 
 # scope="function": the commit happens before the response, so a failed commit is an error

@@ -7,7 +7,8 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import health, route, tools, validate
+from app import dashboard
+from app.api import feedback, health, metrics, route, stats, tools, validate
 from app.encoders import Encoder
 from app.errors import install_error_handlers
 from app.limits import BodySizeLimit
@@ -22,7 +23,7 @@ def create_app(settings: Settings | None = None, encoder: Encoder | None = None)
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = build_services(settings, encoder)
-        services.index.start_polling(settings.index_poll_seconds)
+        services.start()
         app.state.services = services
         try:
             yield
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None, encoder: Encoder | None = None)
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
-    for module in (health, tools, validate, route):
+    for module in (health, metrics, tools, validate, route, feedback, stats):
         app.include_router(module.router)
+    app.include_router(dashboard.router)
     return app

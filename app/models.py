@@ -1,5 +1,15 @@
 """Every table of the service on one metadata: the registry's, and the service's own."""
 
+from app.event_models import Feedback, RouteCandidate, RouteEvent
 from registry.models import Base, Embedding, RegistryState, Tool, ToolVersion
 
-__all__ = ["Base", "Embedding", "RegistryState", "Tool", "ToolVersion"]
+__all__ = [
+    "Base",
+    "Embedding",
+    "Feedback",
+    "RegistryState",
+    "RouteCandidate",
+    "RouteEvent",
+    "Tool",
+    "ToolVersion",
+]

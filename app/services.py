@@ -11,10 +11,14 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
+from app.batching import BatchingEncoder
 from app.catalog import parse_batch, write_cards
 from app.db import make_engine, make_session_factory, unit_of_work
 from app.encoders import Encoder, make_encoder
+from app.events import EventWriter
 from app.index import IndexManager
+from app.metrics import Metrics
+from app.prior import PriorCache
 from app.routing import RouterConfig
 from app.settings import Settings
 from registry import repository
@@ -29,27 +33,63 @@ class Services:
     session_factory: sessionmaker[Session]
     encoder: Encoder
     index: IndexManager
+    events: EventWriter
+    prior: PriorCache
+    metrics: Metrics
+
+    def start(self) -> None:
+        """The background threads of a serving process (the CLI commands run none)."""
+        self.index.start_polling(self.settings.index_poll_seconds)
+        self.events.start()
+        self.prior.start(self.settings.prior_refresh_seconds)
 
     def close(self) -> None:
         self.index.stop()
+        self.prior.stop()
+        self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.engine.dispose()
+
+
+def make_event_writer(settings: Settings, factory: sessionmaker[Session]) -> EventWriter:
+    return EventWriter(
+        factory,
+        buffer_size=settings.event_buffer_size,
+        batch_size=settings.event_batch_size,
+        flush_seconds=settings.event_flush_seconds,
+        retry_max_seconds=settings.event_retry_max_seconds,
+    )
+
+
+def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
+    metrics = Metrics()
+    metrics.watch(index.namespaces, lambda: (events.dropped, events.buffered, events.written))
+    return metrics
 
 
 def router_config(settings: Settings) -> RouterConfig:
     return RouterConfig()
 
 
-def build_services(settings: Settings, encoder: Encoder | None = None) -> Services:
-    """Engine, encoder and index; on the embedded SQLite default, migrations run first."""
+def open_database(settings: Settings) -> Engine:
+    """The embedded SQLite default migrates itself; Postgres must be migrated explicitly."""
     if settings.is_sqlite:
         migrate.upgrade(settings.sqlalchemy_url)
     else:
         migrate.ensure_current(settings.sqlalchemy_url)
-    engine = make_engine(settings.sqlalchemy_url)
+    return make_engine(settings.sqlalchemy_url)
+
+
+def build_services(settings: Settings, encoder: Encoder | None = None) -> Services:
+    """Engine, encoder and index, on a database whose schema is at head."""
+    engine = open_database(settings)
     factory = make_session_factory(engine)
-    encoder = encoder or make_encoder(settings.encoder)
+    # Concurrent routes share model calls (see app/batching.py).
+    encoder = BatchingEncoder(encoder or make_encoder(settings.encoder))
     index = IndexManager(factory, encoder, router_config(settings))
-    services = Services(settings, engine, factory, encoder, index)
+    events = make_event_writer(settings, factory)
+    prior = PriorCache(factory, settings.prior_half_life_days)
+    metrics = make_metrics(index, events)
+    services = Services(settings, engine, factory, encoder, index, events, prior, metrics)
     if settings.load_demo:
         load_demo_once(services)
     index.sync()

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from app.deps import AgentDep, ServicesDep
 from app.errors import ERROR_SHAPE
+from app.feedback import record_validated_call
 from app.schemas import CallProblem, ValidateRequest, ValidateResult
 from registry.calls import did_you_mean, validate_arguments
 
@@ -20,7 +21,19 @@ router = APIRouter(prefix="/v1", tags=["validate"])
 def validate_call(
     request: ValidateRequest, services: ServicesDep, _agent: AgentDep
 ) -> ValidateResult:
-    """Check a tool call before it runs: unknown names get the closest real ones."""
+    """Check a tool call before it runs: unknown names get the closest real ones.
+
+    With a `route_id`, a real tool is also recorded as that route's choice (outcome
+    unknown until `/v1/feedback` reports it), so an agent that validates need not report.
+    """
+    if request.route_id is not None:
+        record_validated_call(
+            services.session_factory,
+            services.events,
+            services.index,
+            request.route_id,
+            request.name,
+        )
     card = services.index.card(request.namespace, request.name)
     if card is None:
         names = services.index.names(request.namespace)

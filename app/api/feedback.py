@@ -1,0 +1,27 @@
+"""POST /v1/feedback: which tool the agent really called after a route, and how it went."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.deps import AgentDep, ServicesDep, SessionDep
+from app.errors import ERROR_SHAPE
+from app.feedback import record_feedback
+from app.schemas import FeedbackRead, FeedbackRequest
+
+router = APIRouter(prefix="/v1", tags=["feedback"])
+
+
+@router.post(
+    "/feedback",
+    response_model=FeedbackRead,
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 409, 413, 422)},
+)
+def report_feedback(
+    request: FeedbackRequest, session: SessionDep, services: ServicesDep, _agent: AgentDep
+) -> FeedbackRead:
+    """Report the tool called (null: none fit) and the outcome; repeating a report is safe."""
+    feedback, changed = record_feedback(session, services.events, services.index, request)
+    if changed:
+        services.metrics.count_feedback(feedback.namespace, feedback.outcome, feedback.verdict)
+    return feedback

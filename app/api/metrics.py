@@ -1,0 +1,25 @@
+"""GET /metrics: Prometheus text format; open unless TOOLREACH_METRICS_PUBLIC is false."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from app.deps import Caller, CallerDep, ServicesDep, require_viewer
+
+router = APIRouter(tags=["health"])
+
+
+def metrics_access(caller: CallerDep, services: ServicesDep) -> Caller:
+    """Open by default (no query text or tool name is in any series); else a viewer key."""
+    if services.settings.metrics_public:
+        return caller
+    return require_viewer(caller)
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(services: ServicesDep, _caller: Annotated[Caller, Depends(metrics_access)]) -> Response:
+    """Route latency and stage timings, routes and feedback by outcome, index size, drops."""
+    return Response(services.metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,116 @@
+"""The feedback-loop commands of `toolreach`: purge old route events, simulate an agent."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from app.settings import Settings
+
+
+def _positive(value: str) -> float:
+    number = float(value)
+    if number <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return number
+
+
+def _share(value: str) -> float:
+    number = float(value)
+    if not 0 <= number <= 1:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return number
+
+
+def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
+    from app.db import make_session_factory
+    from app.retention import count_purgeable, purge
+    from app.services import open_database
+
+    days = args.older_than or settings.event_retention_days
+    before = datetime.now(UTC) - timedelta(days=days)
+    engine = open_database(settings)
+    factory = make_session_factory(engine)
+    try:
+        total = count_purgeable(factory, before)
+        with tqdm(total=total, desc="purging route events", unit="route", file=sys.stderr) as bar:
+            result = purge(factory, before, progress=bar.update)
+    finally:
+        engine.dispose()
+    print(
+        f"purged {result.routes} route events (with their feedback) and "
+        f"{result.orphan_feedback} other feedback older than {days:g} days "
+        f"(before {before.isoformat(timespec='seconds')})"
+    )
+    return 0
+
+
+def _first(keys: tuple[str, ...]) -> str | None:
+    return keys[0] if keys else None
+
+
+def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
+    import httpx
+
+    from app.cli import CliError
+    from app.simulate import SimulateOptions, SimulationError, simulate
+
+    data = Path(args.data)
+    if not (data / "tools.jsonl").is_file() or not (data / "queries.jsonl").is_file():
+        raise CliError(f"{data}: expected tools.jsonl and queries.jsonl in it")
+    admin_key = args.admin_key or _first(settings.admin_keys)
+    if admin_key is None:
+        raise CliError(
+            "an admin key is needed to register tools: --admin-key or TOOLREACH_ADMIN_KEYS"
+        )
+    options = SimulateOptions(
+        data=data,
+        namespace=args.namespace,
+        failure_rate=args.failure_rate,
+        limit=args.limit,
+        seed=args.seed,
+        admin_key=admin_key,
+        agent_key=args.key or _first(settings.agent_keys) or admin_key,
+    )
+
+    def progress(queries: Any) -> Any:
+        return tqdm(queries, desc="replaying queries", unit="query", file=sys.stderr)
+
+    try:
+        with httpx.Client(base_url=args.url, timeout=60) as client:
+            summary = simulate(client, options, progress)
+    except SimulationError as exc:
+        raise CliError(str(exc)) from None
+    except httpx.TransportError as exc:
+        raise CliError(f"cannot reach {args.url}: {exc}") from None
+    print("\n".join(summary.lines()))
+    print(f"see {args.url.rstrip('/')}/dashboard or GET /v1/stats?namespace={args.namespace}")
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Add `purge` and `simulate` to the `toolreach` sub-commands."""
+    purge = sub.add_parser("purge", help="delete route events and feedback past the retention")
+    purge.add_argument(
+        "--older-than",
+        type=_positive,
+        metavar="DAYS",
+        help="age cut-off in days (default: TOOLREACH_EVENT_RETENTION_DAYS)",
+    )
+    purge.set_defaults(handler=cmd_purge)
+
+    sim = sub.add_parser("simulate", help="replay a dataset as an agent against a running service")
+    sim.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")
+    sim.add_argument("--url", default="http://127.0.0.1:8000")
+    sim.add_argument("--namespace", default="simulated")
+    sim.add_argument("--failure-rate", type=_share, default=0.1, help="share of outcome=error")
+    sim.add_argument("--limit", type=int, help="only the first N queries")
+    sim.add_argument("--key", help="agent key (default: TOOLREACH_AGENT_KEYS, else the admin key)")
+    sim.add_argument("--admin-key", help="admin key (default: TOOLREACH_ADMIN_KEYS)")
+    sim.add_argument("--seed", type=int, default=0, help="for the failures drawn")
+    sim.set_defaults(handler=cmd_simulate)

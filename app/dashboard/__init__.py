@@ -1,0 +1,13 @@
+"""The dashboard at /dashboard: server-rendered pages and SVG charts behind a login form."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.dashboard import pages, registry_pages, session
+
+router = APIRouter()
+for _module in (session, pages, registry_pages):
+    router.include_router(_module.router)
+
+__all__ = ["router"]

@@ -1,0 +1,166 @@
+"""The statistics pages: overview, tools, confusions and misroutes, look-alikes; and their JSON."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from app.dashboard import charts, gauges
+from app.dashboard.data import (
+    confusion_counts,
+    load_lookalikes,
+    load_stats,
+    pair_key,
+    timeline,
+)
+from app.dashboard.filters import RANGE_LABELS, Filters, parse_filters, parse_threshold
+from app.dashboard.web import DashboardRoute, JsonViewer, PageViewer, render
+from app.deps import ServicesDep
+from app.services import Services
+
+router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
+
+TOOL_COLUMNS = {
+    "namespace": "Namespace",
+    "name": "Tool",
+    "offered": "Offered",
+    "offered_first": "Offered first",
+    "chosen": "Chosen",
+    "chosen_when_not_offered": "Chosen, not offered",
+    "passed_over": "Passed over",
+    "success": "Succeeded",
+}
+TEXT_COLUMNS = ("namespace", "name")
+
+
+def page_context(
+    request: Request, services: Services, viewer: Any, active: str, filters: Filters
+) -> dict[str, Any]:
+    """What every page's frame needs: who, where, and the filter bar's state."""
+    return {
+        "viewer": viewer,
+        "active": active,
+        "filters": filters,
+        "path": request.url.path,
+        "namespaces": dict(sorted(services.index.namespaces().items())),
+        "range_labels": RANGE_LABELS,
+    }
+
+
+def _overview_charts(report: dict[str, Any], filters: Filters) -> dict[str, Any]:
+    line = timeline(report["buckets"], filters, datetime.now(UTC))
+    kwargs: dict[str, Any] = {"bucket": filters.bucket}
+    latency = report["latency_ms"]
+    return {
+        "hits": charts.line_chart(
+            line.starts,
+            [
+                charts.Series("hit@1", line.hit_at_1, "s-hit1", line.hit_at_1_detail),
+                charts.Series("hit@k", line.hit_at_k, "s-hitk", line.hit_at_k_detail),
+            ],
+            title="hit@1 and hit@k over time",
+            **kwargs,
+        ),
+        "volume": charts.bar_chart(
+            line.starts,
+            [
+                charts.Series("routes", line.routes, "s-routes"),
+                charts.Series("feedback", line.feedback, "s-feedback"),
+            ],
+            title="routes and feedback per bucket",
+            **kwargs,
+        ),
+        "latency": gauges.latency_chart(
+            [(p, latency.get(p)) for p in ("p50", "p95", "p99")], title="route latency"
+        ),
+        "shares": gauges.share_chart(
+            [
+                ("used the first candidate (hit@1)", report["hit_at_1"], "s-hit1"),
+                ("used a lower candidate", report["hit_at_k"] - report["hit_at_1"], "s-hitk"),
+                ("used a tool not offered (miss)", report["miss"], "s-miss"),
+                ("none of the candidates fit", report["none_fit"], "s-nonefit"),
+            ],
+            title="what the agents used, of the feedback received",
+        ),
+    }
+
+
+@router.get("", response_class=HTMLResponse)
+def overview(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+    """Hit rates over time, volume, latency and the headline counts."""
+    filters = parse_filters(request.query_params)
+    report = load_stats(services, filters, misroute_limit=5).model_dump()
+    return render(
+        "overview.html",
+        **page_context(request, services, viewer, "overview", filters),
+        report=report,
+        charts=_overview_charts(report, filters),
+    )
+
+
+@router.get("/tools", response_class=HTMLResponse)
+def tools(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+    """Per-tool counts, sortable by every column (server-side, `?sort=COLUMN&dir=asc|desc`)."""
+    filters = parse_filters(request.query_params)
+    report = load_stats(services, filters, misroute_limit=0).model_dump()
+    sort = request.query_params.get("sort", "offered")
+    sort = sort if sort in TOOL_COLUMNS else "offered"
+    default_dir = "asc" if sort in TEXT_COLUMNS else "desc"
+    direction = request.query_params.get("dir", default_dir)
+    direction = direction if direction in ("asc", "desc") else default_dir
+    rows = sorted(
+        report["tools"],
+        key=lambda r: (r[sort], r["namespace"], r["name"]),
+        reverse=direction == "desc",
+    )
+    return render(
+        "tools.html",
+        **page_context(request, services, viewer, "tools", filters),
+        report=report,
+        rows=rows,
+        columns=TOOL_COLUMNS,
+        text_columns=TEXT_COLUMNS,
+        sort=sort,
+        direction=direction,
+    )
+
+
+@router.get("/misroutes", response_class=HTMLResponse)
+def misroutes(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+    """The most frequent confusions, and every misroute with its query and candidates."""
+    filters = parse_filters(request.query_params)
+    limit = 200 if request.query_params.get("limit") == "200" else 50
+    report = load_stats(services, filters, misroute_limit=limit).model_dump()
+    return render(
+        "misroutes.html",
+        **page_context(request, services, viewer, "misroutes", filters),
+        report=report,
+        limit=limit,
+    )
+
+
+@router.get("/lookalikes", response_class=HTMLResponse)
+def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+    """Pairs of tools so alike that they get confused, with how often they were confused."""
+    filters = parse_filters(request.query_params)
+    threshold = parse_threshold(request.query_params.get("threshold"))
+    pairs = load_lookalikes(services, filters.namespace, threshold)
+    report = load_stats(services, filters, misroute_limit=0)
+    counts = confusion_counts(report.confusions)
+    return render(
+        "lookalikes.html",
+        **page_context(request, services, viewer, "lookalikes", filters),
+        pairs=[(p, counts.get(pair_key(p.namespace, p.a, p.b), 0)) for p in pairs],
+        threshold=threshold,
+    )
+
+
+@router.get("/stats.json")
+def stats_json(request: Request, services: ServicesDep, _viewer: JsonViewer) -> JSONResponse:
+    """The numbers behind the pages, for the same filters: the body of GET /v1/stats."""
+    filters = parse_filters(request.query_params)
+    report = load_stats(services, filters)
+    return JSONResponse(report.model_dump(mode="json"))

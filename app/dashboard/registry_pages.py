@@ -1,0 +1,89 @@
+"""The registry browser: namespaces, a searchable tool list, and a card page."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from app.dashboard.cards import load_card, schema_rows
+from app.dashboard.data import load_stats
+from app.dashboard.filters import parse_filters
+from app.dashboard.pages import page_context
+from app.dashboard.web import DashboardRoute, PageViewer, render
+from app.db import unit_of_work
+from app.deps import ServicesDep
+from registry import repository
+from registry.errors import NotFound
+
+router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
+PAGE_SIZE = 50
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+def positive_int(text: str | None) -> int | None:
+    """A page or version number from the query string; anything else is None."""
+    return int(text) if text and text.isdigit() and 0 < int(text) <= 1_000_000 else None
+
+
+@router.get("/registry", response_class=HTMLResponse)
+def registry(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+    """Namespaces with their sizes, and a page of tools matching a search by name or summary."""
+    filters = parse_filters(request.query_params)
+    q = request.query_params.get("q", "")[:200]
+    page = positive_int(request.query_params.get("page")) or 1
+    with unit_of_work(services.session_factory) as session:
+        cards, total = repository.list_cards(
+            session,
+            namespace=filters.namespace,
+            text=q.strip() or None,
+            offset=(page - 1) * PAGE_SIZE,
+            limit=PAGE_SIZE,
+        )
+    return render(
+        "registry.html",
+        **page_context(request, services, viewer, "registry", filters),
+        cards=cards,
+        total=total,
+        q=q,
+        page=page,
+        pages=max(1, -(-total // PAGE_SIZE)),
+    )
+
+
+@router.get("/registry/{namespace}/{name}", response_class=HTMLResponse)
+def card_page(
+    request: Request,
+    namespace: str,
+    name: str,
+    services: ServicesDep,
+    viewer: PageViewer,
+) -> HTMLResponse:
+    """One card in full: description, parameters, schema, error table, versions, its routing."""
+    version = positive_int(request.query_params.get("version"))
+    filters = parse_filters({"namespace": namespace, "range": "all"})
+    context = page_context(request, services, viewer, "registry", filters)
+    try:
+        if not _NAMESPACE.match(namespace):
+            raise NotFound(f"no namespace {namespace!r}")
+        with unit_of_work(services.session_factory) as session:
+            card = load_card(session, namespace, name, version)
+    except NotFound as missing:
+        return render(
+            "not_found.html", status_code=404, **context, message=missing.message, name=name
+        )
+    stats = load_stats(services, filters, tool=name, misroute_limit=20).model_dump()
+    routing = next((t for t in stats["tools"] if t["name"] == name), None)
+    return render(
+        "card.html",
+        **context,
+        page=card,
+        card=card.stored.card,
+        parameters=schema_rows(card.stored.card.parameters),
+        returns=schema_rows(card.stored.card.returns),
+        routing=routing,
+        misroutes=[m for m in stats["misroutes"] if m["chosen"] == name],
+        now=datetime.now(UTC),
+    )

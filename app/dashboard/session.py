@@ -1,0 +1,74 @@
+"""Signing in and out of the dashboard, and its stylesheet (the only public dashboard URLs)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from app.dashboard.auth import COOKIE_NAME, COOKIE_PATH, SESSION_SECONDS, issue, role_for_key
+from app.dashboard.web import DashboardRoute, current_viewer, render, safe_next
+from app.deps import ServicesDep
+
+router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
+MAX_KEY = 512
+
+
+@router.get("/login", response_class=HTMLResponse, response_model=None)
+def login_form(
+    request: Request, services: ServicesDep, next: str = "/dashboard"
+) -> HTMLResponse | RedirectResponse:
+    """The sign-in form; an already signed-in viewer goes straight on."""
+    if current_viewer(request, services) is not None:
+        return RedirectResponse(safe_next(next), status_code=303)
+    return render("login.html", next=safe_next(next), error=None)
+
+
+@router.post("/login", response_class=HTMLResponse, response_model=None)
+def login(
+    services: ServicesDep,
+    key: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "/dashboard",
+) -> HTMLResponse | RedirectResponse:
+    """Exchange an admin or dashboard key for a signed session cookie."""
+    role = role_for_key(key.strip(), services.settings) if len(key) <= MAX_KEY else None
+    if role is None:
+        error = "That key is not an admin or dashboard key of this service."
+        return render("login.html", status_code=401, next=safe_next(next), error=error)
+    response = RedirectResponse(safe_next(next), status_code=303)
+    response.set_cookie(
+        COOKIE_NAME,
+        issue(key.strip(), role),
+        max_age=SESSION_SECONDS,
+        path=COOKIE_PATH,
+        secure=True,
+        httponly=True,
+        samesite="strict",
+    )
+    return response
+
+
+@router.post("/logout")
+def logout() -> RedirectResponse:
+    """Forget the session cookie."""
+    response = RedirectResponse("/dashboard/login", status_code=303)
+    response.delete_cookie(
+        COOKIE_NAME, path=COOKIE_PATH, secure=True, httponly=True, samesite="strict"
+    )
+    return response
+
+
+@cache
+def _stylesheet() -> bytes:
+    return resources.files("app.dashboard").joinpath("static/dashboard.css").read_bytes()
+
+
+@router.get("/static/dashboard.css")
+def stylesheet() -> Response:
+    """The stylesheet: no data in it, so the login page may use it too."""
+    return Response(
+        _stylesheet(), media_type="text/css", headers={"Cache-Control": "public, max-age=3600"}
+    )

@@ -1,0 +1,179 @@
+"""`toolreach eval --replay-feedback F`: does the usage prior help once feedback exists?
+
+The queries are split by a seeded shuffle. A share ``F`` of them is replayed as an agent
+would: routed through the service's own path (the event writer records each route) and
+reported as feedback (the labelled tool, outcome success). :class:`app.prior.PriorCache`
+then computes the prior from those rows exactly as a serving process does, and the held-out
+queries are scored by the full pipeline with and without it — overall, and split into
+queries whose tool was reported in the feedback ("seen") and those whose tool never was
+("unseen": there the prior must not hurt). "cold start" scores the held-out queries with
+the prior computed before any feedback existed, which must equal no prior at all.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from app.catalog import parse_batch, write_cards
+from app.db import unit_of_work
+from app.encoders import Encoder
+from app.evaluate import METRICS, NAMESPACE, Query, load_dataset, mean_scores, score
+from app.feedback import record_feedback
+from app.route_recording import route_and_record
+from app.routing import ALL_STAGES, query_texts, route
+from app.schemas import FeedbackRequest, RouteRequest
+from app.services import Services, build_services
+from app.settings import Settings
+from app.simulate import pick_choice
+
+GROUPS = ("all", "seen", "unseen")
+
+
+def split(queries: Sequence[Query], fraction: float, seed: int) -> tuple[list[Query], list[Query]]:
+    """(feedback queries, held-out queries): a seeded shuffle cut at `fraction`."""
+    if not 0 < fraction < 1:
+        raise ValueError("the feedback fraction must be between 0 and 1 (exclusive)")
+    order = list(queries)
+    random.Random(seed).shuffle(order)
+    cut = round(len(order) * fraction)
+    return order[:cut], order[cut:]
+
+
+def replay_feedback(services: Services, queries: Sequence[Query]) -> None:
+    """Route each query as the API does, then report its labelled tool as a success."""
+    reports = []
+    for query in tqdm(queries, desc="replaying feedback", file=sys.stderr):
+        request = RouteRequest(query=query.text, namespace=NAMESPACE, k=10)
+        response = route_and_record(request, services)
+        chosen = pick_choice(query.relevant, [c.name for c in response.candidates])
+        reports.append(
+            FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")
+        )
+    services.events.flush()
+    with unit_of_work(services.session_factory) as session:
+        for report in reports:
+            record_feedback(session, services.events, services.index, report)
+
+
+def encode_queries(encoder: Encoder, queries: Sequence[Query]) -> list[np.ndarray]:
+    """As route_step does: row 0 embeds the whole query, further rows its separate asks."""
+    return [
+        np.asarray(encoder.encode(query_texts(q.text)), dtype=np.float32)
+        for q in tqdm(queries, desc="embedding queries", file=sys.stderr)
+    ]
+
+
+def score_queries(
+    services: Services,
+    queries: Sequence[Query],
+    vectors: Sequence[np.ndarray],
+    prior: Mapping[str, float] | None,
+) -> list[dict[str, float]]:
+    snapshot = services.index.get(NAMESPACE)
+    assert snapshot is not None
+    rows = []
+    for query, vector in zip(queries, vectors, strict=True):
+        ranked = route(
+            snapshot.index,
+            query.text,
+            vector,
+            k=10,
+            config=services.index.config,
+            stages=ALL_STAGES,
+            prior=prior,
+        )
+        rows.append(score([c.name for c in ranked], query.relevant))
+    return rows
+
+
+def grouped(rows: list[dict[str, float]], seen: list[bool]) -> dict[str, dict[str, Any]]:
+    """Mean scores over all held-out queries, the seen ones and the unseen ones."""
+    picks = {
+        "all": rows,
+        "seen": [r for r, s in zip(rows, seen, strict=True) if s],
+        "unseen": [r for r, s in zip(rows, seen, strict=True) if not s],
+    }
+    return {g: {"queries": len(p), **mean_scores(p)} for g, p in picks.items()}
+
+
+def _load(services: Services, tools: list[dict[str, Any]]) -> set[str]:
+    """Register the dataset's valid tools; returns their names."""
+    batch = parse_batch(tools, NAMESPACE)
+    with unit_of_work(services.session_factory) as session:
+        write_cards(session, services.encoder, batch.cards)
+    services.index.sync()
+    return {card.name for card in batch.cards}
+
+
+def replay_prior(
+    data: Path,
+    settings: Settings,
+    fraction: float,
+    encoder: Encoder | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Score held-out queries without the prior, at cold start, and with the prior."""
+    tools, queries = load_dataset(data, limit)
+    with tempfile.TemporaryDirectory(prefix="toolreach-replay-") as tmp:
+        throwaway = settings.model_copy(
+            update={"database_url": f"sqlite:///{tmp}/replay.db", "load_demo": False}
+        )
+        services = build_services(throwaway, encoder)
+        try:
+            loaded = _load(services, tools)
+            playable = [Query(q.text, q.relevant & loaded) for q in queries if q.relevant & loaded]
+            fed, held = split(playable, fraction, seed)
+            vectors = encode_queries(services.encoder, held)
+            services.prior.refresh()  # no feedback yet: the cold-start prior
+            cold = score_queries(services, held, vectors, services.prior.get(NAMESPACE))
+            replay_feedback(services, fed)
+            services.prior.refresh()
+            prior = services.prior.get(NAMESPACE) or {}
+            without = score_queries(services, held, vectors, None)
+            with_prior = score_queries(services, held, vectors, prior)
+        finally:
+            services.close()
+    reported = {name for q in fed for name in q.relevant}
+    seen = [bool(q.relevant & reported) for q in held]
+    return {
+        "dataset": str(data),
+        "tools": len(loaded),
+        "feedback_queries": len(fed),
+        "held_out_queries": len(held),
+        "fraction": fraction,
+        "seed": seed,
+        "model": services.encoder.name,
+        "tools_with_prior": len(prior),
+        "results": {
+            "no_prior": grouped(without, seen),
+            "cold_start": grouped(cold, seen),
+            "with_prior": grouped(with_prior, seen),
+        },
+    }
+
+
+def format_replay(report: dict[str, Any]) -> str:
+    lines = [
+        f"{report['dataset']}: {report['tools']} tools, model {report['model']}; "
+        f"{report['feedback_queries']} queries replayed as feedback "
+        f"({report['tools_with_prior']} tools got a prior), "
+        f"{report['held_out_queries']} held out",
+        f"{'variant':<12}{'group':<8}{'queries':>8}" + "".join(f"{m:>10}" for m in METRICS),
+    ]
+    for variant, groups in report["results"].items():
+        for group in GROUPS:
+            values = groups[group]
+            lines.append(
+                f"{variant:<12}{group:<8}{values['queries']:>8}"
+                + "".join(f"{values[m]:>10.3f}" for m in METRICS)
+            )
+    return "\n".join(lines)

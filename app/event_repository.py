@@ -1,0 +1,108 @@
+"""Every SQL statement on route events and feedback (statistics aside: see stats_repository)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.orm import Session
+
+from app.event_models import Feedback, RouteCandidate, RouteEvent
+from app.sqltime import as_utc, bucket_start
+
+if TYPE_CHECKING:
+    from app.events import RouteEventRecord
+
+
+@dataclass(frozen=True, slots=True)
+class RouteFacts:
+    """What feedback needs to know of a route: its namespace and what it offered, in order."""
+
+    route_id: str
+    namespace: str
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """Feedback counted per namespace, chosen tool, outcome and UTC day."""
+
+    namespace: str
+    chosen: str
+    outcome: str
+    day: datetime
+    count: int
+
+
+def insert_events(session: Session, records: Sequence[RouteEventRecord]) -> int:
+    """Insert events and their candidates; ids already stored (a retried batch) are skipped."""
+    ids = [r.route_id for r in records]
+    stored = set(session.scalars(select(RouteEvent.id).where(RouteEvent.id.in_(ids))))
+    fresh = [r for r in records if r.route_id not in stored]
+    if not fresh:
+        return 0
+    session.execute(insert(RouteEvent), [r.event_row() for r in fresh])
+    candidates = [row for r in fresh for row in r.candidate_rows()]
+    if candidates:
+        session.execute(insert(RouteCandidate), candidates)
+    return len(fresh)
+
+
+def find_route(session: Session, route_id: str) -> RouteFacts | None:
+    event = session.get(RouteEvent, route_id)
+    if event is None:
+        return None
+    names = session.scalars(
+        select(RouteCandidate.name)
+        .where(RouteCandidate.route_id == route_id)
+        .order_by(RouteCandidate.rank)
+    )
+    return RouteFacts(route_id, event.namespace, tuple(names))
+
+
+def get_feedback(session: Session, route_id: str) -> Feedback | None:
+    return session.get(Feedback, route_id)
+
+
+def add_feedback(session: Session, feedback: Feedback) -> Feedback:
+    """Stage a new feedback row and flush, so a concurrent duplicate fails here."""
+    session.add(feedback)
+    session.flush()
+    return feedback
+
+
+def usage_by_day(session: Session, since: datetime) -> list[UsageRow]:
+    """Feedback naming a tool, since `since`, counted per namespace, tool, outcome and day."""
+    day = bucket_start(session, Feedback.created_at, "day").label("day")
+    rows = session.execute(
+        select(Feedback.namespace, Feedback.chosen, Feedback.outcome, day, func.count())
+        .where(Feedback.chosen.is_not(None), Feedback.created_at >= since)
+        .group_by(Feedback.namespace, Feedback.chosen, Feedback.outcome, day)
+    )
+    return [UsageRow(ns, str(chosen), outcome, as_utc(d), n) for ns, chosen, outcome, d, n in rows]
+
+
+def old_route_ids(session: Session, before: datetime, limit: int) -> list[str]:
+    query = select(RouteEvent.id).where(RouteEvent.created_at < before).limit(limit)
+    return list(session.scalars(query))
+
+
+def count_old_routes(session: Session, before: datetime) -> int:
+    query = select(func.count()).select_from(RouteEvent).where(RouteEvent.created_at < before)
+    return int(session.scalar(query) or 0)
+
+
+def delete_routes(session: Session, route_ids: Sequence[str]) -> None:
+    """Delete these events with their candidates and their feedback."""
+    session.execute(delete(RouteCandidate).where(RouteCandidate.route_id.in_(route_ids)))
+    session.execute(delete(Feedback).where(Feedback.route_id.in_(route_ids)))
+    session.execute(delete(RouteEvent).where(RouteEvent.id.in_(route_ids)))
+
+
+def delete_old_feedback(session: Session, before: datetime) -> int:
+    """Feedback older than `before` whose event is already gone (or never landed)."""
+    result = session.execute(delete(Feedback).where(Feedback.created_at < before))
+    return int(getattr(result, "rowcount", 0) or 0)

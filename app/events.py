@@ -1,0 +1,221 @@
+"""Route events: recorded off the request path by one background writer, in batches.
+
+A route hands its event to :meth:`EventWriter.submit` (a dict insert under a lock) and
+answers at once. The writer thread wakes every ``flush_seconds`` (sooner when a batch is
+full) and inserts what is buffered. While the database is down it keeps the events, retries
+with exponential backoff up to ``retry_max_seconds``, and once the buffer holds
+``buffer_size`` events it drops the oldest, counting each one in :attr:`dropped`. Events not
+yet written stay findable by route id (:meth:`pending`), so feedback may arrive first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app import event_repository
+from app.db import unit_of_work
+
+log = logging.getLogger("toolreach.events")
+
+
+def stored_query(query: str, *, hashed: bool) -> str:
+    """The query as stored: its text, or ``sha256:<hex>`` when queries are kept private."""
+    return "sha256:" + hashlib.sha256(query.encode()).hexdigest() if hashed else query
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRecord:
+    name: str
+    score: float
+    stages: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteEventRecord:
+    """One route answer, as the writer will store it."""
+
+    route_id: str
+    created_at: datetime
+    namespace: str
+    query: str  # already hashed if the settings say so
+    k: int
+    latency_ms: float
+    model: str
+    candidates: tuple[CandidateRecord, ...]
+    weights: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def candidate_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.candidates)
+
+    def event_row(self) -> dict[str, Any]:
+        return {
+            "id": self.route_id,
+            "created_at": self.created_at,
+            "namespace": self.namespace,
+            "query": self.query,
+            "k": self.k,
+            "latency_ms": self.latency_ms,
+            "model": self.model,
+            "weights": dict(self.weights),
+        }
+
+    def candidate_rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "route_id": self.route_id,
+                "rank": rank,
+                "name": c.name,
+                "score": c.score,
+                "stages": dict(c.stages),
+            }
+            for rank, c in enumerate(self.candidates, start=1)
+        ]
+
+
+class EventWriter:
+    """A bounded buffer of route events and the thread that writes it to the database."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        *,
+        buffer_size: int = 10_000,
+        batch_size: int = 500,
+        flush_seconds: float = 1.0,
+        retry_max_seconds: float = 30.0,
+    ) -> None:
+        self._factory = session_factory
+        self.buffer_size = buffer_size
+        self.batch_size = batch_size
+        self.flush_seconds = flush_seconds
+        self.retry_max_seconds = retry_max_seconds
+        self._queue: OrderedDict[str, RouteEventRecord] = OrderedDict()
+        self._inflight: dict[str, RouteEventRecord] = {}
+        self._lock = threading.Lock()  # guards the two dicts and the counters
+        self._write_lock = threading.Lock()  # one batch at a time: thread or flush()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._dropped = 0
+        self._written = 0
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped, oldest first, because the buffer was full (since start)."""
+        return self._dropped
+
+    @property
+    def written(self) -> int:
+        return self._written
+
+    @property
+    def buffered(self) -> int:
+        with self._lock:
+            return len(self._queue) + len(self._inflight)
+
+    def submit(self, record: RouteEventRecord) -> None:
+        """Buffer one event; never blocks on the database."""
+        with self._lock:
+            self._queue[record.route_id] = record
+            self._trim()
+            full = len(self._queue) >= self.batch_size
+        if full:
+            self._wake.set()
+
+    def pending(self, route_id: str) -> RouteEventRecord | None:
+        """An event still in the buffer (or being written), by route id."""
+        with self._lock:
+            return self._queue.get(route_id) or self._inflight.get(route_id)
+
+    def _trim(self) -> None:
+        overflow = len(self._queue) - self.buffer_size
+        if overflow <= 0:
+            return
+        for _ in range(overflow):
+            self._queue.popitem(last=False)
+        before, self._dropped = self._dropped, self._dropped + overflow
+        if before == 0 or before // 1000 != self._dropped // 1000:  # log, but not every drop
+            log.warning("route event buffer full: %d oldest events dropped so far", self._dropped)
+
+    def write_batch(self) -> int:
+        """Write up to one batch; on failure the batch goes back to the front and this raises."""
+        with self._write_lock:
+            with self._lock:
+                batch = [self._queue.popitem(last=False)[1] for _ in range(self._take())]
+                self._inflight = {r.route_id: r for r in batch}
+            if not batch:
+                return 0
+            try:
+                with unit_of_work(self._factory) as session:
+                    event_repository.insert_events(session, batch)
+            except Exception:
+                self._requeue(batch)
+                raise
+            with self._lock:
+                self._inflight = {}
+                self._written += len(batch)
+            return len(batch)
+
+    def _take(self) -> int:
+        return min(self.batch_size, len(self._queue))
+
+    def _requeue(self, batch: list[RouteEventRecord]) -> None:
+        with self._lock:
+            queue = OrderedDict((r.route_id, r) for r in batch)
+            queue.update(self._queue)
+            self._queue = queue
+            self._inflight = {}
+            self._trim()
+
+    def flush(self) -> int:
+        """Write until the buffer is empty, in the caller's thread; returns how many.
+
+        If the database refuses, this raises, and what was not written stays buffered.
+        """
+        total = 0
+        while written := self.write_batch():
+            total += written
+        return total
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="route-events", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        backoff = self.flush_seconds
+        while not self._stop.is_set():
+            self._wake.wait(self.flush_seconds)
+            self._wake.clear()
+            try:
+                self.flush()
+                backoff = self.flush_seconds
+            except Exception as exc:
+                backoff = min(backoff * 2, self.retry_max_seconds)
+                log.warning(
+                    "cannot write route events (%s); %d buffered, retrying in %.1fs",
+                    type(exc).__name__,
+                    self.buffered,
+                    backoff,
+                )
+                self._stop.wait(backoff)
+
+    def stop(self) -> None:
+        """Stop the thread, then write what is left; a clean stop loses nothing."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        try:
+            self.flush()
+        except Exception:
+            log.exception("route events lost at shutdown: %d", self.buffered)

@@ -1,0 +1,160 @@
+"""Feedback on a route: what the agent really called, and how it went. One record per route.
+
+The rules, and why:
+
+* an unknown route id is 404: the agent has the id from our answer, so an unknown one is a
+  bug or a route older than the retention, and silently accepting it would hide the bug;
+* a ``chosen`` name that is not a tool of the route's namespace is 422 with the closest real
+  names, like ``/v1/validate``: hit rates over invented names would be meaningless;
+* a repeat of the same report is idempotent (200, the same record), so agents may retry
+  freely; a report that contradicts the recorded one (another tool, another known outcome)
+  is 409 with the recorded one in the details: the first report stands, nothing is lost
+  silently. An ``unknown`` outcome never contradicts: a later report for the same tool
+  fills it in (this is how a call recorded by ``/v1/validate`` gets its outcome).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app import event_repository
+from app.db import unit_of_work
+from app.event_models import Feedback
+from app.event_repository import RouteFacts
+from app.events import EventWriter
+from app.index import IndexManager
+from app.schemas import FeedbackRead, FeedbackRequest, Verdict
+from registry.calls import did_you_mean
+from registry.errors import Conflict, InvalidInput, NotFound
+
+
+def find_route(session: Session, writer: EventWriter, route_id: str) -> RouteFacts | None:
+    """A route still in the writer's buffer, else in the database (checked in that order)."""
+    record = writer.pending(route_id)
+    if record is not None:
+        return RouteFacts(record.route_id, record.namespace, record.candidate_names)
+    return event_repository.find_route(session, route_id)
+
+
+def verdict(chosen: str | None, rank: int | None) -> Verdict:
+    if chosen is None:
+        return "none_fit"
+    if rank is None:
+        return "miss"
+    return "hit_at_1" if rank == 1 else "hit_at_k"
+
+
+def rank_of(chosen: str | None, candidates: tuple[str, ...]) -> int | None:
+    return candidates.index(chosen) + 1 if chosen in candidates else None
+
+
+def to_read(row: Feedback) -> FeedbackRead:
+    return FeedbackRead(
+        route_id=row.route_id,
+        namespace=row.namespace,
+        chosen=row.chosen,
+        outcome=row.outcome,
+        error_code=row.error_code,
+        rank=row.rank,
+        verdict=verdict(row.chosen, row.rank),
+        from_validate=row.from_validate,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def check_tool(index: IndexManager, namespace: str, name: str) -> None:
+    if index.card(namespace, name) is not None:
+        return
+    suggestions = did_you_mean(name, index.names(namespace))
+    hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+    message = f"no tool {name!r} in namespace {namespace!r}{hint}"
+    problem = {"loc": ["body", "chosen"], "message": message, "did_you_mean": suggestions}
+    raise InvalidInput(message, [problem])
+
+
+def new_row(route: RouteFacts, request: FeedbackRequest, *, from_validate: bool) -> Feedback:
+    now = datetime.now(UTC)
+    return Feedback(
+        route_id=route.route_id,
+        namespace=route.namespace,
+        chosen=request.chosen,
+        rank=rank_of(request.chosen, route.candidates),
+        outcome=request.outcome,
+        error_code=request.error_code,
+        from_validate=from_validate,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def reconcile(row: Feedback, request: FeedbackRequest) -> bool:
+    """Apply a repeated report to the recorded one: True if it changed, Conflict if it can't."""
+    if row.chosen != request.chosen:
+        raise _conflict(row, "another tool")
+    if request.outcome == "unknown":
+        return False
+    if row.outcome == "unknown":
+        row.outcome, row.error_code = request.outcome, request.error_code
+        row.updated_at = datetime.now(UTC)
+        return True
+    if (row.outcome, row.error_code) != (request.outcome, request.error_code):
+        raise _conflict(row, "another outcome")
+    return False
+
+
+def _conflict(row: Feedback, what: str) -> Conflict:
+    return Conflict(
+        f"feedback for route {row.route_id!r} is already recorded with {what}; "
+        "the first report stands",
+        {"recorded": to_read(row).model_dump(mode="json")},
+    )
+
+
+def record_feedback(
+    session: Session, writer: EventWriter, index: IndexManager, request: FeedbackRequest
+) -> tuple[FeedbackRead, bool]:
+    """Record (or confirm) the feedback; returns it and whether anything changed."""
+    route = find_route(session, writer, request.route_id)
+    if route is None:
+        raise NotFound(f"no route {request.route_id!r} (unknown, or older than the retention)")
+    if request.chosen is not None:
+        check_tool(index, route.namespace, request.chosen)
+    row = event_repository.get_feedback(session, route.route_id)
+    if row is not None:
+        changed = reconcile(row, request)
+        return to_read(row), changed
+    try:
+        row = event_repository.add_feedback(session, new_row(route, request, from_validate=False))
+    except IntegrityError:
+        raise Conflict("another report for this route arrived at the same moment; retry") from None
+    return to_read(row), True
+
+
+def record_validated_call(
+    factory: sessionmaker[Session],
+    writer: EventWriter,
+    index: IndexManager,
+    route_id: str,
+    name: str,
+) -> bool:
+    """``/v1/validate`` with a route id: the first real tool validated is the route's choice.
+
+    Its own short transaction, so bookkeeping never fails a validation: an unknown route, a
+    name that is not a tool of the route's namespace, or a route already reported is ignored.
+    """
+    request = FeedbackRequest(route_id=route_id, chosen=name)
+    try:
+        with unit_of_work(factory) as session:
+            route = find_route(session, writer, route_id)
+            if route is None or index.card(route.namespace, name) is None:
+                return False
+            if event_repository.get_feedback(session, route_id) is not None:
+                return False
+            event_repository.add_feedback(session, new_row(route, request, from_validate=True))
+    except IntegrityError:  # a report for this route landed at the same moment; it stands
+        return False
+    return True

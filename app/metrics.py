@@ -1,0 +1,101 @@
+"""Prometheus metrics, on a registry of each app's own (never the process-global one).
+
+Only numbers and bounded labels: namespaces, stages, outcomes. No query text and no tool
+names are ever put in a label, which is why ``/metrics`` may stay open (see the README).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class _StateCollector(Collector):
+    """Values read at scrape time: index size per namespace, the event writer's counters."""
+
+    def __init__(
+        self,
+        index_sizes: Callable[[], Mapping[str, int]],
+        events: Callable[[], tuple[int, int, int]],
+    ) -> None:
+        self._index_sizes = index_sizes
+        self._events = events
+
+    def collect(self) -> Iterator[Metric]:
+        tools = GaugeMetricFamily(
+            "toolreach_index_tools", "Live tools in the in-memory index", labels=["namespace"]
+        )
+        for namespace, size in sorted(self._index_sizes().items()):
+            tools.add_metric([namespace], size)
+        yield tools
+        dropped, buffered, written = self._events()
+        yield CounterMetricFamily(
+            "toolreach_route_events_dropped",
+            "Route events dropped because the writer's buffer was full",
+            value=dropped,
+        )
+        yield CounterMetricFamily(
+            "toolreach_route_events_written", "Route events written to the database", value=written
+        )
+        yield GaugeMetricFamily(
+            "toolreach_route_events_buffered", "Route events waiting to be written", value=buffered
+        )
+
+
+class Metrics:
+    """The service's series; one instance per app."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.route_seconds = Histogram(
+            "toolreach_route_duration_seconds",
+            "Time to answer POST /v1/route (embed, rank and shape the answer)",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.stage_seconds = Histogram(
+            "toolreach_route_stage_duration_seconds",
+            "Time of each step of a route: embed the query, rank the tools",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.routes = Counter(
+            "toolreach_routes",
+            "Routes answered, by namespace and result (candidates or empty)",
+            ["namespace", "result"],
+            registry=self.registry,
+        )
+        self.feedback = Counter(
+            "toolreach_feedback",
+            "Feedback recorded or updated, by namespace, outcome and verdict",
+            ["namespace", "outcome", "verdict"],
+            registry=self.registry,
+        )
+
+    def watch(
+        self,
+        index_sizes: Callable[[], Mapping[str, int]],
+        events: Callable[[], tuple[int, int, int]],
+    ) -> None:
+        """Expose values owned elsewhere, read when scraped."""
+        self.registry.register(_StateCollector(index_sizes, events))
+
+    def observe_route(
+        self, namespace: str, seconds: float, stages: Mapping[str, float], found: bool
+    ) -> None:
+        self.route_seconds.observe(seconds)
+        for stage, value in stages.items():
+            self.stage_seconds.labels(stage).observe(value)
+        self.routes.labels(namespace, "candidates" if found else "empty").inc()
+
+    def count_feedback(self, namespace: str, outcome: str, verdict: str) -> None:
+        self.feedback.labels(namespace, outcome, verdict).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,111 @@
+"""The usage prior of stage 1: tools chosen often, and successfully, rank a little higher.
+
+For each namespace and tool, feedback naming the tool adds a weight by outcome (success 1,
+unknown 0.5, error 0), halved for every ``half_life_days`` of age:
+
+    uses(t) = Σ weight(outcome) · 2^(−age / half_life)
+    prior(t) = uses(t) / (uses(t) + SATURATION)            ∈ [0, 1)
+
+The saturating form keeps one lucky report from counting like a hundred, and bounds the
+prior however popular a tool is; the router then adds ``prior_weight · min(prior, prior_cap)``
+to the score, so a popular tool cannot crowd out a better match. A namespace without
+feedback has no prior at all (cold start: ranking is exactly as without it).
+
+:class:`PriorCache` recomputes the priors every ``refresh_seconds`` in a background thread
+and swaps in a new immutable mapping; routes only read it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app import event_repository
+from app.db import unit_of_work
+from app.event_repository import UsageRow
+
+log = logging.getLogger("toolreach.prior")
+
+SATURATION = 5.0  # decayed uses at which a tool's prior reaches one half
+OUTCOME_WEIGHT = {"success": 1.0, "unknown": 0.5, "error": 0.0}
+HORIZON_HALF_LIVES = 10  # older feedback weighs under 1/1000: not read at all
+
+Prior = Mapping[str, float]
+
+
+def decay(age_days: float, half_life_days: float) -> float:
+    """Exponential decay: 1 today, 1/2 after one half-life."""
+    return float(0.5 ** (max(age_days, 0.0) / half_life_days))
+
+
+def saturate(uses: float) -> float:
+    return uses / (uses + SATURATION)
+
+
+def usage_priors(
+    rows: Iterable[UsageRow], now: datetime, half_life_days: float
+) -> dict[str, dict[str, float]]:
+    """Namespace → tool → prior, from feedback counted per day."""
+    uses: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for row in rows:
+        age = (now - row.day).total_seconds() / 86_400
+        weight = OUTCOME_WEIGHT.get(row.outcome, 0.0) * row.count * decay(age, half_life_days)
+        uses[row.namespace][row.chosen] += weight
+    return {
+        namespace: {tool: saturate(u) for tool, u in tools.items() if u > 0}
+        for namespace, tools in uses.items()
+    }
+
+
+class PriorCache:
+    """Per-namespace priors, recomputed off the request path; reads never block."""
+
+    def __init__(self, session_factory: sessionmaker[Session], half_life_days: float) -> None:
+        self._factory = session_factory
+        self.half_life_days = half_life_days
+        self._priors: Mapping[str, Prior] = MappingProxyType({})
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def get(self, namespace: str) -> Prior | None:
+        return self._priors.get(namespace)
+
+    def namespaces(self) -> list[str]:
+        return sorted(self._priors)
+
+    def refresh(self, now: datetime | None = None) -> None:
+        """Recompute every namespace's prior from the feedback, then swap it in whole."""
+        now = now or datetime.now(UTC)
+        since = now - timedelta(days=self.half_life_days * HORIZON_HALF_LIVES)
+        with unit_of_work(self._factory) as session:
+            rows = event_repository.usage_by_day(session, since)
+        priors = usage_priors(rows, now, self.half_life_days)
+        self._priors = MappingProxyType(
+            {ns: MappingProxyType(tools) for ns, tools in priors.items()}
+        )
+
+    def start(self, interval: float) -> None:
+        """Refresh now and every `interval` seconds, in a background thread."""
+
+        def loop() -> None:
+            while True:
+                try:
+                    self.refresh()
+                except Exception:
+                    log.exception("usage prior refresh failed; keeping the previous one")
+                if self._stop.wait(interval):
+                    return
+
+        self._thread = threading.Thread(target=loop, name="usage-prior", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -1,0 +1,64 @@
+"""``POST /v1/route`` with the loop closed: rank with the usage prior, time it, record it."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from app.events import CandidateRecord, RouteEventRecord, stored_query
+from app.routes_service import RouteResult, route_step
+from app.routing import RouterConfig
+from app.schemas import RouteRequest, RouteResponse
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+
+@lru_cache(maxsize=8)
+def config_weights(config: RouterConfig) -> dict[str, Any]:
+    """The router's weights as stored with each event (the config is frozen, so cached)."""
+    return dataclasses.asdict(config)
+
+
+def event_record(
+    request: RouteRequest,
+    result: RouteResult,
+    seconds: float,
+    *,
+    hash_queries: bool,
+    config: RouterConfig,
+) -> RouteEventRecord:
+    response = result.response
+    return RouteEventRecord(
+        route_id=response.route_id,
+        created_at=datetime.now(UTC),
+        namespace=request.namespace,
+        query=stored_query(request.query, hashed=hash_queries),
+        k=request.k,
+        latency_ms=round(seconds * 1000, 3),
+        model=response.model,
+        candidates=tuple(
+            CandidateRecord(c.name, c.score, dict(c.stages)) for c in response.candidates
+        ),
+        weights=config_weights(config),
+    )
+
+
+def route_and_record(request: RouteRequest, services: Services) -> RouteResponse:
+    """Rank the step's tools; hand the event to the background writer; count it."""
+    started = time.perf_counter()
+    config = services.index.config
+    prior = services.prior.get(request.namespace)
+    result = route_step(request, services.index, services.encoder, config, prior=prior)
+    seconds = time.perf_counter() - started
+    hashed = services.settings.hash_queries
+    services.events.submit(
+        event_record(request, result, seconds, hash_queries=hashed, config=config)
+    )
+    services.metrics.observe_route(
+        request.namespace, seconds, result.timings, bool(result.candidates)
+    )
+    return result.response

@@ -1,0 +1,78 @@
+"""`toolreach simulate`: an agent replaying a dataset over HTTP fills the statistics."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli import main
+from app.simulate import SimulateOptions, pick_choice, simulate
+from tests.api.loop_support import VIEWER, services_of
+from tests.conftest import ADMIN_KEY, AGENT_KEY
+
+TOOLS = [
+    {"name": "WeatherNow", "description": "Current weather for a city.", "parameters": None},
+    {"name": "PDF&URLTool", "description": "Summarise a PDF document found at a URL."},
+    {"name": "EmailSender", "description": "Send an email message to someone."},
+    {"name": "Broken"},  # no description: rejected, and its queries skipped
+]
+QUERIES = [
+    ("what is the weather in Lyon", ["WeatherNow"]),
+    ("summarise this pdf link", ["PDF&URLTool"]),
+    ("email my landlord", ["EmailSender"]),
+    ("weather in Nice today", ["WeatherNow"]),
+    ("send a message by email to Bob", ["EmailSender"]),
+    ("do the broken thing", ["Broken"]),
+]
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in TOOLS) + "\n")
+    lines = [json.dumps({"query": q, "relevant": r}) for q, r in QUERIES]
+    (tmp_path / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_simulate_registers_routes_and_reports(loop: TestClient, dataset: Path) -> None:
+    options = SimulateOptions(
+        data=dataset,
+        namespace="sim",
+        failure_rate=0.5,
+        seed=1,
+        admin_key=ADMIN_KEY,
+        agent_key=AGENT_KEY,
+    )
+    summary = simulate(loop, options)
+    draws = random.Random(1)
+    errors = sum(draws.random() < 0.5 for _ in range(5))
+    assert (summary.tools, summary.rejected_tools, summary.routes) == (3, ["Broken"], 5)
+    assert sum(summary.verdicts.values()) == 5 and summary.failed_requests == 0
+    assert summary.outcomes == {"error": errors, "success": 5 - errors}
+    assert any("routed 5 queries, reported 5 choices" in line for line in summary.lines())
+
+    again = simulate(loop, options)  # registering again changes nothing
+    assert again.tools == 3 and again.routes == 5
+    services_of(loop).events.flush()
+    stats = loop.get("/v1/stats", params={"namespace": "sim"}, headers=VIEWER).json()
+    assert (stats["routes"], stats["feedback"], stats["success"]) == (10, 10, 2 * (5 - errors))
+    names = {t["name"] for t in stats["tools"]}
+    assert "PDF_URLTool" in names and names <= {"WeatherNow", "PDF_URLTool", "EmailSender"}
+
+
+def test_pick_choice_prefers_an_offered_label() -> None:
+    assert pick_choice({"b", "c"}, ["a", "c"]) == "c"
+    assert pick_choice({"c", "b"}, ["a"]) == "b"
+
+
+def test_simulate_command_reports_an_unreachable_service(
+    dataset: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["simulate", "--data", str(dataset), "--url", "http://127.0.0.1:9"]
+    assert main([*argv, "--admin-key", ADMIN_KEY]) == 2
+    assert "cannot reach http://127.0.0.1:9" in capsys.readouterr().err
+    assert main(["simulate", "--data", str(dataset / "missing")]) == 2

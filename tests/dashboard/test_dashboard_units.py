@@ -1,0 +1,161 @@
+"""Pure parts of the dashboard: session tokens, filters, charts, card rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from app.dashboard import auth, charts, gauges
+from app.dashboard.cards import schema_rows
+from app.dashboard.data import timeline
+from app.dashboard.filters import parse_filters
+from app.dashboard.web import safe_next
+from tests.conftest import ADMIN_KEY, make_settings
+
+VIEWER_KEY = "test-dashboard-key-0123456789"
+SETTINGS = make_settings("sqlite:///unused.db", dashboard_keys=(VIEWER_KEY,))
+NOW = 1_800_000_000.0
+
+
+def test_a_token_round_trips_and_never_holds_the_key() -> None:
+    token = auth.issue(ADMIN_KEY, "admin", now=NOW)
+    assert ADMIN_KEY not in token
+    viewer = auth.verify(token, SETTINGS, now=NOW + 60)
+    assert viewer == auth.Viewer("admin", int(NOW) + auth.SESSION_SECONDS)
+
+
+def test_roles_come_from_the_key_lists() -> None:
+    assert auth.role_for_key(ADMIN_KEY, SETTINGS) == "admin"
+    assert auth.role_for_key(VIEWER_KEY, SETTINGS) == "dashboard"
+    assert auth.role_for_key("test-agent-key-0123456789", SETTINGS) is None
+    assert auth.role_for_key("", SETTINGS) is None
+
+
+def test_forged_expired_and_revoked_tokens_are_refused() -> None:
+    token = auth.issue(VIEWER_KEY, "dashboard", now=NOW)
+    role, expires, nonce, signature = token.split(".")
+    assert auth.verify(token, SETTINGS, now=NOW) is not None
+    assert auth.verify(f"admin.{expires}.{nonce}.{signature}", SETTINGS, now=NOW) is None
+    assert auth.verify(f"{role}.{int(expires) + 1}.{nonce}.{signature}", SETTINGS, now=NOW) is None
+    assert auth.verify(f"{role}.{expires}.{nonce}.{'0' * 64}", SETTINGS, now=NOW) is None
+    assert auth.verify(token, SETTINGS, now=NOW + auth.SESSION_SECONDS + 1) is None
+    revoked = make_settings("sqlite:///unused.db", dashboard_keys=())
+    assert auth.verify(token, revoked, now=NOW) is None
+    for junk in ("", "x", "a.b.c.d", "admin.notanumber.n.s", "admin.1.n.s.extra"):
+        assert auth.verify(junk, SETTINGS, now=NOW) is None
+
+
+def test_a_token_signed_with_an_unknown_key_is_refused() -> None:
+    token = auth.issue("not-a-configured-key-xxxxxxxx", "admin", now=NOW)
+    assert auth.verify(token, SETTINGS, now=NOW) is None
+
+
+def test_next_is_never_an_open_redirect() -> None:
+    assert safe_next("/dashboard/tools?sort=name") == "/dashboard/tools?sort=name"
+    for bad in (
+        "https://evil.example",
+        "//evil.example",
+        "/v1/tools",
+        "/dashboard\\@evil",
+        "/dashboard/login",
+        None,
+        "",
+    ):
+        assert safe_next(bad) == "/dashboard"
+
+
+def test_filters_default_and_presets() -> None:
+    now = datetime(2026, 11, 29, 12, 30, tzinfo=UTC)
+    default = parse_filters({}, now)
+    assert (default.range, default.since, default.until, default.bucket) == (
+        "7d",
+        now - timedelta(days=7),
+        None,
+        "hour",
+    )
+    month = parse_filters({"range": "30d", "namespace": "team-b"}, now)
+    assert (month.bucket, month.namespace) == ("day", "team-b")
+    everything = parse_filters({"range": "all", "bucket": "hour"}, now)
+    assert (everything.since, everything.bucket) == (None, "hour")
+
+
+def test_custom_dates_cover_whole_days_and_junk_falls_back() -> None:
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    custom = parse_filters({"since": "2026-11-01", "until": "2026-11-03"}, now)
+    assert custom.range == "custom"
+    assert custom.since == datetime(2026, 11, 1, tzinfo=UTC)
+    assert custom.until == datetime(2026, 11, 4, tzinfo=UTC)
+    assert custom.query()["since"] == "2026-11-01"
+    junk = parse_filters({"range": "1y", "bucket": "minute", "namespace": "<b>", "since": "x"}, now)
+    assert (junk.range, junk.bucket, junk.namespace) == ("7d", "hour", None)
+
+
+def test_nice_ticks() -> None:
+    assert charts.nice_ticks(7) == [0, 2, 4, 6, 8]
+    assert charts.nice_ticks(100) == [0, 25, 50, 75, 100]
+    assert charts.nice_ticks(0) == [0.0, 1.0]
+
+
+def test_charts_escape_their_text_and_leave_gaps() -> None:
+    starts = [datetime(2026, 11, 29, h, tzinfo=UTC) for h in range(3)]
+    svg = charts.line_chart(
+        starts,
+        [charts.Series("<b>hit</b>", [0.5, None, 1.0], "s-hit1")],
+        bucket="hour",
+        title="a <script> title",
+    )
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    assert "&lt;b&gt;hit&lt;/b&gt;" in svg
+    assert svg.count("M") >= 2  # the None splits the line in two
+    assert "style=" not in svg  # the CSP allows no inline styles
+
+
+def test_empty_charts_say_so() -> None:
+    assert "No feedback" in charts.line_chart([], [], bucket="day", title="t")
+    assert "No routes" in charts.bar_chart([], [], bucket="day", title="t")
+    assert "No routes" in gauges.latency_chart([("p50", None)], title="t")
+
+
+def test_schema_rows_flatten_nested_objects() -> None:
+    schema = {
+        "type": "object",
+        "required": ["city"],
+        "properties": {
+            "city": {"type": "string", "description": "城市名"},
+            "unit": {"type": "string", "enum": ["c", "f"]},
+            "where": {"type": "object", "properties": {"lat": {"type": "number"}}},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    rows = {r.path: r for r in schema_rows(schema)}
+    assert list(rows) == ["city", "unit", "where", "where.lat", "tags"]
+    assert rows["city"].required and rows["city"].description == "城市名"
+    assert rows["unit"].constraints == "one of 'c', 'f'"
+    assert rows["tags"].type == "array of string"
+    assert schema_rows(None) == []
+
+
+def test_share_chart_shows_counts_and_shares() -> None:
+    svg = gauges.share_chart([("<a>", 3, "s-hit1"), ("b", 1, "s-miss")], title="t")
+    assert "&lt;a&gt;" in svg and "75.0%" in svg and "25.0%" in svg
+    assert "No feedback" in gauges.share_chart([("a", 0, "s-hit1")], title="t")
+
+
+def test_timeline_fills_gaps_after_the_first_data_only() -> None:
+    now = datetime(2026, 11, 29, 12, 30, tzinfo=UTC)
+    filters = parse_filters({"range": "24h", "bucket": "hour"}, now)
+    buckets = [
+        {
+            "start": datetime(2026, 11, 29, 9, tzinfo=UTC),
+            "routes": 4,
+            "feedback": 4,
+            "hit_at_1": 1,
+            "hit_at_k": 3,
+        },
+        {"start": "2026-11-29 11:00:00", "routes": 2, "feedback": 0, "hit_at_1": 0, "hit_at_k": 0},
+    ]
+    line = timeline(buckets, filters, now)
+    assert [s.hour for s in line.starts] == [9, 10, 11, 12]
+    assert line.routes == [4, 0, 2, 0]
+    assert line.hit_at_1 == [0.25, None, None, None]
+    assert line.hit_at_k == [0.75, None, None, None]
+    assert timeline([], filters, now).starts == []

@@ -1,0 +1,64 @@
+"""The usage prior on a replay (fake encoder): it helps once feedback exists, never before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from app.encoders import make_encoder
+from app.eval_prior import replay_prior
+from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from tests.conftest import make_settings
+
+# Twin cards: the fake encoder and BM25 score them exactly alike for the weather queries.
+SAME = "Current weather in a city, right now: temperature, wind and rain."
+DOCS = [
+    ToolDoc("weather_live", SAME, SAME),
+    ToolDoc("weather_local", SAME, SAME),
+    ToolDoc("send_email", "Send an email.", "Send an email to someone."),
+    ToolDoc("translate_text", "Translate.", "Translate a text into another language."),
+]
+CITIES = ["Paris", "Oslo", "Rome", "Lima", "Kyiv", "Cairo", "Quito", "Dakar", "Hanoi", "Bern"]
+
+
+def ranked(query: str, prior: dict[str, float] | None = None) -> list[str]:
+    encoder = make_encoder("fake")
+    config = RouterConfig()
+    index = RouterIndex.build(DOCS, encoder.encode([embedding_text(d) for d in DOCS]), config)
+    vector = np.asarray(encoder.encode([query])[0], dtype=np.float32)
+    return [c.name for c in route(index, query, vector, k=4, prior=prior, config=config)]
+
+
+def write_dataset(folder: Path, label: str) -> Path:
+    tools = [{"name": d.name, "description": d.description} for d in DOCS]
+    queries = [{"query": f"current weather in {city}", "relevant": [label]} for city in CITIES]
+    queries.append({"query": "translate this into French", "relevant": ["translate_text"]})
+    queries.append({"query": "send an email to my boss", "relevant": ["send_email"]})
+    (folder / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools) + "\n")
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
+    return folder
+
+
+def test_the_prior_breaks_ties_but_cannot_crowd_out_a_better_match() -> None:
+    tie = ranked("current weather in Paris")[:2]
+    assert sorted(tie) == ["weather_live", "weather_local"]
+    assert ranked("current weather in Paris", {tie[1]: 0.5})[:2] == [tie[1], tie[0]]
+    assert ranked("send an email to Ann", {tie[1]: 1.0})[0] == "send_email"
+    assert ranked("current weather in Paris", {}) == ranked("current weather in Paris")
+
+
+def test_replayed_feedback_raises_quality_and_cold_start_is_unchanged(tmp_path: Path) -> None:
+    loser = ranked("current weather in Paris")[1]  # the agents always use the other twin
+    data = write_dataset(tmp_path, loser)
+    settings = make_settings(f"sqlite:///{tmp_path}/unused.db")
+    report = replay_prior(data, settings, 0.5, encoder=make_encoder("fake"))
+    results = report["results"]
+    assert report["feedback_queries"] == 6 and report["held_out_queries"] == 6
+    assert report["tools_with_prior"] >= 1
+    assert results["cold_start"] == results["no_prior"]
+    assert results["no_prior"]["seen"]["hit@1"] < results["with_prior"]["seen"]["hit@1"] == 1.0
+    assert results["with_prior"]["all"]["hit@1"] > results["no_prior"]["all"]["hit@1"]
+    for metric in ("recall@3", "ndcg@10"):
+        assert results["with_prior"]["all"][metric] >= results["no_prior"]["all"][metric]
