@@ -19,7 +19,6 @@ from app.events import EventWriter
 from app.index import IndexManager
 from app.metrics import Metrics
 from app.prior import PriorCache
-from app.routing import RouterConfig
 from app.settings import Settings
 from registry import repository
 
@@ -66,10 +65,6 @@ def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
     return metrics
 
 
-def router_config(settings: Settings) -> RouterConfig:
-    return RouterConfig()
-
-
 def open_database(settings: Settings) -> Engine:
     """The embedded SQLite default migrates itself; Postgres must be migrated explicitly."""
     if settings.is_sqlite:
@@ -85,7 +80,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     factory = make_session_factory(engine)
     # Concurrent routes share model calls (see app/batching.py).
     encoder = BatchingEncoder(encoder or make_encoder(settings.encoder))
-    index = IndexManager(factory, encoder, router_config(settings))
+    index = IndexManager(factory, encoder, settings.router)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)
     metrics = make_metrics(index, events)

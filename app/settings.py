@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from app.routing import RouterConfig
+from app.routing.bm25 import BM25_METHODS
+from app.routing.fusion import FUSION_METHODS
 
 KeyList = Annotated[tuple[str, ...], NoDecode]
 
@@ -19,7 +24,11 @@ class Settings(BaseSettings):
     """Everything the service reads from its environment (or a `.env` file)."""
 
     model_config = SettingsConfigDict(
-        env_prefix="TOOLREACH_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="TOOLREACH_",
+        env_file=".env",
+        env_nested_delimiter="__",
+        extra="ignore",
+        frozen=True,
     )
 
     database_url: str = "sqlite:///./toolreach.db"
@@ -30,6 +39,9 @@ class Settings(BaseSettings):
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False
+    # Every weight and limit of the router, e.g. TOOLREACH_ROUTER__POOL_SIZE=100 or
+    # TOOLREACH_ROUTER__FIELDS__NAME=4; docs/ROUTING.md gives each default and why.
+    router: RouterConfig = Field(default_factory=RouterConfig)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Read-only keys: they may see /v1/stats, /v1/lookalikes and the dashboard, nothing else.
     dashboard_keys: KeyList = ()
@@ -62,6 +74,20 @@ class Settings(BaseSettings):
             raise ValueError("every key must be at least 16 characters long")
         return value
 
+    @field_validator("router", mode="before")
+    @classmethod
+    def _known_router_keys(cls, value: object) -> object:
+        if isinstance(value, dict):
+            unknown = _unknown_keys(value, RouterConfig)
+            if unknown:
+                raise ValueError(f"unknown router setting(s): {', '.join(sorted(unknown))}")
+        return value
+
+    @field_validator("router")
+    @classmethod
+    def _sane_router(cls, value: RouterConfig) -> RouterConfig:
+        return check_router_config(value)
+
     @field_validator("database_url")
     @classmethod
     def _known_database(cls, value: str) -> str:
@@ -81,13 +107,47 @@ class Settings(BaseSettings):
         return self.database_url.startswith("sqlite")
 
 
+def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[str]:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = []
+    for key, value in values.items():
+        if key not in fields:
+            unknown.append(prefix + key)
+        elif isinstance(value, dict) and isinstance(fields[key].default_factory, type):
+            nested = fields[key].default_factory
+            if dataclasses.is_dataclass(nested):
+                unknown += _unknown_keys(value, nested, f"{prefix}{key}__")
+    return unknown
+
+
+def check_router_config(config: RouterConfig) -> RouterConfig:
+    """Refuse names the router does not know and weights it cannot use."""
+    if config.fusion not in FUSION_METHODS:
+        raise ValueError(f"router fusion must be one of {FUSION_METHODS}")
+    if config.bm25_method not in BM25_METHODS:
+        raise ValueError(f"router bm25_method must be one of {BM25_METHODS}")
+    numbers = {
+        **{f.name: getattr(config, f.name) for f in dataclasses.fields(config)},
+        **{
+            f"fields__{f.name}": getattr(config.fields, f.name)
+            for f in dataclasses.fields(config.fields)
+        },
+    }
+    negative = [k for k, v in numbers.items() if isinstance(v, int | float) and v < 0]
+    if negative:
+        raise ValueError(f"router settings must not be negative: {', '.join(negative)}")
+    if config.pool_size < 1 or not 0 <= config.mmr_lambda <= 1:
+        raise ValueError("router pool_size must be ≥ 1 and mmr_lambda within [0, 1]")
+    return config
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read settings; a bad value raises SettingsError naming the variable."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = "; ".join(
-            f"TOOLREACH_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+            f"TOOLREACH_{'__'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
             for err in exc.errors()
         )
         raise SettingsError(f"bad setting: {problems}") from None

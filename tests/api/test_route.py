@@ -1,0 +1,176 @@
+"""POST /v1/route over HTTP, against both databases (deterministic fake encoder)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.test_errors_auth import assert_error
+from tests.conftest import ADMIN, AGENT
+
+ORDER_ID = {"type": "string", "pattern": "^o[0-9]+$", "description": "the order id"}
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "get_order_details",
+        "description": "Full detail of one order: items, prices, status. Not for a user's list.",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": ORDER_ID},
+            "required": ["order_id"],
+        },
+        "tags": ["orders"],
+    },
+    {
+        "name": "list_user_orders",
+        "description": "List the orders of one user, newest first. Not for one order's detail.",
+        "parameters": {
+            "type": "object",
+            "properties": {"user_id": {"type": "string", "description": "the user id"}},
+            "required": ["user_id"],
+        },
+        "tags": ["orders", "users"],
+    },
+    {
+        "name": "get_weather",
+        "description": "Current weather in a city: temperature, wind and rain.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+        "tags": ["weather"],
+    },
+    {"name": "web_search", "description": "Search the web for anything.", "pinned": True},
+]
+
+
+@pytest.fixture
+def routed(client: TestClient) -> TestClient:
+    response = client.post("/v1/tools/bulk", json={"tools": TOOLS}, headers=ADMIN)
+    assert response.status_code == 200, response.text
+    return client
+
+
+def route(client: TestClient, **body: Any) -> dict[str, Any]:
+    response = client.post("/v1/route", json=body, headers=AGENT)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def test_answer_shape_and_default_k(routed: TestClient) -> None:
+    answer = route(routed, query="what is the weather in the city of Paris")
+    assert len(answer["route_id"]) == 32
+    assert answer["namespace"] == "default"
+    assert len(answer["candidates"]) == 3
+    first = answer["candidates"][0]
+    assert first["name"] == "get_weather"
+    assert set(first["stages"]) == {"keyword", "embedding", "prior", "penalty"}
+    assert first["score"] == pytest.approx(sum(first["stages"].values()), abs=1e-5)
+    assert first["summary"].startswith("Current weather")
+    assert "tools" not in answer and "tokens" not in answer
+
+
+def test_route_ids_are_unique(routed: TestClient) -> None:
+    ids = {route(routed, query="weather")["route_id"] for _ in range(5)}
+    assert len(ids) == 5
+
+
+def test_k_and_k_larger_than_registry(routed: TestClient) -> None:
+    assert len(route(routed, query="order detail", k=1)["candidates"]) == 1
+    assert len(route(routed, query="order detail", k=50)["candidates"]) == len(TOOLS)
+
+
+def test_missing_required_and_context(routed: TestClient) -> None:
+    bare = route(routed, query="show the items and prices of it", k=4)
+    by_name = {c["name"]: c for c in bare["candidates"]}
+    assert by_name["get_order_details"]["missing_required"] == ["order_id"]
+    assert by_name["get_order_details"]["stages"]["penalty"] < 0
+    with_id = route(routed, query="show the detail of order o123", k=4)
+    assert {c["name"]: c for c in with_id["candidates"]}["get_order_details"][
+        "missing_required"
+    ] == []
+    with_context = route(
+        routed, query="show the items and prices of it", k=4, context={"order_id": "o9"}
+    )
+    detail = {c["name"]: c for c in with_context["candidates"]}["get_order_details"]
+    assert detail["missing_required"] == []
+    assert detail["stages"]["penalty"] == 0
+
+
+def test_tags_filter(routed: TestClient) -> None:
+    answer = route(routed, query="orders", k=10, tags=["users"])
+    assert [c["name"] for c in answer["candidates"]] == ["list_user_orders"]
+    assert route(routed, query="orders", tags=["nothing-has-this"])["candidates"] == []
+
+
+def test_min_score_returns_fewer(routed: TestClient) -> None:
+    answer = route(routed, query="weather in Paris city", k=4, min_score=10.0)
+    assert len(answer["candidates"]) < 4
+
+
+def test_nothing_matches_by_keyword_still_answers(routed: TestClient) -> None:
+    answer = route(routed, query="zzqx vvbn")
+    assert answer["candidates"], "falls back to dense retrieval and the pinned defaults"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "key"), [("openai", "function"), ("anthropic", "input_schema"), ("mcp", "inputSchema")]
+)
+def test_formats_and_token_estimate(routed: TestClient, fmt: str, key: str) -> None:
+    answer = route(routed, query="weather in Paris", k=2, format=fmt)
+    assert len(answer["tools"]) == 2
+    assert all(key in tool for tool in answer["tools"])
+    tokens = answer["tokens"]
+    assert 0 < tokens["returned"] < tokens["namespace_total"]
+    assert tokens["saved"] == tokens["namespace_total"] - tokens["returned"]
+    assert "characters / 4" in tokens["method"]
+
+
+def test_empty_registry_and_unknown_namespace(client: TestClient) -> None:
+    assert route(client, query="anything")["candidates"] == []
+    empty = route(client, query="anything", namespace="nobody", format="openai")
+    assert empty["candidates"] == [] and empty["tools"] == []
+
+
+def test_namespace_with_one_tool(routed: TestClient) -> None:
+    one = {"tools": [{"name": "ping", "description": "Checks liveness."}], "namespace": "solo"}
+    assert routed.post("/v1/tools/bulk", json=one, headers=ADMIN).status_code == 200
+    answer = route(routed, query="weather", namespace="solo", k=5)
+    assert [c["name"] for c in answer["candidates"]] == ["ping"]
+
+
+def test_a_written_card_is_routable_at_once(routed: TestClient) -> None:
+    card = {"name": "convert_currency", "description": "Convert money between currencies."}
+    assert routed.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    assert route(routed, query="convert currencies money")["candidates"][0]["name"] == (
+        "convert_currency"
+    )
+    assert routed.delete("/v1/tools/convert_currency", headers=ADMIN).status_code == 204
+    names = [c["name"] for c in route(routed, query="convert currencies", k=10)["candidates"]]
+    assert "convert_currency" not in names
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"query": ""},
+        {"query": "x" * 4001},
+        {"query": "ok", "k": 0},
+        {"query": "ok", "k": 51},
+        {"query": "ok", "format": "xml"},
+        {"query": "ok", "context": [1]},
+        {"query": "ok", "namespace": "bad space"},
+        {"query": "ok", "surprise": True},
+        {"query": 5},
+    ],
+)
+def test_bad_input_has_the_one_error_shape(routed: TestClient, body: dict[str, Any]) -> None:
+    assert_error(routed.post("/v1/route", json=body, headers=AGENT), 422, "invalid_input")
+
+
+def test_route_needs_an_agent_key_when_keys_are_set(routed: TestClient) -> None:
+    assert_error(routed.post("/v1/route", json={"query": "x"}), 401, "unauthorized")

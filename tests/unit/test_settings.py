@@ -1,0 +1,58 @@
+"""Settings fail loudly and name the variable; every router weight is a setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.settings import SettingsError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("TOOLREACH_"):
+            monkeypatch.delenv(key)
+
+
+def test_defaults() -> None:
+    settings = load_settings(_env_file=None)
+    assert settings.database_url == "sqlite:///./toolreach.db"
+    assert settings.admin_keys == () and settings.agent_keys == ()
+    assert settings.router.missing_param_penalty == 0.1
+
+
+def test_keys_are_comma_separated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLREACH_ADMIN_KEYS", "a" * 16 + ", " + "b" * 16)
+    assert load_settings(_env_file=None).admin_keys == ("a" * 16, "b" * 16)
+
+
+def test_router_weights_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLREACH_ROUTER__POOL_SIZE", "77")
+    monkeypatch.setenv("TOOLREACH_ROUTER__FIELDS__NAME", "5")
+    router = load_settings(_env_file=None).router
+    assert router.pool_size == 77 and router.fields.name == 5
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "needle"),
+    [
+        ("TOOLREACH_DATABASE_URL", "mysql://x", "TOOLREACH_DATABASE_URL"),
+        ("TOOLREACH_MAX_BODY_BYTES", "12", "TOOLREACH_MAX_BODY_BYTES"),
+        ("TOOLREACH_ENCODER", "gpt", "TOOLREACH_ENCODER"),
+        ("TOOLREACH_AGENT_KEYS", "short", "16 characters"),
+        ("TOOLREACH_ROUTER__POOL_SIZE", "many", "TOOLREACH_ROUTER__POOL_SIZE"),
+        ("TOOLREACH_ROUTER__NOPE", "1", "unknown router setting(s): nope"),
+        ("TOOLREACH_ROUTER__FIELDS__NOPE", "1", "fields__nope"),
+        ("TOOLREACH_ROUTER__FUSION", "magic", "fusion must be one of"),
+        ("TOOLREACH_ROUTER__MISSING_PARAM_PENALTY", "-1", "missing_param_penalty"),
+    ],
+)
+def test_a_bad_value_is_named(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, needle: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError, match="bad setting") as caught:
+        load_settings(_env_file=None)
+    assert needle in str(caught.value)
