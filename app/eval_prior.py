@@ -101,7 +101,10 @@ def grouped(rows: list[dict[str, float]], seen: list[bool]) -> dict[str, dict[st
         "seen": [r for r, s in zip(rows, seen, strict=True) if s],
         "unseen": [r for r, s in zip(rows, seen, strict=True) if not s],
     }
-    return {g: {"queries": len(p), **mean_scores(p)} for g, p in picks.items()}
+    return {
+        g: {"queries": len(p), **(mean_scores(p) if p else dict.fromkeys(METRICS))}
+        for g, p in picks.items()
+    }
 
 
 def _load(services: Services, tools: list[dict[str, Any]]) -> set[str]:
@@ -172,8 +175,8 @@ def format_replay(report: dict[str, Any]) -> str:
     for variant, groups in report["results"].items():
         for group in GROUPS:
             values = groups[group]
-            lines.append(
-                f"{variant:<12}{group:<8}{values['queries']:>8}"
-                + "".join(f"{values[m]:>10.3f}" for m in METRICS)
+            cells = (
+                f"{values[m]:>10.3f}" if values[m] is not None else f"{'-':>10}" for m in METRICS
             )
+            lines.append(f"{variant:<12}{group:<8}{values['queries']:>8}" + "".join(cells))
     return "\n".join(lines)

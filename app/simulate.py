@@ -50,18 +50,22 @@ class SimulationSummary:
     failed_requests: int = 0
 
     def lines(self) -> list[str]:
+        """The summary, in the terms of /v1/stats (hit@k includes hit@1)."""
         feedback = sum(self.verdicts.values())
-        share = {v: f"{n / feedback:.1%}" if feedback else "-" for v, n in self.verdicts.items()}
+        counts = {
+            "hit@1": self.verdicts["hit_at_1"],
+            "hit@k": self.verdicts["hit_at_1"] + self.verdicts["hit_at_k"],
+            "miss": self.verdicts["miss"],
+            "none fit": self.verdicts["none_fit"],
+        }
+        shares = {k: f" ({n / feedback:.1%})" if feedback else "" for k, n in counts.items()}
         return [
             f"registered {self.tools} tools ({len(self.rejected_tools)} rejected)",
             f"routed {self.routes} queries, reported {feedback} choices",
-            "  " + ", ".join(f"{v} {self.verdicts[v]} ({share.get(v, '-')})" for v in VERDICTS),
+            "  " + ", ".join(f"{k} {n}{shares[k]}" for k, n in counts.items()),
             "  outcomes: " + ", ".join(f"{o} {n}" for o, n in sorted(self.outcomes.items())),
             f"  failed requests: {self.failed_requests}",
         ]
-
-
-VERDICTS = ("hit_at_1", "hit_at_k", "miss", "none_fit")
 
 
 def _headers(key: str | None) -> dict[str, str]:

@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.encoders import Encoder, make_encoder  # noqa: E402
-from app.routing import (  # noqa: E402
+from app.encoders import Encoder, make_encoder
+from app.routing import (
     ALL_STAGES,
     RouterConfig,
     RouterIndex,
@@ -54,7 +54,7 @@ ABLATIONS: dict[str, frozenset[str]] = {
     "without-penalty": ALL_STAGES - {"penalty"},
 }
 GRID: dict[str, tuple[Any, ...]] = {
-    "keyword_weight": (0.2, 0.25, 0.3, 0.35, 0.4),
+    "keyword_weight": (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4),
     "segment_weight": (0.0, 0.5, 1.0, 2.0),
     "fusion": ("zscore", "minmax", "rrf"),
     "mmr_lambda": (1.0, 0.9, 0.8),
@@ -165,9 +165,13 @@ def report(run: Callable[[RouterConfig, frozenset[str]], Metrics], config: Route
         print(f"{label:16s} {fmt(run(config, stages))}", flush=True)
 
 
-def grid(run: Callable[[RouterConfig, frozenset[str]], Metrics], config: RouterConfig) -> None:
+def grid(
+    run: Callable[[RouterConfig, frozenset[str]], Metrics], config: RouterConfig, keys: list[str]
+) -> None:
     """One parameter at a time around ``config`` (coordinate sweep), full pipeline."""
     for key, values in GRID.items():
+        if keys and key not in keys:
+            continue
         for value in values:
             candidate = dataclasses.replace(config, **{key: value})
             print(f"{key}={value!s:8s} {fmt(run(candidate, ALL_STAGES))}", flush=True)
@@ -181,6 +185,18 @@ def cloned_tools(tools: Sequence[ToolDoc], n: int) -> list[ToolDoc]:
     ]
 
 
+def timed(call: Callable[[str], object], queries: Sequence[str]) -> list[float]:
+    """Milliseconds per ``call(query)``, after a warm-up pass over five queries."""
+    for query in queries[:5]:
+        call(query)
+    out = []
+    for query in queries:
+        start = time.perf_counter()
+        call(query)
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
 def speed(args: argparse.Namespace, encoder: Encoder, tools: list[ToolDoc]) -> None:
     """Build time, route latency (p50/p95, excluding the embedding) and peak memory."""
     docs = cloned_tools(tools, args.speed)
@@ -191,18 +207,9 @@ def speed(args: argparse.Namespace, encoder: Encoder, tools: list[ToolDoc]) -> N
     index = RouterIndex.build(docs, embeddings, config)
     print(f"build {len(docs)} tools: {time.perf_counter() - start:.2f} s")
     queries = [row["query"] for row in read_jsonl(args.data / args.queries)][: args.speed_queries]
-    single = [encoder.encode([q]) for q in queries[:5]]  # warm-up
-    embed_ms, route_ms = [], []
-    for query in queries:
-        t0 = time.perf_counter()
-        vec = encoder.encode(query_texts(query))
-        t1 = time.perf_counter()
-        route(index, query, vec, k=3, config=config)
-        t2 = time.perf_counter()
-        single.append(encoder.encode([query]))
-        t3 = time.perf_counter()
-        embed_ms.append((t3 - t2) * 1e3)
-        route_ms.append((t2 - t1) * 1e3)
+    vectors = {q: encoder.encode(query_texts(q)) for q in queries}
+    embed_ms = timed(lambda q: encoder.encode([q]), queries)
+    route_ms = timed(lambda q: route(index, q, vectors[q], config=config), queries)
     for label, values in (("bare query embedding", embed_ms), ("route()", route_ms)):
         p50, p95 = np.percentile(values, [50, 95])
         print(f"{label:22s} p50 {p50:.3f} ms  p95 {p95:.3f} ms")
@@ -220,7 +227,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_emb"))
     parser.add_argument("--set", action="append", default=[], help="config override k=v")
-    parser.add_argument("--grid", action="store_true", help="sweep GRID instead of ablations")
+    parser.add_argument(
+        "--grid", nargs="*", metavar="KEY", help="sweep GRID (or these keys of it), no ablations"
+    )
     parser.add_argument("--speed", type=int, default=0, help="time route() at this many tools")
     parser.add_argument("--speed-queries", type=int, default=300)
     return parser.parse_args(argv)
@@ -243,7 +252,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     def run(cfg: RouterConfig, stages: frozenset[str]) -> Metrics:
         return evaluate(index, queries, vectors, cfg, stages)
 
-    (grid if args.grid else report)(run, config)
+    if args.grid is None:
+        report(run, config)
+    else:
+        grid(run, config, args.grid)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def zscore(rows: np.ndarray) -> np.ndarray:
     """Row-wise standard score; a constant row becomes all zeros."""
     mean = rows.mean(axis=1, keepdims=True)
     std = rows.std(axis=1, keepdims=True)
-    return np.where(std > _EPS, (rows - mean) / np.maximum(std, _EPS), 0.0)
+    return (rows - mean) / np.where(std > _EPS, std, np.inf).astype(rows.dtype)
 
 
 def minmax(rows: np.ndarray) -> np.ndarray:
@@ -48,7 +48,7 @@ def rrf(rows: np.ndarray, k: float) -> np.ndarray:
 
 def normalise(rows: np.ndarray, method: str, rrf_k: float = 60.0) -> np.ndarray:
     """Normalise each row of scores with the method named ``method``; unknown → ValueError."""
-    rows = np.asarray(rows, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float32)
     if method == "zscore":
         return zscore(rows)
     if method == "minmax":
@@ -59,12 +59,30 @@ def normalise(rows: np.ndarray, method: str, rrf_k: float = 60.0) -> np.ndarray:
 
 
 def weighted_rows(
-    rows: np.ndarray | None, weight: float, shape: tuple[int, ...], config: RouterConfig
-) -> np.ndarray:
-    """``weight · normalise(rows)``, or zeros when the stage is off."""
+    rows: np.ndarray | None, weight: float, config: RouterConfig
+) -> np.ndarray | None:
+    """``weight · normalise(rows)``, or ``None`` when the stage is off."""
     if rows is None or weight == 0.0:
-        return np.zeros(shape)
+        return None
     return weight * normalise(rows, config.fusion, config.rrf_k)
+
+
+def best_segment(
+    kw: np.ndarray | None, emb: np.ndarray | None
+) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """Each tool's keyword and embedding parts in its best segment (rows 1…; a lone
+    embedding row stands for every segment)."""
+    kw_seg = kw[1:] if kw is not None else None
+    emb_seg = None if emb is None else (emb[1:] if emb.shape[0] > 1 else emb[0])
+    total = (0.0 if kw_seg is None else kw_seg) + (0.0 if emb_seg is None else emb_seg)
+    best = np.argmax(np.atleast_2d(total), axis=0)[None]
+
+    def pick(part: np.ndarray | None) -> np.ndarray | float:
+        if part is None:
+            return 0.0
+        return part if part.ndim == 1 else np.take_along_axis(part, best, axis=0)[0]
+
+    return pick(kw_seg), pick(emb_seg)
 
 
 def fuse(
@@ -72,22 +90,24 @@ def fuse(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-tool keyword and embedding parts of the fused score.
 
-    ``keyword`` and ``embedding`` are ``(1 + segments, tools)`` score rows (row 0 = whole query)
-    or ``None`` for a stage that is off. Returns two ``(tools,)`` arrays whose sum ranks tools:
-    ``part(row 0) + segment_weight · part(best segment)``, where each tool's best segment is
-    the one with the highest keyword + embedding sum.
+    ``keyword`` is ``(1 + segments, tools)`` BM25 rows (row 0 = whole query), ``embedding``
+    the same shape or a single whole-query row; ``None`` for a stage that is off. Returns two
+    ``(tools,)`` arrays whose sum ranks tools: ``part(row 0) + segment_weight · part(best
+    segment)``, each tool's best segment being the one with the highest keyword + embedding.
     """
     present = keyword if keyword is not None else embedding
     if present is None:
         raise ValueError("fuse needs at least one of keyword or embedding scores")
-    kw = weighted_rows(keyword, config.keyword_weight, present.shape, config)
-    emb = weighted_rows(embedding, config.embedding_weight, present.shape, config)
-    if present.shape[0] == 1:
-        return kw[0], emb[0]
-    best = np.argmax(kw[1:] + emb[1:], axis=0)
-    tools = np.arange(present.shape[1])
+    kw = weighted_rows(keyword, config.keyword_weight, config)
+    emb = weighted_rows(embedding, config.embedding_weight, config)
+    zeros = np.zeros(present.shape[1], dtype=np.float32)
+    kw_whole = zeros if kw is None else kw[0]
+    emb_whole = zeros if emb is None else emb[0]
+    if max(0 if x is None else x.shape[0] for x in (kw, emb)) < 2:
+        return kw_whole, emb_whole
+    kw_best, emb_best = best_segment(kw, emb)
     beta = config.segment_weight
-    return kw[0] + beta * kw[1:][best, tools], emb[0] + beta * emb[1:][best, tools]
+    return kw_whole + beta * kw_best, emb_whole + beta * emb_best
 
 
 def relative_to_best(keyword: np.ndarray, embedding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

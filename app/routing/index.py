@@ -39,13 +39,18 @@ def doc_tokens(doc: ToolDoc, weights: FieldWeights) -> list[str]:
 
 
 def unit_rows(embeddings: np.ndarray, n_docs: int) -> np.ndarray:
-    """Validate ``(n_docs, dim)`` and return float32 rows of unit norm (zero rows stay zero)."""
+    """Validate ``(n_docs, dim)``; float32 C-contiguous unit rows (zero rows stay zero).
+
+    Rows that already are (what every encoder returns) are used as given, without a copy.
+    """
     matrix = np.asarray(embeddings, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != n_docs:
         raise ValueError(f"embeddings must have shape ({n_docs}, dim), got {matrix.shape}")
     if not np.isfinite(matrix).all():
         raise ValueError("embeddings contain NaN or infinite values")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    if matrix.flags.c_contiguous and np.allclose(norms[norms > 0], 1.0, atol=1e-4):
+        return matrix
     return np.ascontiguousarray(matrix / np.where(norms > 0, norms, 1.0))
 
 

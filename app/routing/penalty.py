@@ -7,9 +7,10 @@ A required parameter counts as *suppliable* when any one of these holds:
    or of a synonym of it;
 3. the query contains one of its enum values or one of the examples its description lists
    after "e.g." / "such as" / "for example";
-4. the query shows a value of its kind: a number for numeric parameters, a date for date
-   parameters, an e-mail address, a URL, an IP address, an id-like token for ``*_id``
-   parameters, a quoted or capitalised string for free-text parameters.
+4. the query shows a value of its kind: a number for numeric parameters, a date or time for
+   date/time parameters, an e-mail address, a URL, an IP address, a phone number, an id-like
+   token for ``*_id`` parameters, a quoted or capitalised string for other string parameters;
+5. it is free text (``text``, ``message``, ``query``, ``body``…): the step's own words are it.
 
 Everything about a tool is compiled once, at index build time (:func:`compile_rules`); a query is
 analysed once (:func:`query_evidence`); the check itself is set look-ups.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from app.routing.text import (
@@ -58,6 +60,31 @@ _GENERIC = frozenset(
         "details",
     ]
 )
+# Parameters whose value is free text: the query itself is the value.
+_FREE_TEXT = frozenset(
+    [
+        "text",
+        "message",
+        "body",
+        "content",
+        "query",
+        "prompt",
+        "note",
+        "comment",
+        "question",
+        "description",
+        "keywords",
+        "keyword",
+        "topic",
+        "subject",
+        "search",
+        "sentence",
+        "phrase",
+        "q",
+        "input",
+        "instructions",
+    ]
+)
 # Extra cue words for common parameter names (stems of the key → words that mention it).
 _SYNONYMS: dict[str, str] = {
     "locat": "city town place address area region where near country street",
@@ -85,6 +112,7 @@ _SYNONYMS: dict[str, str] = {
     "gender": "male female man woman boy girl",
 }
 _NUMBER = re.compile(r"\d")
+_WORD = re.compile(r"\w\w", re.UNICODE)
 _DATE = re.compile(
     r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b(?:19|20)\d{2}\b|"
     r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|"
@@ -96,6 +124,7 @@ _DATE = re.compile(
 _TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s*(?:am|pm)\b|\b(?:noon|midnight)\b", re.I)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _URL = re.compile(r"https?://\S+|\bwww\.\S+|\b[\w-]+\.(?:com|org|net|io|ai|dev|edu|gov|co)\b", re.I)
+_PHONE = re.compile(r"\+?\d[\d\s().-]{5,}\d")
 _IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|'[^']{2,}'|`[^`]+`|«[^»]+»|「[^」]+」")
 _ID_TOKEN = re.compile(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w{3,}\b|\b\d{3,}\b|#\w+")
@@ -143,7 +172,11 @@ def value_kind(name: str, schema: Mapping[str, Any]) -> str:
         return "url"
     if "ip" in parts or fmt in ("ipv4", "ipv6"):
         return "ip"
-    if {"date", "day", "birthday", "dob"} & set(parts) or fmt in ("date", "date-time"):
+    if {"phone", "mobile", "tel", "telephone", "fax"} & set(parts):
+        return "phone"
+    if fmt == "date-time" or {"datetime", "timestamp", "when", "at"} & set(parts):
+        return "datetime"
+    if {"date", "day", "birthday", "dob"} & set(parts) or fmt == "date":
         return "date"
     if last == "time" or fmt == "time":
         return "time"
@@ -153,19 +186,27 @@ def value_kind(name: str, schema: Mapping[str, Any]) -> str:
         return "number"
     if kind == "boolean":
         return "boolean"
-    return "string"
+    return "text" if name.lower() in _FREE_TEXT or last in _FREE_TEXT else "string"
 
 
 def example_values(schema: Mapping[str, Any]) -> tuple[frozenset[str], ...]:
     """Enum values, ``examples`` and the "e.g." list of the description, each as its stems."""
-    raw: list[str] = [str(v) for v in schema.get("enum", []) or []]
-    raw += [str(v) for v in schema.get("examples", []) or [] if not isinstance(v, dict | list)]
-    for match in _EXAMPLES.finditer(str(schema.get("description", ""))):
+    listed = [*(schema.get("enum") or []), *(schema.get("examples") or [])]
+    scalars = tuple(str(v) for v in listed if not isinstance(v, dict | list))
+    return _values(scalars, str(schema.get("description", "")))
+
+
+@lru_cache(maxsize=65536)
+def _values(scalars: tuple[str, ...], description: str) -> tuple[frozenset[str], ...]:
+    """Cached: parameters that repeat across tools share one compiled value list."""
+    raw = list(scalars)
+    for match in _EXAMPLES.finditer(description):
         raw += re.split(r",|\bor\b|/|;", match.group(1))
     values = (frozenset(analyse(v)) for v in raw)
     return tuple(dict.fromkeys(v for v in values if v))
 
 
+@lru_cache(maxsize=65536)
 def name_cues(name: str) -> frozenset[str]:
     """Stems that mention the parameter: its specific name parts and their synonyms."""
     parts = [w for w in words(name) if w not in _GENERIC and w not in STOPWORDS]
@@ -201,10 +242,12 @@ def value_kinds(query: str) -> frozenset[str]:
             ("email", _EMAIL),
             ("url", _URL),
             ("ip", _IP),
+            ("phone", _PHONE),
             ("quoted", _QUOTED),
             ("id", _ID_TOKEN),
             ("proper", _PROPER),
             ("boolean", _BOOLEAN),
+            ("words", _WORD),
         )
         if pattern.search(query)
     }
@@ -216,12 +259,15 @@ _FILLS: dict[str, frozenset[str]] = {
     "number": frozenset({"number"}),
     "date": frozenset({"date"}),
     "time": frozenset({"time"}),
+    "datetime": frozenset({"date", "time"}),
     "email": frozenset({"email"}),
     "url": frozenset({"url"}),
     "ip": frozenset({"ip"}),
+    "phone": frozenset({"phone"}),
     "id": frozenset({"id", "quoted", "email", "url", "ip"}),
     "boolean": frozenset({"boolean"}),
     "string": frozenset({"quoted", "proper", "email", "url", "ip"}),
+    "text": frozenset({"words"}),
 }
 
 

@@ -8,8 +8,9 @@
    context can supply (``penalty.py``); then the top ``k`` (optionally MMR-diversified).
 
 Each candidate's ``stages`` holds these four additive parts; they sum to its ``score``.
-When neither keywords nor an embedding give any signal, or ``min_score`` leaves nothing, the
-answer falls back to the pinned default tools, then to the most used ones (by ``prior``).
+When the query matches no keyword, pinned default tools get ``pinned_boost`` in their prior
+part; when neither keywords nor an embedding give any signal, or ``min_score`` leaves nothing,
+the answer is the pinned default tools, then the most used ones (by ``prior``).
 """
 
 from __future__ import annotations
@@ -32,18 +33,31 @@ from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 MAX_QUERY_CHARS = 8000
 
 
-def keyword_rows(index: RouterIndex, texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """BM25 rows ``(len(texts), tools)`` and the tokens of ``texts[0]`` (the whole query)."""
-    tokens = [analyse(text) for text in texts]
+@dataclass(frozen=True, slots=True)
+class QueryRows:
+    """A query analysed once: its texts (whole query, then each ask), tokens and BM25 rows."""
+
+    text: str
+    texts: list[str]
+    tokens: list[str]
+    keyword: np.ndarray
+
+
+def analyse_query(index: RouterIndex, query: str) -> QueryRows:
+    """Segment, tokenise and BM25-score the query (one row per text, over all tools)."""
+    text = (query or "")[:MAX_QUERY_CHARS]
+    segments = query_segments(text)
+    texts = [text] if len(segments) < 2 else [text, *segments]
+    tokens = [analyse(t) for t in texts]
     rows = np.stack([bm25_scores(index.keyword, t) for t in tokens])
-    return rows, tokens[0]
+    return QueryRows(text, texts, tokens[0], rows)
 
 
-def embedding_rows(index: RouterIndex, query_vec: np.ndarray, n_rows: int) -> np.ndarray | None:
-    """Cosine rows ``(n_rows, tools)``; a single query vector is reused for every segment.
+def embedding_rows(index: RouterIndex, query_vec: np.ndarray, n_texts: int) -> np.ndarray | None:
+    """Cosine rows over all tools: one per text, or a single row when one vector is given.
 
     ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
-    raises ValueError.
+    raises ValueError. Row by row (GEMV): for a handful of rows this beats one GEMM here.
     """
     vectors = np.asarray(query_vec, dtype=np.float32)
     vectors = vectors.reshape(1, -1) if vectors.ndim == 1 else vectors
@@ -53,11 +67,10 @@ def embedding_rows(index: RouterIndex, query_vec: np.ndarray, n_rows: int) -> np
         raise ValueError(
             f"query_vec has dimension {vectors.shape[1]}, the index {index.embeddings.shape[1]}"
         )
-    if vectors.shape[0] != n_rows:
-        vectors = np.repeat(vectors[:1], n_rows, axis=0)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = vectors / np.where(norms > 0, norms, 1.0).astype(np.float32)
-    return np.asarray(unit @ index.embeddings.T, dtype=np.float64)
+    vectors = vectors if vectors.shape[0] == n_texts else vectors[:1]
+    norms = np.linalg.norm(vectors, axis=1)
+    unit = vectors / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
+    return np.stack([index.embeddings @ v for v in unit])
 
 
 def prior_part(
@@ -75,13 +88,12 @@ def prior_part(
 def penalties(
     index: RouterIndex,
     tools: np.ndarray,
-    query: str,
-    tokens: Sequence[str],
+    query: QueryRows,
     context: Mapping[str, Any] | None,
     config: RouterConfig,
 ) -> tuple[np.ndarray, list[tuple[str, ...]]]:
     """Penalty part and missing required parameters of each tool in ``tools``."""
-    evidence = query_evidence(query, tokens, context)
+    evidence = query_evidence(query.text, query.tokens, context)
     missing = [missing_required(index.rules[t], evidence) for t in tools]
     part = [penalty(m, config.missing_param_penalty, config.max_penalised_params) for m in missing]
     return np.asarray(part, dtype=np.float64), missing
@@ -111,25 +123,31 @@ class Scores:
 
 def stage_scores(
     index: RouterIndex,
-    texts: Sequence[str],
-    tokens_rows: tuple[np.ndarray, list[str]],
+    query: QueryRows,
     query_vec: np.ndarray | None,
-    cols: np.ndarray,
+    eligible: np.ndarray | None,
     prior: Mapping[str, float] | None,
     config: RouterConfig,
     stages: frozenset[str],
 ) -> Scores:
-    """Keyword, embedding and prior parts of every eligible tool."""
-    kw_rows = tokens_rows[0][:, cols] if "keyword" in stages else None
+    """Keyword, embedding and prior parts of every eligible tool (``None`` = all tools)."""
+    select: slice | np.ndarray = slice(None) if eligible is None else eligible
+    cols = np.arange(len(index)) if eligible is None else eligible
+    keyword_hit = bool(query.keyword[0, select].any())
+    kw_rows = query.keyword[:, select] if "keyword" in stages else None
     emb_rows = None
     if "embedding" in stages and query_vec is not None and index.embeddings.shape[1] > 0:
-        emb_all = embedding_rows(index, query_vec, len(texts))
-        emb_rows = emb_all[:, cols] if emb_all is not None else None
-    signal = (kw_rows is not None and bool(kw_rows[0].any())) or emb_rows is not None
+        emb_all = embedding_rows(index, query_vec, len(query.texts))
+        emb_rows = emb_all[:, select] if emb_all is not None else None
+    signal = (kw_rows is not None and keyword_hit) or emb_rows is not None
     keyword, embedding = np.zeros(cols.size), np.zeros(cols.size)
     if signal:
         keyword, embedding = relative_to_best(*fuse(kw_rows, emb_rows, config))
-    boost = prior_part(index, prior, config)[cols] if "prior" in stages else np.zeros(cols.size)
+    boost = np.zeros(cols.size)
+    if "prior" in stages:
+        boost = prior_part(index, prior, config)[select]
+        if not keyword_hit and index.pinned.size:
+            boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
     return Scores(cols, keyword, embedding, boost, signal)
 
 
@@ -178,24 +196,24 @@ def route(
     """The top-``k`` tools for ``query``, each with its score explained stage by stage."""
     check_stages(stages)
     eligible = index.eligible(tags)
-    cols = np.arange(len(index)) if eligible is None else eligible
-    if k <= 0 or cols.size == 0:
+    if k <= 0 or len(index) == 0 or (eligible is not None and eligible.size == 0):
         return []
-    query = (query or "")[:MAX_QUERY_CHARS]
-    segments = query_segments(query)
-    texts = [query] if len(segments) < 2 else [query, *segments]
-    rows = keyword_rows(index, texts)
-    scores = stage_scores(index, texts, rows, query_vec, cols, prior, config, stages)
+    rows = analyse_query(index, query)
+    scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages)
     total = scores.total()
-    pool = top_indices(total, max(config.pool_size, k) if scores.signal else 0)
-    pen, missing = rule_check(index, scores, pool, query, rows[1], context, config, stages)
+    if scores.signal:
+        pool = top_indices(total, max(config.pool_size, k))
+    else:  # nothing to go on: the pinned defaults and the most used tools only
+        pool = top_indices(total, k)
+        pool = pool[total[pool] > 0]
+    pen, missing = rule_check(index, scores, pool, rows, context, config, stages)
     final = total[pool] + pen
     keep = np.flatnonzero(final >= min_score) if min_score is not None else np.arange(pool.size)
     if keep.size == 0:
         pool = fallback_positions(index, scores, k)
-        pen, missing = rule_check(index, scores, pool, query, rows[1], context, config, stages)
+        pen, missing = rule_check(index, scores, pool, rows, context, config, stages)
         return candidates(index, scores, pool, pen, missing)
-    diversify = len(texts) > 1 or not config.mmr_multi_ask_only
+    diversify = len(rows.texts) > 1 or not config.mmr_multi_ask_only
     lam = config.mmr_lambda if diversify else 1.0
     order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
     return candidates(index, scores, pool[order], pen[order], [missing[i] for i in order])
@@ -205,8 +223,7 @@ def rule_check(
     index: RouterIndex,
     scores: Scores,
     positions: np.ndarray,
-    query: str,
-    tokens: Sequence[str],
+    query: QueryRows,
     context: Mapping[str, Any] | None,
     config: RouterConfig,
     stages: frozenset[str],
@@ -214,4 +231,4 @@ def rule_check(
     """Penalty parts and missing parameters at ``positions`` (zeros when the stage is off)."""
     if "penalty" not in stages or positions.size == 0:
         return np.zeros(positions.size), [() for _ in positions]
-    return penalties(index, scores.cols[positions], query, tokens, context, config)
+    return penalties(index, scores.cols[positions], query, context, config)

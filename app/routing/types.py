@@ -60,11 +60,13 @@ class RouterConfig:
     # Usage prior: weight * min(prior, cap) added to the fused score.
     prior_weight: float = 0.1
     prior_cap: float = 1.0
+    # Added to the prior part of pinned default tools when the query matches no keyword.
+    pinned_boost: float = 0.5
     # Stage 3: rule check.
     missing_param_penalty: float = 0.1
     max_penalised_params: int = 3
     # Diversity in the top-k (Carbonell & Goldstein 1998); 1.0 switches MMR off.
-    mmr_lambda: float = 1.0
+    mmr_lambda: float = 0.8
     mmr_multi_ask_only: bool = True
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from app.encoders import make_encoder
-from app.eval_prior import replay_prior
+from app.eval_prior import format_replay, replay_prior
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
 from tests.conftest import make_settings
 
@@ -62,3 +62,5 @@ def test_replayed_feedback_raises_quality_and_cold_start_is_unchanged(tmp_path: 
     assert results["with_prior"]["all"]["hit@1"] > results["no_prior"]["all"]["hit@1"]
     for metric in ("recall@3", "ndcg@10"):
         assert results["with_prior"]["all"][metric] >= results["no_prior"]["all"][metric]
+    table = format_replay(report)
+    assert table.count("\n") == 10 and "with_prior  seen" in table

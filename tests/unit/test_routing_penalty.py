@@ -30,13 +30,16 @@ def one(name: str, **prop: Any) -> dict[str, Any]:
         ("contact_email", {"type": "string"}, "email"),
         ("website_url", {"type": "string"}, "url"),
         ("server_ip", {"type": "string"}, "ip"),
+        ("phone_number", {"type": "string"}, "phone"),
         ("startDate", {"type": "string"}, "date"),
-        ("when", {"type": "string", "format": "date-time"}, "date"),
+        ("when", {"type": "string", "format": "date-time"}, "datetime"),
         ("meeting_time", {"type": "string"}, "time"),
         ("patient_id", {"type": "string"}, "id"),
         ("count", {"type": "integer"}, "number"),
         ("verbose", {"type": "boolean"}, "boolean"),
         ("title", {"type": "string"}, "string"),
+        ("message", {"type": "string"}, "text"),
+        ("search_query", {"type": "string"}, "text"),
     ],
 )
 def test_value_kind_from_type_format_and_name(name: str, prop: dict[str, Any], kind: str) -> None:
@@ -72,9 +75,13 @@ def test_enum_and_listed_examples_supply_it() -> None:
         ("recipient", {"type": "string", "format": "email"}, "send it to ann@example.com"),
         ("page", {"type": "string", "format": "uri"}, "summarise https://example.org/a"),
         ("host", {"type": "string", "format": "ipv4"}, "ping 10.0.0.7"),
+        ("mobile", {"type": "string"}, "text +33 6 12 34 56 78 that I am late"),
         ("order_id", {"type": "string"}, "where is order A7X93K"),
         ("subject", {"type": "string"}, 'open a ticket saying "printer jammed"'),
         ("city", {"type": "string"}, "is it raining in Oslo"),
+        ("at", {"type": "string", "format": "date-time"}, "ping me at 5pm"),
+        ("at", {"type": "string", "format": "date-time"}, "ping me on Friday"),
+        ("message", {"type": "string"}, "tell the team we ship today"),
     ],
 )
 def test_a_visible_value_of_the_right_kind_supplies_it(
@@ -88,8 +95,11 @@ def test_a_visible_value_of_the_right_kind_supplies_it(
     [
         ("amount", {"type": "number"}, "convert some euros"),
         ("order_id", {"type": "string"}, "where is my parcel"),
+        ("phone_number", {"type": "string"}, "text my landlord"),
         ("recipient", {"type": "string", "format": "email"}, "send the report"),
         ("start_date", {"type": "string"}, "book a flight"),
+        ("title", {"type": "string"}, "make a new document"),
+        ("message", {"type": "string"}, "?!"),
     ],
 )
 def test_no_value_of_the_right_kind_leaves_it_missing(

@@ -20,9 +20,6 @@ FORBIDDEN = {
 
 
 def test_app_routing_imports_no_framework_orm_or_model() -> None:
-    code = (
-        "import sys, app.routing;"
-        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
-    )
+    code = "import sys, app.routing;print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert not FORBIDDEN & set(out.stdout.split())

@@ -50,7 +50,12 @@ TOOLS = (
         description="General web search when no other tool fits.",
         pinned=True,
     ),
-    ToolDoc(name="天气预报", summary="查询城市天气预报", description="未来七天的天气预报", tags=("weather",)),
+    ToolDoc(
+        name="天气预报",
+        summary="查询城市天气预报",
+        description="未来七天的天气预报",
+        tags=("weather",),
+    ),
 )
 
 
