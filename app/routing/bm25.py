@@ -71,3 +71,12 @@ def bm25_scores(index: KeywordIndex, tokens: Sequence[str]) -> np.ndarray:
     if index.nonoccurrence is not None:
         scores += sum(float(index.nonoccurrence[t]) * c for t, c in terms.items())
     return scores
+
+
+def terms_matched(index: KeywordIndex, tokens: Sequence[str]) -> np.ndarray:
+    """How many distinct query terms each document contains."""
+    terms = query_term_ids(index, tokens)
+    if not terms:
+        return np.zeros(index.n_docs, dtype=np.int64)
+    rows = np.concatenate([index.indices[index.indptr[t] : index.indptr[t + 1]] for t in terms])
+    return np.bincount(rows, minlength=index.n_docs)

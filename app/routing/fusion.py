@@ -21,6 +21,7 @@ import numpy as np
 from app.routing.types import RouterConfig
 
 FUSION_METHODS: tuple[str, ...] = ("zscore", "minmax", "rrf")
+
 _EPS = 1e-9
 
 

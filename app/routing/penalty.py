@@ -9,7 +9,8 @@ A required parameter counts as *suppliable* when any one of these holds:
    after "e.g." / "such as" / "for example";
 4. the query shows a value of its kind: a number for numeric parameters, a date or time for
    date/time parameters, an e-mail address, a URL, an IP address, a phone number, an id-like
-   token for ``*_id`` parameters, a quoted or capitalised string for other string parameters;
+   token for ``*_id`` parameters, a quoted or capitalised string or a query word that the
+   tool's own card does not contain for other string parameters;
 5. it is free text (``text``, ``message``, ``query``, ``body``…): the step's own words are it.
 
 Everything about a tool is compiled once, at index build time (:func:`compile_rules`); a query is
@@ -24,66 +25,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from app.routing.text import (
-    STOPWORDS,
-    analyse,
-    required_params,
-    schema_properties,
-    stems,
-    words,
-)
+from app.routing.text import STOPWORDS, analyse, required_params, schema_properties, stems, words
+from app.routing.values import FILLS, example_values, value_kind, value_kinds, word_set
 
 # Name parts that say nothing about what the value is ("user_id" is mentioned by "user").
-_GENERIC = frozenset(
-    [
-        "id",
-        "ids",
-        "name",
-        "type",
-        "value",
-        "data",
-        "info",
-        "information",
-        "number",
-        "num",
-        "no",
-        "code",
-        "key",
-        "list",
-        "string",
-        "text",
-        "str",
-        "param",
-        "input",
-        "field",
-        "detail",
-        "details",
-    ]
-)
-# Parameters whose value is free text: the query itself is the value.
-_FREE_TEXT = frozenset(
-    [
-        "text",
-        "message",
-        "body",
-        "content",
-        "query",
-        "prompt",
-        "note",
-        "comment",
-        "question",
-        "description",
-        "keywords",
-        "keyword",
-        "topic",
-        "subject",
-        "search",
-        "sentence",
-        "phrase",
-        "q",
-        "input",
-        "instructions",
-    ]
+_GENERIC = word_set(
+    "id ids name type value data info information number num no code key list string text "
+    "str param input field detail details"
 )
 # Extra cue words for common parameter names (stems of the key → words that mention it).
 _SYNONYMS: dict[str, str] = {
@@ -111,28 +59,6 @@ _SYNONYMS: dict[str, str] = {
     "url": "link website site page",
     "gender": "male female man woman boy girl",
 }
-_NUMBER = re.compile(r"\d")
-_WORD = re.compile(r"\w\w", re.UNICODE)
-_DATE = re.compile(
-    r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b(?:19|20)\d{2}\b|"
-    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|"
-    r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|"
-    r"\b(?:today|tomorrow|yesterday|tonight|weekend|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday)\b|\b(?:next|last|this)\s+(?:week|month|year)\b",
-    re.IGNORECASE,
-)
-_TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s*(?:am|pm)\b|\b(?:noon|midnight)\b", re.I)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_URL = re.compile(r"https?://\S+|\bwww\.\S+|\b[\w-]+\.(?:com|org|net|io|ai|dev|edu|gov|co)\b", re.I)
-_PHONE = re.compile(r"\+?\d[\d\s().-]{5,}\d")
-_IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
-_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|‘[^’]+’|'[^']{2,}'|`[^`]+`|«[^»]+»|「[^」]+」")
-_ID_TOKEN = re.compile(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w{3,}\b|\b\d{3,}\b|#\w+")
-_PROPER = re.compile(r"(?<=[^.!?\s]\s)(?!I\b|I')[A-Z][\w'-]*")
-_BOOLEAN = re.compile(r"\b(?:yes|no|true|false|enable|disable|on|off|with|without)\b", re.I)
-_EXAMPLES = re.compile(
-    r"(?:e\.g\.?|eg\.|such as|for example|for instance|like)[:,]?\s*([^)]*)", re.IGNORECASE
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,52 +86,6 @@ def context_key(name: str) -> str:
     return re.sub(r"[\W_]+", "", name).lower()
 
 
-def value_kind(name: str, schema: Mapping[str, Any]) -> str:
-    """The kind of value a parameter takes, from its JSON Schema type/format and its name."""
-    parts = words(name)
-    fmt = str(schema.get("format", "")).lower()
-    kind = str(schema.get("type", "string")).lower()
-    last = parts[-1] if parts else ""
-    if "email" in parts or fmt == "email":
-        return "email"
-    if {"url", "uri", "link", "website"} & set(parts) or fmt in ("uri", "url"):
-        return "url"
-    if "ip" in parts or fmt in ("ipv4", "ipv6"):
-        return "ip"
-    if {"phone", "mobile", "tel", "telephone", "fax"} & set(parts):
-        return "phone"
-    if fmt == "date-time" or {"datetime", "timestamp", "when", "at"} & set(parts):
-        return "datetime"
-    if {"date", "day", "birthday", "dob"} & set(parts) or fmt == "date":
-        return "date"
-    if last == "time" or fmt == "time":
-        return "time"
-    if last in ("id", "ids", "uuid", "key", "code", "number", "no") or fmt == "uuid":
-        return "id"
-    if kind in ("integer", "number"):
-        return "number"
-    if kind == "boolean":
-        return "boolean"
-    return "text" if name.lower() in _FREE_TEXT or last in _FREE_TEXT else "string"
-
-
-def example_values(schema: Mapping[str, Any]) -> tuple[frozenset[str], ...]:
-    """Enum values, ``examples`` and the "e.g." list of the description, each as its stems."""
-    listed = [*(schema.get("enum") or []), *(schema.get("examples") or [])]
-    scalars = tuple(str(v) for v in listed if not isinstance(v, dict | list))
-    return _values(scalars, str(schema.get("description", "")))
-
-
-@lru_cache(maxsize=65536)
-def _values(scalars: tuple[str, ...], description: str) -> tuple[frozenset[str], ...]:
-    """Cached: parameters that repeat across tools share one compiled value list."""
-    raw = list(scalars)
-    for match in _EXAMPLES.finditer(description):
-        raw += re.split(r",|\bor\b|/|;", match.group(1))
-    values = (frozenset(analyse(v)) for v in raw)
-    return tuple(dict.fromkeys(v for v in values if v))
-
-
 @lru_cache(maxsize=65536)
 def name_cues(name: str) -> frozenset[str]:
     """Stems that mention the parameter: its specific name parts and their synonyms."""
@@ -231,46 +111,6 @@ def compile_rules(parameters: Mapping[str, Any] | None) -> tuple[ParamRule, ...]
     )
 
 
-def value_kinds(query: str) -> frozenset[str]:
-    """The kinds of values visible in a query text."""
-    found = {
-        kind
-        for kind, pattern in (
-            ("number", _NUMBER),
-            ("date", _DATE),
-            ("time", _TIME),
-            ("email", _EMAIL),
-            ("url", _URL),
-            ("ip", _IP),
-            ("phone", _PHONE),
-            ("quoted", _QUOTED),
-            ("id", _ID_TOKEN),
-            ("proper", _PROPER),
-            ("boolean", _BOOLEAN),
-            ("words", _WORD),
-        )
-        if pattern.search(query)
-    }
-    return frozenset(found)
-
-
-# Which visible value kinds can fill a parameter of each kind.
-_FILLS: dict[str, frozenset[str]] = {
-    "number": frozenset({"number"}),
-    "date": frozenset({"date"}),
-    "time": frozenset({"time"}),
-    "datetime": frozenset({"date", "time"}),
-    "email": frozenset({"email"}),
-    "url": frozenset({"url"}),
-    "ip": frozenset({"ip"}),
-    "phone": frozenset({"phone"}),
-    "id": frozenset({"id", "quoted", "email", "url", "ip"}),
-    "boolean": frozenset({"boolean"}),
-    "string": frozenset({"quoted", "proper", "email", "url", "ip"}),
-    "text": frozenset({"words"}),
-}
-
-
 def query_evidence(
     query: str, query_stems: Iterable[str], context: Mapping[str, Any] | None
 ) -> QueryEvidence:
@@ -279,18 +119,25 @@ def query_evidence(
     return QueryEvidence(frozenset(query_stems), value_kinds(query[:4000]), keys)
 
 
-def supplies(rule: ParamRule, evidence: QueryEvidence) -> bool:
-    """Whether the context or the query can supply this required parameter."""
+def supplies(rule: ParamRule, evidence: QueryEvidence, unexplained: bool = False) -> bool:
+    """Whether the context or the query can supply this required parameter.
+
+    ``unexplained``: the query has a word the tool's own card does not contain — the likely
+    value of a plain string parameter ("…the mass transfer rate for *ethanol*").
+    """
     if rule.key in evidence.context_keys or rule.cues & evidence.stems:
         return True
     if any(value <= evidence.stems for value in rule.values):
         return True
-    return bool(_FILLS.get(rule.kind, frozenset()) & evidence.kinds)
+    fills = FILLS.get(rule.kind, frozenset())
+    return bool(fills & evidence.kinds) or (unexplained and rule.kind == "string")
 
 
-def missing_required(rules: Sequence[ParamRule], evidence: QueryEvidence) -> tuple[str, ...]:
+def missing_required(
+    rules: Sequence[ParamRule], evidence: QueryEvidence, unexplained: bool = False
+) -> tuple[str, ...]:
     """Names of the required parameters that nothing supplies, in schema order."""
-    return tuple(rule.name for rule in rules if not supplies(rule, evidence))
+    return tuple(rule.name for rule in rules if not supplies(rule, evidence, unexplained))
 
 
 def penalty(missing: Sequence[str], per_param: float, max_params: int) -> float:

@@ -53,8 +53,8 @@ class RouterConfig:
     pool_size: int = 50
     # Stage 2: fusion of keyword and embedding evidence.
     fusion: str = "zscore"
-    keyword_weight: float = 0.25
-    embedding_weight: float = 0.75
+    keyword_weight: float = 0.2
+    embedding_weight: float = 0.8
     segment_weight: float = 1.0
     rrf_k: float = 60.0
     # Usage prior: weight * min(prior, cap) added to the fused score.

@@ -72,7 +72,7 @@ def test_onnx_int8_agrees_with_the_torch_model() -> None:
     assert onnx_vectors.shape == (4, 384)
     np.testing.assert_allclose(np.linalg.norm(onnx_vectors, axis=1), 1.0, rtol=1e-5)
     cosines = np.sum(torch_vectors * onnx_vectors, axis=1)
-    assert cosines.min() > 0.95, cosines
+    assert cosines.min() > 0.99, cosines
     # batching and padding do not change a text's vector
     np.testing.assert_allclose(onnx.encode(TEXTS[:1])[0], onnx_vectors[0], atol=1e-5)
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi, BM25Plus
 
-from app.routing.bm25 import bm25_scores, build_keyword_index
+from app.routing.bm25 import bm25_scores, build_keyword_index, terms_matched
 
 CORPUS = [
     ["weather", "forecast", "city", "rain"],
@@ -76,3 +76,9 @@ def test_empty_corpus_has_no_vocabulary() -> None:
 def test_unknown_method_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown BM25 method"):
         build_keyword_index(CORPUS, method="bm42")
+
+
+def test_terms_matched_counts_distinct_query_terms_per_document() -> None:
+    index = build_keyword_index(CORPUS)
+    counts = terms_matched(index, ["book", "city", "city", "zebra"])
+    assert counts.tolist() == [1, 2, 1, 0, 0, 0, 0, 0]

@@ -6,14 +6,9 @@ from typing import Any
 
 import pytest
 
-from app.routing.penalty import (
-    compile_rules,
-    missing_required,
-    penalty,
-    query_evidence,
-    value_kind,
-)
+from app.routing.penalty import compile_rules, missing_required, penalty, query_evidence
 from app.routing.text import analyse
+from app.routing.values import value_kind
 
 
 def missing(schema: dict[str, Any], query: str, context: dict[str, Any] | None = None) -> tuple:
@@ -126,3 +121,17 @@ def test_penalty_is_per_parameter_and_capped() -> None:
     assert penalty((), 0.1, 3) == 0.0
     assert penalty(("a", "b"), 0.1, 3) == pytest.approx(-0.2)
     assert penalty(("a", "b", "c", "d", "e"), 0.1, 3) == pytest.approx(-0.3)
+
+
+def test_a_word_the_card_does_not_explain_supplies_only_plain_strings() -> None:
+    query = "mass transfer rate for ethanol"
+    evidence = query_evidence(query, analyse(query), None)
+    substance = compile_rules(one("substance", type="string"))
+    assert missing_required(substance, evidence) == ("substance",)
+    assert missing_required(substance, evidence, unexplained=True) == ()
+    order = compile_rules(one("order_id", type="string"))
+    assert missing_required(order, evidence, unexplained=True) == ("order_id",)
+
+
+def test_ordinal_dates_count_as_dates() -> None:
+    assert missing(one("date", type="string"), "check the schedule for May 30th") == ()

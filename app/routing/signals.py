@@ -1,0 +1,72 @@
+"""The raw per-tool signals of one query: BM25 rows, cosine rows, usage prior.
+
+Rows cover every tool of the index (tag filtering selects columns afterwards): row 0 is the
+whole query, rows 1… its asks when ``segment.query_segments`` finds several.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.routing.bm25 import bm25_scores
+from app.routing.index import RouterIndex
+from app.routing.segment import query_segments
+from app.routing.text import analyse
+from app.routing.types import RouterConfig
+
+MAX_QUERY_CHARS = 8000
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRows:
+    """A query analysed once: its texts (whole query, then each ask), tokens and BM25 rows."""
+
+    text: str
+    texts: list[str]
+    tokens: list[str]
+    keyword: np.ndarray
+
+
+def analyse_query(index: RouterIndex, query: str) -> QueryRows:
+    """Segment, tokenise and BM25-score the query (one row per text, over all tools)."""
+    text = (query or "")[:MAX_QUERY_CHARS]
+    segments = query_segments(text)
+    texts = [text] if len(segments) < 2 else [text, *segments]
+    tokens = [analyse(t) for t in texts]
+    rows = np.stack([bm25_scores(index.keyword, t) for t in tokens])
+    return QueryRows(text, texts, tokens[0], rows)
+
+
+def embedding_rows(index: RouterIndex, query_vec: np.ndarray, n_texts: int) -> np.ndarray | None:
+    """Cosine rows over all tools: one per text, or a single row when one vector is given.
+
+    ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
+    raises ValueError. Row by row (GEMV): for a handful of rows this beats one GEMM here.
+    """
+    vectors = np.asarray(query_vec, dtype=np.float32)
+    vectors = vectors.reshape(1, -1) if vectors.ndim == 1 else vectors
+    if vectors.ndim != 2 or vectors.size == 0 or not np.isfinite(vectors).all():
+        return None
+    if vectors.shape[1] != index.embeddings.shape[1]:
+        raise ValueError(
+            f"query_vec has dimension {vectors.shape[1]}, the index {index.embeddings.shape[1]}"
+        )
+    vectors = vectors if vectors.shape[0] == n_texts else vectors[:1]
+    norms = np.linalg.norm(vectors, axis=1)
+    unit = vectors / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
+    return np.stack([index.embeddings @ v for v in unit])
+
+
+def prior_part(
+    index: RouterIndex, prior: Mapping[str, float] | None, config: RouterConfig
+) -> np.ndarray:
+    """``prior_weight · min(prior, prior_cap)`` per tool (prior clipped to [0, 1])."""
+    boost = np.zeros(len(index))
+    for name, value in (prior or {}).items():
+        position = index.positions.get(name)
+        if position is not None and np.isfinite(value):
+            boost[position] = config.prior_weight * min(max(float(value), 0.0), config.prior_cap)
+    return boost
