@@ -74,12 +74,23 @@ def open_database(settings: Settings) -> Engine:
     return make_engine(settings.sqlalchemy_url)
 
 
+def build_encoder(settings: Settings) -> Encoder:
+    """The configured encoder, limited to `encoder_threads` threads."""
+    if settings.encoder == "minilm":
+        import torch
+
+        torch.set_num_threads(settings.encoder_threads)
+    if settings.encoder == "minilm-onnx-int8":
+        return make_encoder(settings.encoder, threads=settings.encoder_threads)
+    return make_encoder(settings.encoder)
+
+
 def build_services(settings: Settings, encoder: Encoder | None = None) -> Services:
     """Engine, encoder and index, on a database whose schema is at head."""
     engine = open_database(settings)
     factory = make_session_factory(engine)
     # Concurrent routes share model calls (see app/batching.py).
-    encoder = BatchingEncoder(encoder or make_encoder(settings.encoder))
+    encoder = BatchingEncoder(encoder or build_encoder(settings))
     index = IndexManager(factory, encoder, settings.router)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)

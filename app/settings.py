@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     agent_keys: KeyList = ()
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     encoder: Literal["minilm", "minilm-onnx-int8", "usem3", "fake"] = "minilm"
+    # Threads the model may use per call. One: concurrent queries are batched instead
+    # (app/batching.py), and torch's OpenMP threads slow down many-fold when the cores
+    # are busy with anything else (docs/BENCHMARKS.md).
+    encoder_threads: int = Field(default=1, ge=1, le=64)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

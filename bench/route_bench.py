@@ -41,9 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 from app.catalog import write_cards  # noqa: E402
 from app.db import unit_of_work  # noqa: E402
-from app.encoders import make_encoder  # noqa: E402
 from app.schemas import RouteRequest  # noqa: E402
-from app.services import build_services  # noqa: E402
+from app.services import build_encoder, build_services  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from registry.card import ToolCard  # noqa: E402
 
@@ -359,7 +358,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     os.environ["TOOLREACH_ENCODER"] = args.encoder
-    encoder = make_encoder(args.encoder)
+    encoder = build_encoder(Settings(_env_file=None, encoder=args.encoder))  # type: ignore[call-arg]
     report: dict[str, Any] = {"encoder": encoder.name, "cpus": os.cpu_count(), "sizes": []}
     with tempfile.TemporaryDirectory(prefix="toolreach-bench-") as tmp:
         workdir = Path(tmp)
