@@ -79,7 +79,7 @@ def route_step(
                 name=c.name,
                 summary=snapshot.cards[c.name].summary if snapshot else "",
                 score=round(c.score, 6),
-                stages={k: round(v, 6) for k, v in c.stages.items()},
+                stages={k: round(v, 6) + 0.0 for k, v in c.stages.items()},  # no -0.0
                 missing_required=list(c.missing_required),
             )
             for c in candidates
