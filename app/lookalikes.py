@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 from pydantic import BaseModel
 
-from app.index import Snapshot
+from app.index import IndexManager, Snapshot
 from app.routing.text import STOPWORDS, words
 from registry.card import ToolCard
 
@@ -113,3 +113,16 @@ def find_lookalikes(
         ]
     pairs: list[LookalikePair] = snapshot.memo[key]
     return list(pairs)
+
+
+def lookalikes_in(
+    index: IndexManager, namespace: str | None, threshold: float, limit: int = 50
+) -> list[LookalikePair]:
+    """Look-alike pairs of one namespace or of all, most similar first."""
+    names = [namespace] if namespace else sorted(index.namespaces())
+    pairs: list[LookalikePair] = []
+    for name in names:
+        snapshot = index.get(name)
+        if snapshot is not None:
+            pairs += find_lookalikes(snapshot, threshold=threshold, limit=limit)
+    return sorted(pairs, key=lambda p: -p.similarity)[:limit]

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from app.deps import ServicesDep, SessionDep, ViewerDep
 from app.errors import ERROR_SHAPE
-from app.lookalikes import LookalikePair, find_lookalikes
+from app.lookalikes import LookalikePair, lookalikes_in
 from app.schemas import Namespace
 from app.stats import StatsFilter, StatsReport, compute_stats
 from registry.errors import InvalidInput
@@ -58,10 +58,5 @@ def lookalikes(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> LookalikeList:
     """Pairs of tools whose cards are so alike that the model and the router confuse them."""
-    names = [namespace] if namespace else sorted(services.index.namespaces())
-    pairs: list[LookalikePair] = []
-    for name in names:
-        snapshot = services.index.get(name)
-        if snapshot is not None:
-            pairs += find_lookalikes(snapshot, threshold=threshold, limit=limit)
-    return LookalikeList(pairs=sorted(pairs, key=lambda p: -p.similarity)[:limit])
+    pairs = lookalikes_in(services.index, namespace, threshold, limit)
+    return LookalikeList(pairs=pairs)

@@ -13,7 +13,7 @@ from typing import Any
 
 from app.dashboard.filters import Filters
 from app.db import unit_of_work
-from app.lookalikes import LookalikePair, find_lookalikes
+from app.lookalikes import LookalikePair, lookalikes_in
 from app.services import Services
 from app.stats import Confusion, StatsFilter, StatsReport, compute_stats
 
@@ -107,13 +107,7 @@ def load_lookalikes(
     services: Services, namespace: str | None, threshold: float, limit: int = 50
 ) -> list[LookalikePair]:
     """Look-alike pairs of one namespace or of all, most similar first."""
-    names = [namespace] if namespace else sorted(services.index.namespaces())
-    pairs: list[LookalikePair] = []
-    for name in names:
-        snapshot = services.index.get(name)
-        if snapshot is not None:
-            pairs += find_lookalikes(snapshot, threshold=threshold, limit=limit)
-    return sorted(pairs, key=lambda p: -p.similarity)[:limit]
+    return lookalikes_in(services.index, namespace, threshold, limit)
 
 
 def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:
