@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,12 +24,20 @@ from tqdm import tqdm
 from app.catalog import parse_batch, write_cards
 from app.db import unit_of_work
 from app.encoders import Encoder
-from app.evaluate import METRICS, NAMESPACE, Query, load_dataset, mean_scores, score
+from app.evaluate import (
+    METRICS,
+    NAMESPACE,
+    Query,
+    load_dataset,
+    mean_scores,
+    score,
+    throwaway_services,
+)
 from app.feedback import record_feedback
 from app.route_recording import route_and_record
 from app.routing import ALL_STAGES, query_texts, route
 from app.schemas import FeedbackRequest, RouteRequest
-from app.services import Services, build_services
+from app.services import Services
 from app.settings import Settings
 from app.simulate import pick_choice
 
@@ -126,25 +133,18 @@ def replay_prior(
 ) -> dict[str, Any]:
     """Score held-out queries without the prior, at cold start, and with the prior."""
     tools, queries = load_dataset(data, limit)
-    with tempfile.TemporaryDirectory(prefix="toolreach-replay-") as tmp:
-        throwaway = settings.model_copy(
-            update={"database_url": f"sqlite:///{tmp}/replay.db", "load_demo": False}
-        )
-        services = build_services(throwaway, encoder)
-        try:
-            loaded = _load(services, tools)
-            playable = [Query(q.text, q.relevant & loaded) for q in queries if q.relevant & loaded]
-            fed, held = split(playable, fraction, seed)
-            vectors = encode_queries(services.encoder, held)
-            services.prior.refresh()  # no feedback yet: the cold-start prior
-            cold = score_queries(services, held, vectors, services.prior.get(NAMESPACE))
-            replay_feedback(services, fed)
-            services.prior.refresh()
-            prior = services.prior.get(NAMESPACE) or {}
-            without = score_queries(services, held, vectors, None)
-            with_prior = score_queries(services, held, vectors, prior)
-        finally:
-            services.close()
+    with throwaway_services(settings, encoder) as services:
+        loaded = _load(services, tools)
+        playable = [Query(q.text, q.relevant & loaded) for q in queries if q.relevant & loaded]
+        fed, held = split(playable, fraction, seed)
+        vectors = encode_queries(services.encoder, held)
+        services.prior.refresh()  # no feedback yet: the cold-start prior
+        cold = score_queries(services, held, vectors, services.prior.get(NAMESPACE))
+        replay_feedback(services, fed)
+        services.prior.refresh()
+        prior = services.prior.get(NAMESPACE) or {}
+        without = score_queries(services, held, vectors, None)
+        with_prior = score_queries(services, held, vectors, prior)
     reported = {name for q in fed for name in q.relevant}
     seen = [bool(q.relevant & reported) for q in held]
     return {

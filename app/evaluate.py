@@ -14,7 +14,8 @@ import math
 import re
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from app.catalog import parse_batch, write_cards
 from app.db import unit_of_work
 from app.encoders import Encoder
 from app.routing import query_texts, route
-from app.services import build_services
+from app.services import Services, build_services
 from app.settings import Settings
 
 NAMESPACE = "eval"
@@ -95,42 +96,49 @@ def mean_scores(rows: Iterable[dict[str, float]]) -> dict[str, float]:
     return {m: round(sum(r[m] for r in rows) / max(len(rows), 1), 4) for m in METRICS}
 
 
-def evaluate(
-    data: Path, settings: Settings, encoder: Encoder | None = None, limit: int | None = None
-) -> dict[str, Any]:
-    tools, queries = load_dataset(data, limit)
+@contextmanager
+def throwaway_services(settings: Settings, encoder: Encoder | None) -> Iterator[Services]:
+    """The service's parts on a temporary SQLite registry, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="toolreach-eval-") as tmp:
         throwaway = settings.model_copy(
             update={"database_url": f"sqlite:///{tmp}/eval.db", "load_demo": False}
         )
         services = build_services(throwaway, encoder)
         try:
-            batch = parse_batch(tools, NAMESPACE)
-            with (
-                tqdm(total=len(batch.cards), desc="embedding tools", file=sys.stderr) as bar,
-                unit_of_work(services.session_factory) as session,
-            ):
-                write_cards(session, services.encoder, batch.cards, progress=bar.update)
-            services.index.sync()
-            snapshot = services.index.get(NAMESPACE)
-            assert snapshot is not None
-            vectors = _encode_queries(services.encoder, [q.text for q in queries])
-            per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
-            for query, vector in tqdm(
-                list(zip(queries, vectors, strict=True)), desc="routing", file=sys.stderr
-            ):
-                for variant, stages in VARIANTS.items():
-                    ranked = route(
-                        snapshot.index,
-                        query.text,
-                        vector,
-                        k=10,
-                        config=services.index.config,
-                        stages=stages,
-                    )
-                    per_variant[variant].append(score([c.name for c in ranked], query.relevant))
+            yield services
         finally:
             services.close()
+
+
+def evaluate(
+    data: Path, settings: Settings, encoder: Encoder | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    tools, queries = load_dataset(data, limit)
+    with throwaway_services(settings, encoder) as services:
+        batch = parse_batch(tools, NAMESPACE)
+        with (
+            tqdm(total=len(batch.cards), desc="embedding tools", file=sys.stderr) as bar,
+            unit_of_work(services.session_factory) as session,
+        ):
+            write_cards(session, services.encoder, batch.cards, progress=bar.update)
+        services.index.sync()
+        snapshot = services.index.get(NAMESPACE)
+        assert snapshot is not None
+        vectors = _encode_queries(services.encoder, [q.text for q in queries])
+        per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+        for query, vector in tqdm(
+            list(zip(queries, vectors, strict=True)), desc="routing", file=sys.stderr
+        ):
+            for variant, stages in VARIANTS.items():
+                ranked = route(
+                    snapshot.index,
+                    query.text,
+                    vector,
+                    k=10,
+                    config=services.index.config,
+                    stages=stages,
+                )
+                per_variant[variant].append(score([c.name for c in ranked], query.relevant))
     return {
         "dataset": str(data),
         "tools": len(batch.cards),
