@@ -1,9 +1,21 @@
-"""Coalesce concurrent query embeddings into one model call.
+"""Coalesce concurrent query embeddings into one model call; routes before bulk writes.
 
 Under load, many requests each want one short text embedded. One forward pass over 16 texts
 costs far less than 16 passes over one, so callers queue their text and whoever finds the model
 idle becomes the leader: it embeds everything queued, hands each caller its row, and wakes
 the rest. Alone, a caller is its own leader at once, so a quiet service pays no extra hop.
+
+Two kinds of callers share the model. A route embeds one step (a handful of texts: the step and
+its asks); a registry write embeds cards in bulk (an import of 10,000 cards). Route texts
+always go first, and bulk texts run in chunks of ``bulk_batch``, so a route waits for at most
+one chunk while an import is running. A bulk chunk may use more model threads
+(``bulk_threads``) than a route batch (``query_threads``): a long batch gains from a second
+core, while short route batches run best on one thread beside the request threads.
+
+An encoder that may be called from several threads at once (``concurrent = True``: the ONNX
+and USE models, which also run without the interpreter lock) gets up to ``parallel`` batches
+in flight: while one batch runs on one core, the next is already filling and starts on the
+other, instead of every request waiting for one model call at a time.
 """
 
 from __future__ import annotations
@@ -16,54 +28,87 @@ import numpy as np
 
 from app.encoders import Encoder
 
+# A call with more texts than this is a bulk write; a route sends its step and at most 8 asks.
+INTERACTIVE_TEXTS = 9
+
 
 @dataclass(eq=False)
 class _Slot:
     text: str
+    bulk: bool
     row: np.ndarray | None = None
     error: BaseException | None = None
     done: bool = False
 
 
 class BatchingEncoder:
-    """An Encoder whose single-text calls are batched with concurrent ones."""
+    """An Encoder whose calls are batched with concurrent ones, routes first."""
 
-    def __init__(self, inner: Encoder, max_batch: int = 64) -> None:
+    def __init__(
+        self,
+        inner: Encoder,
+        max_batch: int = 64,
+        bulk_batch: int = 32,
+        query_threads: int | None = None,
+        bulk_threads: int | None = None,
+        parallel: int = 1,
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
         self.max_batch = max_batch
+        self.bulk_batch = bulk_batch
+        self.query_threads = query_threads
+        self.bulk_threads = bulk_threads
+        self.parallel = parallel if getattr(inner, "concurrent", False) else 1
         self._cond = threading.Condition()
-        self._queue: list[_Slot] = []
-        self._busy = False
+        self._queue: list[_Slot] = []  # route texts, in arrival order
+        self._bulk: list[_Slot] = []  # bulk texts, in arrival order
+        self._running = 0  # batches inside the model now
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Rows for `texts`, computed in whatever batches the current load makes."""
-        slots = [_Slot(text) for text in texts]
+        bulk = len(texts) > INTERACTIVE_TEXTS
+        slots = [_Slot(text, bulk) for text in texts]
         if not slots:
             return self.inner.encode([])
         with self._cond:
-            self._queue.extend(slots)
+            if bulk:  # chunks of similar lengths pad less; rows are read back from `slots`
+                self._bulk.extend(sorted(slots, key=lambda slot: len(slot.text)))
+            else:
+                self._queue.extend(slots)
             while not all(slot.done for slot in slots):
-                if self._busy:
-                    self._cond.wait()
+                if self._running >= self.parallel or not (self._queue or self._bulk):
+                    self._cond.wait()  # the model is full, or our texts are in a batch
                     continue
-                self._busy = True
-                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+                self._running += 1
+                batch = self._take()
                 self._cond.release()
                 try:
                     self._run(batch)
                 finally:
                     self._cond.acquire()
-                    self._busy = False
+                    self._running -= 1
                     self._cond.notify_all()
         for slot in slots:
             if slot.error is not None:
                 raise slot.error
         return np.stack([slot.row for slot in slots if slot.row is not None])
 
+    def _take(self) -> list[_Slot]:
+        """The next batch: every waiting route text (up to max_batch), else one bulk chunk."""
+        if self._queue:
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+        else:
+            batch, self._bulk = self._bulk[: self.bulk_batch], self._bulk[self.bulk_batch :]
+        return batch
+
     def _run(self, batch: list[_Slot]) -> None:
+        threads = self.bulk_threads if batch[0].bulk else self.query_threads
+        set_threads = getattr(self.inner, "set_threads", None)
         try:
+            if threads is not None and set_threads is not None:
+                set_threads(threads)
             rows = self.inner.encode([slot.text for slot in batch])
         except BaseException as exc:  # every caller in the batch sees the failure
             for slot in batch:

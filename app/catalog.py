@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.encoders import Encoder
 from app.routing import ToolDoc, embedding_text
 from registry import repository
-from registry.card import ToolCard
+from registry.card import ToolCard, first_sentence
 from registry.errors import InvalidInput
 from registry.formats import FormatError, to_card_data
 from registry.repository import WriteStatus
@@ -23,9 +23,16 @@ EMBED_BATCH = 64
 
 
 def card_to_doc(card: ToolCard) -> ToolDoc:
+    """What the router reads of a card.
+
+    A summary that is just the description's first sentence (the default when a card has
+    none) is left out: it would only count that sentence twice, in BM25 and in the embedded
+    text. The weights were tuned on cards without summaries (docs/ROUTING.md).
+    """
+    derived = card.summary == first_sentence(card.description)
     return ToolDoc(
         name=card.name,
-        summary=card.summary,
+        summary="" if derived else card.summary,
         description=card.description,
         tags=tuple(card.tags),
         parameters=card.parameters,
@@ -96,7 +103,7 @@ def embed_cards(
 ) -> None:
     """Store an embedding for every card text not yet embedded with this model, in batches."""
     texts = {text_hash(t): t for t in (embedding_text(card_to_doc(c)) for c in cards)}
-    known = repository.get_embeddings(session, encoder.name, texts)
+    known = repository.embedded_hashes(session, encoder.name, texts)
     missing = [(h, t) for h, t in texts.items() if h not in known]
     for start in range(0, len(missing), EMBED_BATCH):
         chunk = missing[start : start + EMBED_BATCH]

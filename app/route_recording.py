@@ -52,7 +52,9 @@ def route_and_record(request: RouteRequest, services: Services) -> RouteResponse
     started = time.perf_counter()
     config = services.index.config
     prior = services.prior.get(request.namespace)
-    result = route_step(request, services.index, services.encoder, config, prior=prior)
+    result = route_step(
+        request, services.index, services.encoder, config, prior=prior, cosines=services.cosines
+    )
     seconds = time.perf_counter() - started
     hashed = services.settings.hash_queries
     services.events.submit(

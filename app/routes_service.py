@@ -6,7 +6,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,15 +15,28 @@ import numpy as np
 from app.encoders import Encoder
 from app.index import IndexManager, Snapshot
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
+from app.routing.signals import Cosines, gemv_rows
 from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
 from registry.formats import from_card
 
 TOKEN_METHOD = "ceil(characters / 4) of the compact JSON of the tool list (OpenAI's rule of thumb)"
 
 
-def estimate_tokens(tools: list[dict[str, Any]]) -> int:
-    text = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
-    return math.ceil(len(text) / 4)
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def estimate_tokens(tools: Iterable[dict[str, Any]]) -> int:
+    """ceil(characters / 4) of the compact JSON list, counted one tool at a time.
+
+    Equal to measuring ``json.dumps(list(tools))`` without ever building the whole list or
+    its text (a namespace of 100,000 tools would briefly hold hundreds of MB).
+    """
+    chars, count = 2, 0  # the brackets
+    for tool in tools:
+        chars += len(_compact(tool))
+        count += 1
+    return math.ceil((chars + max(count - 1, 0)) / 4)  # plus the commas
 
 
 @dataclass(frozen=True)
@@ -37,7 +50,7 @@ def _namespace_tokens(snapshot: Snapshot, fmt: str) -> int:
     """Tokens of the whole namespace in `fmt`, memoised on the immutable snapshot."""
     cache: dict[str, int] = snapshot.memo.setdefault("tokens", {})
     if fmt not in cache:
-        cache[fmt] = estimate_tokens([from_card(c, fmt) for c in snapshot.cards.values()])
+        cache[fmt] = estimate_tokens(from_card(c, fmt) for c in snapshot.cards.values())
     return cache[fmt]
 
 
@@ -47,6 +60,7 @@ def route_step(
     encoder: Encoder,
     config: RouterConfig,
     prior: Mapping[str, float] | None = None,
+    cosines: Cosines = gemv_rows,
 ) -> RouteResult:
     """Rank the namespace's tools for one step; never touches the database."""
     snapshot = index.get(request.namespace)
@@ -68,6 +82,7 @@ def route_step(
             prior=prior,
             config=config,
             stages=ALL_STAGES,
+            cosines=cosines,
         )
         timings["rank"] = time.perf_counter() - started - timings["embed"]
     response = RouteResponse(

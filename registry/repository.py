@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -178,27 +178,37 @@ def list_cards(
     return [_stored(tool, _current_version(session, tool)) for tool in page], total
 
 
-def changed_since(session: Session, revision: int) -> list[tuple[str, str, ToolCard | None]]:
-    """(namespace, name, card or None if deleted) for every tool changed after `revision`."""
+Change = tuple[str, str, ToolCard | None]
+
+
+def changed_since(
+    session: Session, revision: int, chunk_size: int = 1000
+) -> Iterator[list[Change]]:
+    """(namespace, name, card or None if deleted) for every tool changed after `revision`.
+
+    Streamed in lists of `chunk_size`, oldest change first, reading plain columns (no ORM
+    objects pile up in the session): loading 100,000 cards at start-up never holds more than
+    one chunk of raw rows.
+    """
     rows = session.execute(
-        select(Tool, ToolVersion)
+        select(Tool.namespace, Tool.name, Tool.deleted_at, ToolVersion.card)
         .join(
             ToolVersion,
             (ToolVersion.tool_id == Tool.id) & (ToolVersion.version == Tool.current_version),
         )
         .where(Tool.revision > revision)
-        .order_by(Tool.revision)
-    ).all()
-    return [
-        (
-            tool.namespace,
-            tool.name,
-            None
-            if tool.deleted_at is not None
-            else ToolCard.model_validate(version.card, context=TRUSTED),
-        )
-        for tool, version in rows
-    ]
+        .order_by(Tool.revision, Tool.id)
+        .execution_options(yield_per=chunk_size)
+    )
+    for chunk in rows.tuples().partitions(chunk_size):
+        yield [
+            (
+                namespace,
+                name,
+                None if deleted_at is not None else ToolCard.model_validate(card, context=TRUSTED),
+            )
+            for namespace, name, deleted_at, card in chunk
+        ]
 
 
 def namespace_names(session: Session, namespace: str) -> list[str]:
@@ -209,17 +219,35 @@ def namespace_names(session: Session, namespace: str) -> list[str]:
     )
 
 
+def _in_chunks(values: Iterable[str], size: int = 500) -> Iterator[list[str]]:
+    wanted = list(set(values))
+    for start in range(0, len(wanted), size):
+        yield wanted[start : start + size]
+
+
 def get_embeddings(session: Session, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
-    wanted = list(set(hashes))
     found: dict[str, bytes] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
+    for chunk in _in_chunks(hashes):
         rows = session.execute(
             select(Embedding.text_hash, Embedding.vector).where(
                 Embedding.model == model, Embedding.text_hash.in_(chunk)
             )
         )
         found.update({h: v for h, v in rows.tuples()})
+    return found
+
+
+def embedded_hashes(session: Session, model: str, hashes: Iterable[str]) -> set[str]:
+    """Which of `hashes` already have a vector of `model` (without reading the vectors)."""
+    found: set[str] = set()
+    for chunk in _in_chunks(hashes):
+        found.update(
+            session.scalars(
+                select(Embedding.text_hash).where(
+                    Embedding.model == model, Embedding.text_hash.in_(chunk)
+                )
+            )
+        )
     return found
 
 

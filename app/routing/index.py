@@ -8,7 +8,7 @@ service; a route only reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,21 +54,11 @@ def unit_rows(embeddings: np.ndarray, n_docs: int) -> np.ndarray:
     return np.ascontiguousarray(matrix / np.where(norms > 0, norms, 1.0))
 
 
-def tag_postings(docs: Sequence[ToolDoc]) -> dict[str, np.ndarray]:
-    """Case-folded tag → sorted indices of the tools carrying it."""
-    postings: dict[str, list[int]] = {}
-    for i, doc in enumerate(docs):
-        for tag in {t.casefold() for t in doc.tags}:
-            postings.setdefault(tag, []).append(i)
-    return {tag: np.asarray(ids, dtype=np.int64) for tag, ids in postings.items()}
-
-
 @dataclass(frozen=True, eq=False)
 class RouterIndex:
     """Immutable snapshot of one namespace's tools, ready to route against."""
 
     names: tuple[str, ...]
-    docs: tuple[ToolDoc, ...]
     keyword: KeywordIndex
     embeddings: np.ndarray
     rules: tuple[tuple[ParamRule, ...], ...]
@@ -79,34 +69,46 @@ class RouterIndex:
 
     @classmethod
     def build(
-        cls, docs: Sequence[ToolDoc], embeddings: np.ndarray, config: RouterConfig
+        cls, docs: Iterable[ToolDoc], embeddings: np.ndarray, config: RouterConfig
     ) -> RouterIndex:
-        """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows."""
-        docs = tuple(docs)
-        names = tuple(doc.name for doc in docs)
+        """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows.
+
+        One pass over ``docs``, which may be a generator: the index keeps what routing reads
+        (names, BM25 matrix, vectors, compiled parameter rules, tags, pins), never the docs,
+        so a caller can stream 100,000 cards through without holding them all.
+        """
+        names: list[str] = []
+        corpus: list[list[str]] = []
+        rules: list[tuple[ParamRule, ...]] = []
+        postings: dict[str, list[int]] = {}
+        pinned: list[int] = []
+        for i, doc in enumerate(docs):
+            names.append(doc.name)
+            corpus.append(doc_tokens(doc, config.fields))
+            rules.append(compile_rules(doc.parameters))
+            for tag in {t.casefold() for t in doc.tags}:
+                postings.setdefault(tag, []).append(i)
+            if doc.pinned:
+                pinned.append(i)
         if len(set(names)) != len(names):
             raise ValueError("tool names must be unique within an index")
-        corpus = [doc_tokens(doc, config.fields) for doc in docs]
+        keyword = build_keyword_index(
+            corpus, method=config.bm25_method, k1=config.bm25_k1, b=config.bm25_b
+        )
+        del corpus
         return cls(
-            names=names,
-            docs=docs,
-            keyword=build_keyword_index(
-                corpus, method=config.bm25_method, k1=config.bm25_k1, b=config.bm25_b
-            ),
-            embeddings=unit_rows(embeddings, len(docs)),
-            rules=tuple(compile_rules(doc.parameters) for doc in docs),
-            tags=tag_postings(docs),
-            pinned=np.asarray([i for i, d in enumerate(docs) if d.pinned], dtype=np.int64),
+            names=tuple(names),
+            keyword=keyword,
+            embeddings=unit_rows(embeddings, len(names)),
+            rules=tuple(rules),
+            tags={tag: np.asarray(ids, dtype=np.int64) for tag, ids in postings.items()},
+            pinned=np.asarray(pinned, dtype=np.int64),
             positions={name: i for i, name in enumerate(names)},
             config=config,
         )
 
     def __len__(self) -> int:
         return len(self.names)
-
-    def doc(self, name: str) -> ToolDoc:
-        """The card named ``name``; KeyError if it is not in this index."""
-        return self.docs[self.positions[name]]
 
     def eligible(self, tags: Sequence[str] | None) -> np.ndarray | None:
         """Indices of the tools having every tag in ``tags``; ``None`` means all tools."""

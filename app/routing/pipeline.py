@@ -26,7 +26,14 @@ from app.routing.diversity import mmr_order, top_indices
 from app.routing.fusion import fuse, relative_to_best
 from app.routing.index import RouterIndex
 from app.routing.penalty import missing_required, penalty, query_evidence
-from app.routing.signals import QueryRows, analyse_query, embedding_rows, prior_part
+from app.routing.signals import (
+    Cosines,
+    QueryRows,
+    analyse_query,
+    embedding_rows,
+    gemv_rows,
+    prior_part,
+)
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 
 
@@ -79,6 +86,7 @@ def stage_scores(
     prior: Mapping[str, float] | None,
     config: RouterConfig,
     stages: frozenset[str],
+    cosines: Cosines = gemv_rows,
 ) -> Scores:
     """Keyword, embedding and prior parts of every eligible tool (``None`` = all tools)."""
     select: slice | np.ndarray = slice(None) if eligible is None else eligible
@@ -87,7 +95,7 @@ def stage_scores(
     kw_rows = query.keyword[:, select] if "keyword" in stages else None
     emb_rows = None
     if "embedding" in stages and query_vec is not None and index.embeddings.shape[1] > 0:
-        emb_all = embedding_rows(index, query_vec, len(query.texts))
+        emb_all = embedding_rows(index, query_vec, len(query.texts), cosines)
         emb_rows = emb_all[:, select] if emb_all is not None else None
     signal = (kw_rows is not None and keyword_hit) or emb_rows is not None
     keyword, embedding = np.zeros(cols.size), np.zeros(cols.size)
@@ -142,14 +150,19 @@ def route(
     prior: Mapping[str, float] | None = None,
     config: RouterConfig,
     stages: frozenset[str] = ALL_STAGES,
+    cosines: Cosines = gemv_rows,
 ) -> list[Candidate]:
-    """The top-``k`` tools for ``query``, each with its score explained stage by stage."""
+    """The top-``k`` tools for ``query``, each with its score explained stage by stage.
+
+    ``cosines`` computes the embedding stage's matrix product; the default is plain numpy,
+    a service passes one that shares the product with concurrent routes (app/cosines.py).
+    """
     check_stages(stages)
     eligible = index.eligible(tags)
     if k <= 0 or len(index) == 0 or (eligible is not None and eligible.size == 0):
         return []
     rows = analyse_query(index, query)
-    scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages)
+    scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines)
     total = scores.total()
     if scores.signal:
         pool = top_indices(total, max(config.pool_size, k))

@@ -6,7 +6,7 @@ whole query, rows 1… its asks when ``segment.query_segments`` finds several.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,11 +40,22 @@ def analyse_query(index: RouterIndex, query: str) -> QueryRows:
     return QueryRows(text, texts, tokens[0], rows)
 
 
-def embedding_rows(index: RouterIndex, query_vec: np.ndarray, n_texts: int) -> np.ndarray | None:
+Cosines = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""``(tool matrix (n, d), unit query rows (r, d)) → (r, n)`` cosine rows."""
+
+
+def gemv_rows(matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Row by row (GEMV): for a handful of rows this beats one small GEMM here."""
+    return np.stack([matrix @ v for v in unit])
+
+
+def embedding_rows(
+    index: RouterIndex, query_vec: np.ndarray, n_texts: int, cosines: Cosines = gemv_rows
+) -> np.ndarray | None:
     """Cosine rows over all tools: one per text, or a single row when one vector is given.
 
     ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
-    raises ValueError. Row by row (GEMV): for a handful of rows this beats one GEMM here.
+    raises ValueError. ``cosines`` does the product (a service may batch it across requests).
     """
     vectors = np.asarray(query_vec, dtype=np.float32)
     vectors = vectors.reshape(1, -1) if vectors.ndim == 1 else vectors
@@ -57,7 +68,7 @@ def embedding_rows(index: RouterIndex, query_vec: np.ndarray, n_texts: int) -> n
     vectors = vectors if vectors.shape[0] == n_texts else vectors[:1]
     norms = np.linalg.norm(vectors, axis=1)
     unit = vectors / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
-    return np.stack([index.embeddings @ v for v in unit])
+    return cosines(index.embeddings, unit)
 
 
 def prior_part(

