@@ -104,7 +104,10 @@ class BatchingEncoder:
         return batch
 
     def _run(self, batch: list[_Slot]) -> None:
-        threads = self.bulk_threads if batch[0].bulk else self.query_threads
+        # Bulk chunks use bulk_threads when calls run one at a time (torch); an encoder with
+        # parallel batches gets its cores from them instead (app/catalog.py::embed_cards).
+        bulk = batch[0].bulk and self.parallel == 1
+        threads = self.bulk_threads if bulk else self.query_threads
         set_threads = getattr(self.inner, "set_threads", None)
         try:
             if threads is not None and set_threads is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,21 +102,36 @@ def embed_cards(
     cards: Iterable[ToolCard],
     progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Store an embedding for every card text not yet embedded with this model, in batches."""
+    """Store an embedding for every card text not yet embedded with this model, in batches.
+
+    An encoder that runs several model calls at once (``parallel`` > 1: the service's
+    batching encoder over ONNX/USE) gets that many chunks in flight, from as many threads;
+    the vectors are written here, in order, on the caller's session.
+    """
     texts = {text_hash(t): t for t in (embedding_text(card_to_doc(c)) for c in cards)}
     known = repository.embedded_hashes(session, encoder.name, texts)
     missing = [(h, t) for h, t in texts.items() if h not in known]
-    for start in range(0, len(missing), EMBED_BATCH):
-        chunk = missing[start : start + EMBED_BATCH]
-        vectors = np.asarray(encoder.encode([t for _, t in chunk]), dtype=np.float32)
-        repository.put_embeddings(
-            session,
-            encoder.name,
-            encoder.dim,
-            {h: vec.tobytes() for (h, _), vec in zip(chunk, vectors, strict=True)},
-        )
-        if progress is not None:
-            progress(len(chunk))
+    chunks = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
+
+    def embed(chunk: list[tuple[str, str]]) -> np.ndarray:
+        return np.asarray(encoder.encode([t for _, t in chunk]), dtype=np.float32)
+
+    workers = min(int(getattr(encoder, "parallel", 1)), len(chunks))
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="embed") if workers > 1 else None
+    try:
+        results = pool.map(embed, chunks) if pool is not None else map(embed, chunks)
+        for chunk, vectors in zip(chunks, results, strict=True):
+            repository.put_embeddings(
+                session,
+                encoder.name,
+                encoder.dim,
+                {h: vec.tobytes() for (h, _), vec in zip(chunk, vectors, strict=True)},
+            )
+            if progress is not None:
+                progress(len(chunk))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)  # a failure stops the chunks not yet started
 
 
 def write_cards(

@@ -47,8 +47,9 @@ class Settings(BaseSettings):
     # (app/batching.py), and torch's OpenMP threads slow down many-fold when the cores
     # are busy with anything else (docs/BENCHMARKS.md).
     encoder_threads: int = Field(default=1, ge=1, le=64)
-    # Threads for embedding cards in bulk (imports, first start on a big registry): a long
-    # batch gains from every core; route batches keep encoder_threads and go first.
+    # Torch threads for embedding cards in bulk (imports, first start on a big registry): a
+    # long batch gains from every core. ONNX and USE run encoder_parallel_batches chunks at
+    # once instead. Route batches keep encoder_threads and always go first.
     encoder_bulk_threads: int = Field(default=2, ge=1, le=64)
     # Model calls that may run at once, for encoders that allow it (ONNX, USE; app/batching.py).
     encoder_parallel_batches: int = Field(default=2, ge=1, le=64)
