@@ -21,8 +21,9 @@ other, instead of every request waiting for one model call at a time.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,46 @@ from app.encoders import Encoder
 
 # A call with more texts than this is a bulk write; a route sends its step and at most 8 asks.
 INTERACTIVE_TEXTS = 9
+
+
+class LeaderFollower:
+    """Callers queue work; whoever finds a free model slot leads.
+
+    The leader takes a batch (``_take``), runs it outside the lock (``_run``) and wakes
+    everyone; the others wait until their own work is done or a slot frees up. At most
+    ``parallel`` batches run at once. Subclasses hold the queues.
+    """
+
+    parallel = 1
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running = 0  # batches being run now
+
+    def _pending(self) -> bool:
+        raise NotImplementedError
+
+    def _take(self) -> list[Any]:
+        raise NotImplementedError
+
+    def _run(self, batch: list[Any]) -> None:
+        raise NotImplementedError
+
+    def _serve_until(self, finished: Callable[[], bool]) -> None:
+        """With ``self._cond`` held: lead or wait until ``finished()``."""
+        while not finished():
+            if self._running >= self.parallel or not self._pending():
+                self._cond.wait()  # every slot is busy, or our work is in a running batch
+                continue
+            self._running += 1
+            batch = self._take()
+            self._cond.release()
+            try:
+                self._run(batch)
+            finally:
+                self._cond.acquire()
+                self._running -= 1
+                self._cond.notify_all()
 
 
 @dataclass(eq=False)
@@ -41,7 +82,7 @@ class _Slot:
     done: bool = False
 
 
-class BatchingEncoder:
+class BatchingEncoder(LeaderFollower):
     """An Encoder whose calls are batched with concurrent ones, routes first."""
 
     def __init__(
@@ -53,6 +94,7 @@ class BatchingEncoder:
         bulk_threads: int | None = None,
         parallel: int = 1,
     ) -> None:
+        super().__init__()
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
@@ -61,10 +103,8 @@ class BatchingEncoder:
         self.query_threads = query_threads
         self.bulk_threads = bulk_threads
         self.parallel = parallel if getattr(inner, "concurrent", False) else 1
-        self._cond = threading.Condition()
         self._queue: list[_Slot] = []  # route texts, in arrival order
         self._bulk: list[_Slot] = []  # bulk texts, in arrival order
-        self._running = 0  # batches inside the model now
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Rows for `texts`, computed in whatever batches the current load makes."""
@@ -77,23 +117,14 @@ class BatchingEncoder:
                 self._bulk.extend(sorted(slots, key=lambda slot: len(slot.text)))
             else:
                 self._queue.extend(slots)
-            while not all(slot.done for slot in slots):
-                if self._running >= self.parallel or not (self._queue or self._bulk):
-                    self._cond.wait()  # the model is full, or our texts are in a batch
-                    continue
-                self._running += 1
-                batch = self._take()
-                self._cond.release()
-                try:
-                    self._run(batch)
-                finally:
-                    self._cond.acquire()
-                    self._running -= 1
-                    self._cond.notify_all()
+            self._serve_until(lambda: all(slot.done for slot in slots))
         for slot in slots:
             if slot.error is not None:
                 raise slot.error
         return np.stack([slot.row for slot in slots if slot.row is not None])
+
+    def _pending(self) -> bool:
+        return bool(self._queue or self._bulk)
 
     def _take(self) -> list[_Slot]:
         """The next batch: every waiting route text (up to max_batch), else one bulk chunk."""

@@ -11,11 +11,11 @@ Alone, a route is its own leader at once.
 from __future__ import annotations
 
 import itertools
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from app.batching import LeaderFollower
 from app.routing.signals import gemv_rows
 
 
@@ -28,36 +28,26 @@ class _Request:
     done: bool = False
 
 
-class CosineBatcher:
+class CosineBatcher(LeaderFollower):
     """A ``Cosines`` function (see app/routing/signals.py) shared by concurrent routes."""
 
     def __init__(self, max_rows: int = 256) -> None:
+        super().__init__()
         self.max_rows = max_rows
-        self._cond = threading.Condition()
         self._queue: list[_Request] = []
-        self._busy = False
 
     def __call__(self, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
         request = _Request(matrix, unit)
         with self._cond:
             self._queue.append(request)
-            while not request.done:
-                if self._busy:
-                    self._cond.wait()
-                    continue
-                self._busy = True
-                batch = self._take()
-                self._cond.release()
-                try:
-                    self._run(batch)
-                finally:
-                    self._cond.acquire()
-                    self._busy = False
-                    self._cond.notify_all()
+            self._serve_until(lambda: request.done)
         if request.error is not None:
             raise request.error
         assert request.rows is not None
         return request.rows
+
+    def _pending(self) -> bool:
+        return bool(self._queue)
 
     def _take(self) -> list[_Request]:
         """The oldest request and every other one against the same matrix, up to max_rows."""
@@ -76,8 +66,7 @@ class CosineBatcher:
         self._queue = rest
         return batch
 
-    @staticmethod
-    def _run(batch: list[_Request]) -> None:
+    def _run(self, batch: list[_Request]) -> None:
         try:
             if len(batch) == 1:
                 products = [gemv_rows(batch[0].matrix, batch[0].unit)]
