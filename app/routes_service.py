@@ -85,6 +85,8 @@ def route_step(
             cosines=cosines,
         )
         timings["rank"] = time.perf_counter() - started - timings["embed"]
+    # Each returned card decoded once (the snapshot keeps cards as JSON: app/index.py).
+    cards = {c.name: snapshot.cards[c.name] for c in candidates} if snapshot else {}
     response = RouteResponse(
         route_id=uuid.uuid4().hex,
         namespace=request.namespace,
@@ -92,7 +94,7 @@ def route_step(
         candidates=[
             RouteCandidate(
                 name=c.name,
-                summary=snapshot.cards[c.name].summary if snapshot else "",
+                summary=cards[c.name].summary,
                 score=round(c.score, 6),
                 stages={k: round(v, 6) + 0.0 for k, v in c.stages.items()},  # no -0.0
                 missing_required=list(c.missing_required),
@@ -101,7 +103,7 @@ def route_step(
         ],
     )
     if request.format != "raw" and snapshot is not None:
-        tools = [from_card(snapshot.cards[c.name], request.format) for c in candidates]
+        tools = [from_card(cards[c.name], request.format) for c in candidates]
         returned = estimate_tokens(tools)
         total = _namespace_tokens(snapshot, request.format)
         response.tools = tools
