@@ -342,7 +342,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--seconds", type=float, default=30)
-    parser.add_argument("--encoder", default=os.environ.get("TOOLREACH_ENCODER", "minilm"))
+    default_encoder = Settings(_env_file=None).encoder  # type: ignore[call-arg]
+    parser.add_argument(
+        "--encoder",
+        default=default_encoder,
+        help=f"encoder kind (default: the service's, {default_encoder}, or TOOLREACH_ENCODER)",
+    )
     parser.add_argument("--skip-registration", action="store_true")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
