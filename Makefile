@@ -16,6 +16,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -174,6 +174,14 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_build_model(args: argparse.Namespace, settings: Settings) -> int:
+    from app.model_build import build_qint8, file_sha256
+
+    path = build_qint8(settings.model_dir, force=args.force)
+    print(f"{path} sha256 {file_sha256(path)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolreach", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -212,6 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
         "without the usage prior",
     )
     ev.set_defaults(handler=cmd_eval)
+
+    model = sub.add_parser(
+        "build-model",
+        help="build the int8 MiniLM of the default encoder from the packaged weights "
+        "(make install does; a service builds it at start if it is missing)",
+    )
+    model.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    model.set_defaults(handler=cmd_build_model)
 
     init = sub.add_parser("init-local", help="create .env with a local admin key (make run)")
     init.add_argument("--env-file", default=".env")

@@ -97,7 +97,10 @@ def build_encoder(settings: Settings) -> Encoder:
 
         torch.set_num_threads(settings.encoder_threads)
     return make_encoder(
-        settings.encoder, threads=settings.encoder_threads, mix_weight=settings.encoder_mix_weight
+        settings.encoder,
+        threads=settings.encoder_threads,
+        mix_weight=settings.encoder_mix_weight,
+        model_dir=settings.model_dir,
     )
 
 

