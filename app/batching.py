@@ -106,9 +106,13 @@ class BatchingEncoder(LeaderFollower):
         self._queue: list[_Slot] = []  # route texts, in arrival order
         self._bulk: list[_Slot] = []  # bulk texts, in arrival order
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Rows for `texts`, computed in whatever batches the current load makes."""
-        bulk = len(texts) > INTERACTIVE_TEXTS
+    def encode(self, texts: Sequence[str], interactive: bool | None = None) -> np.ndarray:
+        """Rows for `texts`, computed in whatever batches the current load makes.
+
+        ``interactive`` says whether they are route texts (first in line) or a bulk write;
+        by default a call with more than ``INTERACTIVE_TEXTS`` texts is bulk.
+        """
+        bulk = len(texts) > INTERACTIVE_TEXTS if interactive is None else not interactive
         slots = [_Slot(text, bulk) for text in texts]
         if not slots:
             return self.inner.encode([])

@@ -6,17 +6,93 @@ A route's embedding stage multiplies the namespace's tool matrix by its query ve
 coalesced (leader/follower, as in app/batching.py): the leader stacks every waiting request's
 rows into one GEMM, which reads the matrix once for all of them, and hands each its rows.
 Alone, a route is its own leader at once.
+
+A large matrix is also quantized to int8 rows when the index is built (``prepare``), and its
+products run on onnxruntime's integer GEMM (VNNI where the CPU has it): a quarter of the bytes,
+which at 10,000 tools fit in the CPU's cache. Measured on this machine, one thread, 10,000 ×
+896: 3.6 ms (float32 GEMV) → 0.17 ms; 100,000: 24.5 → 6.3 ms. The int8 cosines are within
+±0.002 of the float32 ones; the ``EXACT_TOP`` best of each row are then recomputed in float32,
+so the tools that can win on their embedding carry exact scores.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from app.batching import LeaderFollower
 from app.routing.signals import gemv_rows
+
+log = logging.getLogger(__name__)
+
+# Tools per row whose int8 cosine is replaced by the float32 one (the router's pool is 50).
+EXACT_TOP = 128
+
+
+class Int8Matrix:
+    """A tool matrix as int8 rows (one scale per tool) inside an onnxruntime session.
+
+    ``cosines`` quantizes the query rows to uint8 (one scale per row, zero point 128),
+    runs ``MatMulInteger`` against the prepacked int8 matrix, and rescales. The float32
+    matrix is passed in again at call time (not kept here) for the exact top of each row.
+    """
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+
+        n, dim = matrix.shape
+        self.scale = np.empty(n, dtype=np.float32)
+        self.offset = np.empty(n, dtype=np.float32)
+        weights = np.empty((dim, n), dtype=np.int8)  # transposed: MatMulInteger's B is K × N
+        for start in range(0, n, 4096):  # in slices: no float temporaries of the whole matrix
+            part = np.asarray(matrix[start : start + 4096], dtype=np.float32)
+            peak = np.abs(part).max(axis=1)
+            scale = (np.where(peak > 0, peak, 1.0) / 127.0).astype(np.float32)
+            quantized = np.rint(part / scale[:, None]).astype(np.int8)
+            weights[:, start : start + len(part)] = quantized.T
+            self.scale[start : start + len(part)] = scale
+            # The query is sent as uint8 with zero point 128: each dot product then carries
+            # 128 · (the tool's weight sum), removed in float after the integer product.
+            self.offset[start : start + len(part)] = 128.0 * quantized.sum(axis=1, dtype=np.int64)
+        graph = helper.make_graph(
+            [helper.make_node("MatMulInteger", ["query", "tools"], ["dots"])],
+            "cosines",
+            [helper.make_tensor_value_info("query", TensorProto.UINT8, [None, dim])],
+            [helper.make_tensor_value_info("dots", TensorProto.INT32, [None, n])],
+            [numpy_helper.from_array(weights, "tools")],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = min(model.ir_version, 9)  # readable by older onnxruntime builds
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session: Any = ort.InferenceSession(
+            model.SerializeToString(),
+            options,
+            providers=["CPUExecutionProvider"],
+        )
+
+    def cosines(self, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+        """``(r, n)`` cosine rows of the unit query rows ``unit`` against ``matrix``."""
+        unit = np.asarray(unit, dtype=np.float32)
+        peak = np.abs(unit).max(axis=1)
+        query_scale = (np.where(peak > 0, peak, 1.0) / 127.0).astype(np.float32)
+        query = (np.rint(unit / query_scale[:, None]) + 128).astype(np.uint8)
+        rows = self._session.run(None, {"query": query})[0].astype(np.float32)
+        rows -= self.offset
+        rows *= self.scale
+        rows *= query_scale[:, None]
+        top = min(EXACT_TOP, rows.shape[1])
+        for i, row in enumerate(rows):
+            best = np.argpartition(-row, top - 1)[:top]
+            row[best] = matrix[best] @ unit[i]
+        return rows
 
 
 @dataclass(eq=False)
@@ -31,10 +107,35 @@ class _Request:
 class CosineBatcher(LeaderFollower):
     """A ``Cosines`` function (see app/routing/signals.py) shared by concurrent routes."""
 
-    def __init__(self, max_rows: int = 256) -> None:
+    def __init__(self, max_rows: int = 256, int8_min_tools: int | None = None) -> None:
         super().__init__()
         self.max_rows = max_rows
+        self.int8_min_tools = int8_min_tools  # None or 0: always float32
         self._queue: list[_Request] = []
+        self._int8: dict[int, Int8Matrix] = {}  # by id() of a live matrix
+
+    def prepare(self, matrix: np.ndarray) -> None:
+        """Quantize ``matrix`` now if it is large enough (called when an index is built)."""
+        if not self.int8_min_tools or len(matrix) < self.int8_min_tools:
+            return
+        try:
+            prepared = Int8Matrix(matrix)
+        except Exception:  # an exact fallback, never a failed index build
+            log.exception("could not quantize a %s tool matrix; using float32", matrix.shape)
+            return
+        key = id(matrix)
+        self._int8[key] = prepared
+        weakref.finalize(matrix, self._int8.pop, key, None)  # dropped with its matrix
+
+    def product(self, matrix: np.ndarray, unit: np.ndarray, requests: int = 1) -> np.ndarray:
+        """Cosine rows of ``unit`` against ``matrix``: int8 if prepared, else float32 (row
+        by row for one request's few rows, one GEMM for several requests')."""
+        prepared = self._int8.get(id(matrix))
+        if prepared is not None:
+            return prepared.cosines(matrix, unit)
+        if requests == 1:
+            return gemv_rows(matrix, unit)
+        return (matrix @ unit.T).T  # one pass over the tool matrix
 
     def __call__(self, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
         request = _Request(matrix, unit)
@@ -68,15 +169,10 @@ class CosineBatcher(LeaderFollower):
 
     def _run(self, batch: list[_Request]) -> None:
         try:
-            if len(batch) == 1:
-                products = [gemv_rows(batch[0].matrix, batch[0].unit)]
-            else:
-                stacked = np.vstack([r.unit for r in batch])
-                product = (batch[0].matrix @ stacked.T).T  # one pass over the tool matrix
-                bounds = np.cumsum([0] + [len(r.unit) for r in batch])
-                products = [
-                    np.ascontiguousarray(product[a:b]) for a, b in itertools.pairwise(bounds)
-                ]
+            stacked = np.vstack([r.unit for r in batch])
+            product = self.product(batch[0].matrix, stacked, len(batch))
+            bounds = np.cumsum([0] + [len(r.unit) for r in batch])
+            products = [np.ascontiguousarray(product[a:b]) for a, b in itertools.pairwise(bounds)]
         except BaseException as exc:
             for request in batch:
                 request.error, request.done = exc, True

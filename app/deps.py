@@ -1,4 +1,9 @@
-"""Typed dependencies, declared once: the committing session, the services, the rights."""
+"""Typed dependencies, declared once: the committing session, the services, the rights.
+
+The dependencies that only read memory (the services, the caller's rights) are ``async``:
+FastAPI runs them on the event loop, where a plain ``def`` would cost each request one more
+trip through the thread pool. The session, which talks to the database, stays a thread.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ log = logging.getLogger("toolreach")
 _bearer = HTTPBearer(auto_error=False, description="An admin or agent key")
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -63,7 +68,7 @@ def _matches(key: str, keys: tuple[str, ...]) -> bool:
     return found
 
 
-def identify(
+async def identify(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
@@ -83,7 +88,7 @@ def identify(
 CallerDep = Annotated[Caller, Depends(identify)]
 
 
-def require_admin(caller: CallerDep) -> Caller:
+async def require_admin(caller: CallerDep) -> Caller:
     """Tool writes are never open: no key is 401, a non-admin key is 403."""
     if caller.role == "anonymous":
         raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
@@ -92,7 +97,7 @@ def require_admin(caller: CallerDep) -> Caller:
     return caller
 
 
-def require_agent(caller: CallerDep, services: ServicesDep) -> Caller:
+async def require_agent(caller: CallerDep, services: ServicesDep) -> Caller:
     """Agent endpoints: open when no agent keys are set, else an agent or admin key."""
     if caller.role == "anonymous" and services.settings.agent_keys:
         raise Unauthorized("an agent key is required: Authorization: Bearer <key>")
@@ -101,7 +106,7 @@ def require_agent(caller: CallerDep, services: ServicesDep) -> Caller:
     return caller
 
 
-def require_viewer(caller: CallerDep) -> Caller:
+async def require_viewer(caller: CallerDep) -> Caller:
     """Statistics and the dashboard: an admin or a read-only dashboard key, never open."""
     if caller.role == "anonymous":
         raise Unauthorized("an admin or dashboard key is required: Authorization: Bearer <key>")

@@ -137,6 +137,7 @@ def evaluate(
                     k=10,
                     config=services.index.config,
                     stages=stages,
+                    cosines=services.cosines,  # the service's product (int8 on large sets)
                 )
                 per_variant[variant].append(score([c.name for c in ranked], query.relevant))
     return {

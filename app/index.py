@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,9 +101,14 @@ class Snapshot:
 
 class IndexManager:
     def __init__(
-        self, session_factory: sessionmaker[Session], encoder: Encoder, config: RouterConfig
+        self,
+        session_factory: sessionmaker[Session],
+        encoder: Encoder,
+        config: RouterConfig,
+        on_matrix: Callable[[np.ndarray], None] | None = None,
     ) -> None:
         self._factory = session_factory
+        self._on_matrix = on_matrix  # sees each new tool matrix before routes do
         self.encoder = encoder
         self.config = config
         self._work: dict[str, _Namespace] = {}
@@ -170,6 +175,8 @@ class IndexManager:
             vectors = work.vectors(session, self.encoder.name, names, self.encoder.dim)
             docs = (card_to_doc(cards[n]) for n in names)  # one decoded card at a time
             index = RouterIndex.build(docs, vectors, self.config)
+            if self._on_matrix is not None:
+                self._on_matrix(index.embeddings)
             work.names = dict(index.positions)
             work.matrix, work.pending = index.embeddings, {}
             snapshots[namespace] = Snapshot(index, cards)

@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from app.events import CandidateRecord, RouteEventRecord, stored_query
-from app.routes_service import RouteResult, route_step
+from app.routes_service import RouteResult, rank_step, route_step
 from app.routing import RouterConfig
 from app.schemas import RouteRequest, RouteResponse
 
@@ -55,6 +57,37 @@ def route_and_record(request: RouteRequest, services: Services) -> RouteResponse
     result = route_step(
         request, services.index, services.encoder, config, prior=prior, cosines=services.cosines
     )
+    return record(request, result, started, services)
+
+
+def rank_and_record(
+    request: RouteRequest,
+    query_vec: np.ndarray | None,
+    embed_seconds: float,
+    started: float,
+    services: Services,
+) -> RouteResponse:
+    """As route_and_record, with the step's vectors already made (app/route_executor.py)."""
+    config = services.index.config
+    result = rank_step(
+        request,
+        services.index,
+        query_vec,
+        services.encoder.name,
+        config,
+        services.prior.get(request.namespace),
+        services.cosines,
+        embed_seconds,
+    )
+    return record(request, result, started, services)
+
+
+def record(
+    request: RouteRequest, result: RouteResult, started: float, services: Services
+) -> RouteResponse:
+    """Hand the route's event to the background writer and count it; ``started`` is when
+    the request arrived (``time.perf_counter``), so a wait in a queue counts as latency."""
+    config = services.index.config
     seconds = time.perf_counter() - started
     hashed = services.settings.hash_queries
     services.events.submit(

@@ -54,6 +54,15 @@ def _namespace_tokens(snapshot: Snapshot, fmt: str) -> int:
     return cache[fmt]
 
 
+def step_texts(request: RouteRequest, index: IndexManager) -> list[str]:
+    """What to embed for this step: the whole query, then each ask (none for an empty
+    namespace, which is answered without a model call)."""
+    snapshot = index.get(request.namespace)
+    if snapshot is None or not len(snapshot.cards):
+        return []
+    return query_texts(request.query)
+
+
 def route_step(
     request: RouteRequest,
     index: IndexManager,
@@ -63,14 +72,32 @@ def route_step(
     cosines: Cosines = gemv_rows,
 ) -> RouteResult:
     """Rank the namespace's tools for one step; never touches the database."""
+    started = time.perf_counter()
+    texts = step_texts(request, index)
+    vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else None
+    embed = time.perf_counter() - started
+    return rank_step(request, index, vectors, encoder.name, config, prior, cosines, embed)
+
+
+def rank_step(
+    request: RouteRequest,
+    index: IndexManager,
+    query_vec: np.ndarray | None,
+    model: str,
+    config: RouterConfig,
+    prior: Mapping[str, float] | None = None,
+    cosines: Cosines = gemv_rows,
+    embed_seconds: float = 0.0,
+) -> RouteResult:
+    """Rank with the step's vectors already made (rows of ``step_texts``; ``None`` when it
+    has none) and shape the answer."""
     snapshot = index.get(request.namespace)
     candidates: list[Candidate] = []
     timings: dict[str, float] = {}
+    # A snapshot swapped in since step_texts (a first card registered meanwhile) is ranked
+    # without an embedding rather than not at all.
     if snapshot is not None and len(snapshot.cards):
         started = time.perf_counter()
-        # Row 0 embeds the whole step; further rows its separate asks, if it has several.
-        query_vec = np.asarray(encoder.encode(query_texts(request.query)), dtype=np.float32)
-        timings["embed"] = time.perf_counter() - started
         candidates = route(
             snapshot.index,
             request.query,
@@ -84,13 +111,13 @@ def route_step(
             stages=ALL_STAGES,
             cosines=cosines,
         )
-        timings["rank"] = time.perf_counter() - started - timings["embed"]
+        timings = {"embed": embed_seconds, "rank": time.perf_counter() - started}
     # Each returned card decoded once (the snapshot keeps cards as JSON: app/index.py).
     cards = {c.name: snapshot.cards[c.name] for c in candidates} if snapshot else {}
     response = RouteResponse(
         route_id=uuid.uuid4().hex,
         namespace=request.namespace,
-        model=encoder.name,
+        model=model,
         candidates=[
             RouteCandidate(
                 name=c.name,

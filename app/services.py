@@ -20,6 +20,7 @@ from app.events import EventWriter
 from app.index import IndexManager
 from app.metrics import Metrics
 from app.prior import PriorCache
+from app.route_executor import RouteExecutor
 from app.settings import Settings
 from registry import repository
 
@@ -38,14 +39,20 @@ class Services:
     metrics: Metrics
     # Concurrent routes share one matrix product for their cosine rows (app/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
+    # POST /v1/route's queue and worker threads (app/route_executor.py); run by start().
+    router: RouteExecutor | None = None
 
     def start(self) -> None:
         """The background threads of a serving process (the CLI commands run none)."""
         self.index.start_polling(self.settings.index_poll_seconds)
         self.events.start()
+        if self.router is not None:
+            self.router.start()
         self.prior.start(self.settings.prior_refresh_seconds)
 
     def close(self) -> None:
+        if self.router is not None:
+            self.router.stop()  # queued routes get 503; routes in hand finish and are recorded
         self.index.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
@@ -116,11 +123,15 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         bulk_threads=settings.encoder_bulk_threads,
         parallel=settings.encoder_parallel_batches,
     )
-    index = IndexManager(factory, encoder, settings.router)
+    cosines = CosineBatcher(int8_min_tools=settings.cosine_int8_min_tools)
+    index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)
     metrics = make_metrics(index, events)
-    services = Services(settings, engine, factory, encoder, index, events, prior, metrics)
+    services = Services(settings, engine, factory, encoder, index, events, prior, metrics, cosines)
+    services.router = RouteExecutor(
+        services, workers=settings.route_workers, max_batch=settings.route_max_batch
+    )
     if settings.load_demo:
         load_demo_once(services)
     index.sync()

@@ -63,6 +63,12 @@ class Settings(BaseSettings):
     encoder_bulk_threads: int = Field(default=2, ge=1, le=64)
     # Model calls that may run at once, for encoders that allow it (ONNX, USE; app/batching.py).
     encoder_parallel_batches: int = Field(default=2, ge=1, le=64)
+    # POST /v1/route: worker threads, and the most requests one takes (and embeds) at once.
+    route_workers: int = Field(default=2, ge=1, le=64)
+    route_max_batch: int = Field(default=8, ge=1, le=256)
+    # Namespaces with at least this many tools score cosines on an int8 copy of their tool
+    # matrix (app/cosines.py; the best 128 per query rescored in float32); 0 turns it off.
+    cosine_int8_min_tools: int = Field(default=5000, ge=0)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

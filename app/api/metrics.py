@@ -12,11 +12,11 @@ from app.deps import Caller, CallerDep, ServicesDep, require_viewer
 router = APIRouter(tags=["health"])
 
 
-def metrics_access(caller: CallerDep, services: ServicesDep) -> Caller:
+async def metrics_access(caller: CallerDep, services: ServicesDep) -> Caller:
     """Open by default (no query text or tool name is in any series); else a viewer key."""
     if services.settings.metrics_public:
         return caller
-    return require_viewer(caller)
+    return await require_viewer(caller)
 
 
 @router.get("/metrics", response_class=Response)

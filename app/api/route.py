@@ -6,8 +6,8 @@ from fastapi import APIRouter
 
 from app.deps import AgentDep, ServicesDep
 from app.errors import ERROR_SHAPE
-from app.route_recording import route_and_record
 from app.schemas import RouteRequest, RouteResponse
+from registry.errors import Unavailable
 
 router = APIRouter(prefix="/v1", tags=["route"])
 
@@ -16,11 +16,15 @@ router = APIRouter(prefix="/v1", tags=["route"])
     "/route",
     response_model=RouteResponse,
     response_model_exclude_none=True,
-    responses={c: ERROR_SHAPE for c in (400, 401, 403, 413, 422)},
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 413, 422, 503)},
 )
-def route_tools(request: RouteRequest, services: ServicesDep, _agent: AgentDep) -> RouteResponse:
+async def route_tools(
+    request: RouteRequest, services: ServicesDep, _agent: AgentDep
+) -> RouteResponse:
     """Rank the namespace's tools for this step; the answer says why each was chosen.
 
     The answer's `route_id` names this route in `/v1/feedback` and `/v1/validate`.
     """
-    return route_and_record(request, services)
+    if services.router is None:
+        raise Unavailable("the router is not running")
+    return await services.router.route(request)  # batched with concurrent steps

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import numpy as np
 import pytest
 
-from app.cosines import CosineBatcher
+from app.cosines import EXACT_TOP, CosineBatcher, Int8Matrix
 from app.routing.signals import gemv_rows
 
 RNG = np.random.default_rng(3)
@@ -69,3 +70,55 @@ def test_a_failure_reaches_its_caller_and_the_batcher_recovers() -> None:
     with pytest.raises(ValueError):
         batcher(MATRIX, RNG.standard_normal((1, 5)).astype(np.float32))  # wrong dimension
     assert batcher(MATRIX, np.ones((1, 8), dtype=np.float32)).shape == (1, 50)
+
+
+def unit_rows(n: int, dim: int, seed: int) -> np.ndarray:
+    rows = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_a_large_matrix_is_scored_in_int8_within_a_small_error() -> None:
+    matrix, queries = unit_rows(6000, 96, 1), unit_rows(3, 96, 2)
+    batcher = CosineBatcher(int8_min_tools=5000)
+    batcher.prepare(matrix)
+    assert id(matrix) in batcher._int8
+    exact = matrix @ queries.T
+    rows = batcher(matrix, queries)
+    assert rows.shape == (3, 6000)
+    error = np.abs(rows - exact.T)
+    assert 0 < error.max() < 0.01  # really quantized, and close
+    for i in range(3):  # the row's best carry their float32 cosine (all but the margin
+        best = np.argsort(-exact[:, i])[: EXACT_TOP // 2]  # of EXACT_TOP, where ranks blur)
+        np.testing.assert_allclose(rows[i, best], exact[best, i], atol=1e-6)
+        assert list(np.argsort(-rows[i])[:10]) == list(best[:10])
+
+
+def test_a_small_matrix_or_a_zero_threshold_stays_float32() -> None:
+    matrix = unit_rows(100, 16, 3)
+    for batcher in (CosineBatcher(int8_min_tools=101), CosineBatcher(int8_min_tools=0)):
+        batcher.prepare(matrix)
+        assert not batcher._int8
+        np.testing.assert_array_equal(batcher(matrix, matrix[:1]), gemv_rows(matrix, matrix[:1]))
+
+
+def test_the_int8_copy_goes_with_its_matrix() -> None:
+    batcher = CosineBatcher(int8_min_tools=10)
+    matrix = unit_rows(20, 8, 4)
+    batcher.prepare(matrix)
+    assert len(batcher._int8) == 1
+    del matrix
+    gc.collect()
+    assert not batcher._int8
+
+
+def test_a_matrix_that_cannot_be_quantized_falls_back_to_float32(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(self: Int8Matrix, matrix: np.ndarray) -> None:
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(Int8Matrix, "__init__", broken)
+    batcher = CosineBatcher(int8_min_tools=10)
+    matrix = unit_rows(20, 8, 5)
+    batcher.prepare(matrix)  # logged, not raised: the index build goes on
+    np.testing.assert_array_equal(batcher(matrix, matrix[:1]), gemv_rows(matrix, matrix[:1]))

@@ -1,0 +1,140 @@
+"""Routes under load: one queue, a few worker threads, one model call per batch of requests.
+
+``POST /v1/route`` is an ``async`` endpoint that hands its request to this executor and awaits
+the answer. Each worker takes every request waiting (up to ``max_batch``), embeds all their
+texts in one encoder call (route texts go before bulk card writes: app/batching.py), ranks
+each request, records it, and resolves each request's future on its event loop.
+
+Why not a thread per request (FastAPI's default for a plain ``def`` endpoint): with 16 clients,
+16 pool threads each ran their own route and contended for the interpreter lock, and a
+request's model call batched only with whoever happened to be waiting at that moment. Here
+the threads are the event loop plus ``workers``, and the queue is the batch. Measured at
+10,000 tools in docs/BENCHMARKS.md ("What limits throughput").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from app.batching import BatchingEncoder
+from app.route_recording import rank_and_record
+from app.routes_service import step_texts
+from app.schemas import RouteRequest, RouteResponse
+from registry.errors import Unavailable
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class _Job:
+    request: RouteRequest
+    future: asyncio.Future[RouteResponse]
+    loop: asyncio.AbstractEventLoop
+    started: float
+
+
+def _settle(job: _Job, response: RouteResponse | None, error: BaseException | None) -> None:
+    """On the job's event loop: give the awaiting endpoint its answer (unless it left)."""
+    if job.future.done():  # the client went away and the request was cancelled
+        return
+    if error is not None:
+        job.future.set_exception(error)
+    else:
+        job.future.set_result(response)  # type: ignore[arg-type]
+
+
+class RouteExecutor:
+    def __init__(self, services: Services, workers: int = 2, max_batch: int = 8) -> None:
+        self._services = services
+        self._workers = workers
+        self.max_batch = max_batch
+        self._queue: list[_Job] = []
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+
+    def start(self) -> None:
+        for n in range(self._workers):
+            thread = threading.Thread(target=self._work, name=f"route-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Answer what is queued with 503, let the batches in hand finish, end the threads."""
+        with self._cond:
+            self._stopping = True
+            left, self._queue = self._queue, []
+            self._cond.notify_all()
+        for job in left:
+            self._post(job, None, Unavailable("the service is shutting down"))
+        for thread in self._threads:
+            thread.join(timeout=30)
+        self._threads = []
+
+    async def route(self, request: RouteRequest) -> RouteResponse:
+        """The answer to one step, from the next batch a worker takes."""
+        loop = asyncio.get_running_loop()
+        job = _Job(request, loop.create_future(), loop, time.perf_counter())
+        with self._cond:
+            if self._stopping or not self._threads:
+                raise Unavailable("the router is not running")
+            self._queue.append(job)
+            self._cond.notify()
+        return await job.future
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = self._queue[: self.max_batch]
+                del self._queue[: self.max_batch]
+            self._run(batch)
+
+    def _run(self, batch: list[_Job]) -> None:
+        services = self._services
+        try:
+            texts = [step_texts(job.request, services.index) for job in batch]
+            started = time.perf_counter()
+            flat = [t for group in texts for t in group]
+            rows = self._embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
+            embed = time.perf_counter() - started
+        except BaseException as exc:  # every request of the batch sees the model's failure
+            for job in batch:
+                self._post(job, None, exc)
+            return
+        offset = 0
+        for job, group in zip(batch, texts, strict=True):
+            vectors = rows[offset : offset + len(group)] if group else None
+            offset += len(group)
+            try:
+                response = rank_and_record(job.request, vectors, embed, job.started, services)
+            except BaseException as exc:  # this request's failure only
+                self._post(job, None, exc)
+            else:
+                self._post(job, response, None)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        encoder = self._services.encoder
+        if isinstance(encoder, BatchingEncoder):  # route texts, however many: first in line
+            return np.asarray(encoder.encode(texts, interactive=True), dtype=np.float32)
+        return np.asarray(encoder.encode(texts), dtype=np.float32)
+
+    @staticmethod
+    def _post(job: _Job, response: RouteResponse | None, error: BaseException | None) -> None:
+        try:
+            job.loop.call_soon_threadsafe(_settle, job, response, error)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            log.debug("route answered after its event loop closed")

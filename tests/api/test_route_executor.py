@@ -1,0 +1,167 @@
+"""The route executor: waiting steps share one model call; failures and shutdown are contained."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import app.route_executor as route_executor
+from app.catalog import write_cards
+from app.db import unit_of_work
+from app.encoders import FakeEncoder
+from app.route_executor import RouteExecutor
+from app.route_recording import route_and_record
+from app.schemas import RouteRequest
+from app.services import Services, build_services
+from registry.card import ToolCard
+from registry.errors import Unavailable
+from tests.conftest import make_settings
+
+CARDS = [
+    ToolCard(name="get_weather", description="Current weather and forecast for a city."),
+    ToolCard(name="convert_currency", description="Convert an amount between two currencies."),
+    ToolCard(name="send_email", description="Send an email message to a recipient."),
+]
+STEPS = [
+    "weather in Paris",
+    "convert 20 euros to dollars",
+    "email the invoice to anna",
+    "forecast for Lyon",
+    "send a message to the team",
+]
+
+
+class GatedEncoder:
+    """A fake encoder that records each call's texts; the first call waits for `release`."""
+
+    def __init__(self) -> None:
+        self.inner = FakeEncoder()
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.calls: list[list[str]] = []
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.fail_on: str | None = None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        if len(self.calls) == 1:
+            self.entered.set()
+            assert self.release.wait(10)
+        if self.fail_on is not None and self.fail_on in texts:
+            raise RuntimeError("model failure")
+        return self.inner.encode(texts)
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[tuple[Services, GatedEncoder]]:
+    encoder = GatedEncoder()
+    encoder.release.set()  # registering the cards passes the gate
+    built = build_services(make_settings(f"sqlite:///{tmp_path}/exec.db"), encoder)
+    with unit_of_work(built.session_factory) as session:
+        write_cards(session, built.encoder, CARDS)
+    built.index.sync()
+    encoder.calls.clear()
+    encoder.entered.clear()
+    encoder.release.clear()
+    yield built, encoder
+    built.close()
+
+
+async def _route_all(executor: RouteExecutor, encoder: GatedEncoder, steps: list[str]) -> list:
+    first = asyncio.create_task(executor.route(RouteRequest(query=steps[0])))
+    assert await asyncio.to_thread(encoder.entered.wait, 10)  # the worker holds step 0
+    rest = [asyncio.create_task(executor.route(RouteRequest(query=s))) for s in steps[1:]]
+    await asyncio.sleep(0.05)  # all queued behind it
+    encoder.release.set()
+    return await asyncio.gather(first, *rest, return_exceptions=True)
+
+
+def test_steps_waiting_together_are_embedded_in_one_call(
+    services: tuple[Services, GatedEncoder],
+) -> None:
+    built, encoder = services
+    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor.start()
+    try:
+        answers = asyncio.run(_route_all(executor, encoder, STEPS))
+    finally:
+        executor.stop()
+    assert encoder.calls == [[STEPS[0]], STEPS[1:]]  # one call for the four that waited
+    encoder.calls.clear()
+    for step, answer in zip(STEPS, answers, strict=True):  # the same as routing alone
+        alone = route_and_record(RouteRequest(query=step), built)
+        assert [(c.name, c.score) for c in answer.candidates] == [
+            (c.name, c.score) for c in alone.candidates
+        ]
+    assert len({a.route_id for a in answers}) == len(STEPS)
+
+
+def test_a_model_failure_fails_its_batch_and_the_workers_go_on(
+    services: tuple[Services, GatedEncoder],
+) -> None:
+    built, encoder = services
+    encoder.fail_on = STEPS[2]
+    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor.start()
+    try:
+        answers = asyncio.run(_route_all(executor, encoder, STEPS))
+        after = asyncio.run(executor.route(RouteRequest(query="weather in Rome")))
+    finally:
+        executor.stop()
+    assert answers[0].candidates  # its own batch
+    assert all(isinstance(a, RuntimeError) for a in answers[1:])  # one model call, one fate
+    assert after.candidates[0].name == "get_weather"
+
+
+def test_a_ranking_failure_fails_only_its_own_step(
+    services: tuple[Services, GatedEncoder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built, encoder = services
+    original = route_executor.rank_and_record
+
+    def rank(request: RouteRequest, *args: object) -> object:
+        if request.query == STEPS[3]:
+            raise ValueError("bad step")
+        return original(request, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(route_executor, "rank_and_record", rank)
+    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor.start()
+    try:
+        answers = asyncio.run(_route_all(executor, encoder, STEPS))
+    finally:
+        executor.stop()
+    assert isinstance(answers[3], ValueError)
+    assert all(a.candidates for i, a in enumerate(answers) if i != 3)
+
+
+def test_stopping_answers_the_queued_steps_with_503_and_finishes_the_one_in_hand(
+    services: tuple[Services, GatedEncoder],
+) -> None:
+    built, encoder = services
+    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor.start()
+
+    async def scenario() -> list:
+        first = asyncio.create_task(executor.route(RouteRequest(query=STEPS[0])))
+        assert await asyncio.to_thread(encoder.entered.wait, 10)
+        queued = [asyncio.create_task(executor.route(RouteRequest(query=s))) for s in STEPS[1:3]]
+        await asyncio.sleep(0.05)
+        stopper = threading.Thread(target=executor.stop)
+        stopper.start()  # waits for the worker, which holds step 0
+        await asyncio.sleep(0.05)
+        encoder.release.set()
+        answers = await asyncio.gather(first, *queued, return_exceptions=True)
+        await asyncio.to_thread(stopper.join, 10)
+        with pytest.raises(Unavailable):
+            await executor.route(RouteRequest(query="too late"))
+        return answers
+
+    answers = asyncio.run(scenario())
+    assert answers[0].candidates
+    assert all(isinstance(a, Unavailable) for a in answers[1:])
+    assert encoder.calls == [[STEPS[0]]]  # the queued steps never reached the model
