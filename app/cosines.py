@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from app.batching import LeaderFollower
-from app.routing.signals import gemv_rows
+from app.routing.signals import Cosines, gemv_rows
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Int8Matrix:
 
     def __init__(self, matrix: np.ndarray) -> None:
         import onnxruntime as ort
-        from onnx import TensorProto, helper, numpy_helper
+        from onnx import TensorProto, helper
 
         n, dim = matrix.shape
         self.scale = np.empty(n, dtype=np.float32)
@@ -60,22 +60,31 @@ class Int8Matrix:
             # The query is sent as uint8 with zero point 128: each dot product then carries
             # 128 · (the tool's weight sum), removed in float after the integer product.
             self.offset[start : start + len(part)] = 128.0 * quantized.sum(axis=1, dtype=np.int64)
+        # The int8 matrix goes to onnxruntime as an external initializer (its buffer, not a
+        # serialized copy): at 100,000 tools, serializing it into the model took ~540 MB at
+        # its peak for a 90 MB matrix. onnxruntime may read the buffer for the session's
+        # life, so it stays referenced here.
+        self._weights = weights
+        tools = TensorProto()
+        tools.name, tools.data_type = "tools", TensorProto.INT8
+        tools.dims.extend(weights.shape)
+        tools.data_location = TensorProto.EXTERNAL
+        tools.external_data.add(key="location", value="supplied-at-load")
         graph = helper.make_graph(
             [helper.make_node("MatMulInteger", ["query", "tools"], ["dots"])],
             "cosines",
             [helper.make_tensor_value_info("query", TensorProto.UINT8, [None, dim])],
             [helper.make_tensor_value_info("dots", TensorProto.INT32, [None, n])],
-            [numpy_helper.from_array(weights, "tools")],
+            [tools],
         )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = min(model.ir_version, 9)  # readable by older onnxruntime builds
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_external_initializers(["tools"], [ort.OrtValue.ortvalue_from_numpy(weights)])
         self._session: Any = ort.InferenceSession(
-            model.SerializeToString(),
-            options,
-            providers=["CPUExecutionProvider"],
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
 
     def cosines(self, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
@@ -93,6 +102,19 @@ class Int8Matrix:
             best = np.argpartition(-row, top - 1)[:top]
             row[best] = matrix[best] @ unit[i]
         return rows
+
+
+@dataclass(eq=False)
+class _Precomputed:
+    batcher: CosineBatcher
+    matrix: np.ndarray
+    unit: np.ndarray
+    rows: np.ndarray
+
+    def __call__(self, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+        if matrix is self.matrix and np.array_equal(unit, self.unit):
+            return self.rows
+        return self.batcher(matrix, unit)
 
 
 @dataclass(eq=False)
@@ -126,6 +148,25 @@ class CosineBatcher(LeaderFollower):
         key = id(matrix)
         self._int8[key] = prepared
         weakref.finalize(matrix, self._int8.pop, key, None)  # dropped with its matrix
+
+    def prepared(self, matrix: np.ndarray) -> bool:
+        """Whether ``matrix`` has an int8 copy (its products are then exact integers, the
+        same for a row alone or in a stack)."""
+        return id(matrix) in self._int8
+
+    def shared(self, matrix: np.ndarray, units: list[np.ndarray]) -> list[Cosines]:
+        """One product for several routes' unit rows against one int8-prepared matrix.
+
+        Returns a ``Cosines`` per route that hands back its own rows (a call with another
+        matrix or other rows goes through the batcher as usual). The route executor ranks a
+        batch's steps one after another: the tool matrix is read once for all of them.
+        """
+        product = self.product(matrix, np.vstack(units), len(units))
+        bounds = np.cumsum([0] + [len(u) for u in units])
+        out: list[Cosines] = []
+        for unit, a, b in zip(units, bounds[:-1], bounds[1:], strict=True):
+            out.append(_Precomputed(self, matrix, unit, np.ascontiguousarray(product[a:b])))
+        return out
 
     def product(self, matrix: np.ndarray, unit: np.ndarray, requests: int = 1) -> np.ndarray:
         """Cosine rows of ``unit`` against ``matrix``: int8 if prepared, else float32 (row

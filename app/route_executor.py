@@ -26,6 +26,7 @@ import numpy as np
 from app.batching import BatchingEncoder
 from app.route_recording import rank_and_record
 from app.routes_service import step_texts
+from app.routing.signals import Cosines, unit_rows
 from app.schemas import RouteRequest, RouteResponse
 from registry.errors import Unavailable
 
@@ -115,16 +116,52 @@ class RouteExecutor:
             for job in batch:
                 self._post(job, None, exc)
             return
-        offset = 0
-        for job, group in zip(batch, texts, strict=True):
-            vectors = rows[offset : offset + len(group)] if group else None
+        offset, vectors = 0, []
+        for group in texts:
+            vectors.append(rows[offset : offset + len(group)] if group else None)
             offset += len(group)
+        try:
+            products = self._shared_products(batch, vectors)
+        except Exception:  # each step then makes its own product
+            log.exception("a batch's shared cosine product failed")
+            products = {}
+        for i, job in enumerate(batch):
             try:
-                response = rank_and_record(job.request, vectors, embed, job.started, services)
+                response = rank_and_record(
+                    job.request,
+                    vectors[i],
+                    embed,
+                    job.started,
+                    services,
+                    products.get(i, services.cosines),
+                )
             except BaseException as exc:  # this request's failure only
                 self._post(job, None, exc)
             else:
                 self._post(job, response, None)
+
+    def _shared_products(
+        self, batch: list[_Job], vectors: list[np.ndarray | None]
+    ) -> dict[int, Cosines]:
+        """For steps of one namespace whose tool matrix is int8-prepared: one product for
+        all of them (the matrix read once), as a ``Cosines`` per step (by batch position)."""
+        cosines = self._services.cosines
+        groups: dict[int, tuple[np.ndarray, list[int], list[np.ndarray]]] = {}
+        for i, (job, vec) in enumerate(zip(batch, vectors, strict=True)):
+            snapshot = self._services.index.get(job.request.namespace)
+            if vec is None or snapshot is None or not cosines.prepared(snapshot.index.embeddings):
+                continue
+            matrix = snapshot.index.embeddings
+            unit = unit_rows(vec, len(vec), matrix.shape[1])
+            if unit is not None:
+                group = groups.setdefault(id(matrix), (matrix, [], []))
+                group[1].append(i)
+                group[2].append(unit)
+        out: dict[int, Cosines] = {}
+        for matrix, positions, units in groups.values():
+            if len(positions) > 1:
+                out.update(zip(positions, cosines.shared(matrix, units), strict=True))
+        return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         encoder = self._services.encoder

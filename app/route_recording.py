@@ -13,6 +13,7 @@ import numpy as np
 from app.events import CandidateRecord, RouteEventRecord, stored_query
 from app.routes_service import RouteResult, rank_step, route_step
 from app.routing import RouterConfig
+from app.routing.signals import Cosines
 from app.schemas import RouteRequest, RouteResponse
 
 if TYPE_CHECKING:
@@ -66,8 +67,10 @@ def rank_and_record(
     embed_seconds: float,
     started: float,
     services: Services,
+    cosines: Cosines | None = None,
 ) -> RouteResponse:
-    """As route_and_record, with the step's vectors already made (app/route_executor.py)."""
+    """As route_and_record, with the step's vectors already made (app/route_executor.py),
+    and the cosine product too if ``cosines`` hands it back."""
     config = services.index.config
     result = rank_step(
         request,
@@ -76,7 +79,7 @@ def rank_and_record(
         services.encoder.name,
         config,
         services.prior.get(request.namespace),
-        services.cosines,
+        cosines or services.cosines,
         embed_seconds,
     )
     return record(request, result, started, services)

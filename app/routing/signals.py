@@ -49,6 +49,22 @@ def gemv_rows(matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
     return np.stack([matrix @ v for v in unit])
 
 
+def unit_rows(query_vec: np.ndarray, n_texts: int, dim: int) -> np.ndarray | None:
+    """The query rows the embedding stage multiplies: one per text, or the first alone when
+    the vector does not have one row per text; unit length. ``None`` if the vector is
+    unusable (empty, NaN); a dimension other than ``dim`` is a caller bug: ValueError."""
+    vectors = np.asarray(query_vec, dtype=np.float32)
+    vectors = vectors.reshape(1, -1) if vectors.ndim == 1 else vectors
+    if vectors.ndim != 2 or vectors.size == 0 or not np.isfinite(vectors).all():
+        return None
+    if vectors.shape[1] != dim:
+        raise ValueError(f"query_vec has dimension {vectors.shape[1]}, the index {dim}")
+    vectors = vectors if vectors.shape[0] == n_texts else vectors[:1]
+    norms = np.linalg.norm(vectors, axis=1)
+    unit: np.ndarray = vectors / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
+    return unit
+
+
 def embedding_rows(
     index: RouterIndex, query_vec: np.ndarray, n_texts: int, cosines: Cosines = gemv_rows
 ) -> np.ndarray | None:
@@ -57,18 +73,8 @@ def embedding_rows(
     ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
     raises ValueError. ``cosines`` does the product (a service may batch it across requests).
     """
-    vectors = np.asarray(query_vec, dtype=np.float32)
-    vectors = vectors.reshape(1, -1) if vectors.ndim == 1 else vectors
-    if vectors.ndim != 2 or vectors.size == 0 or not np.isfinite(vectors).all():
-        return None
-    if vectors.shape[1] != index.embeddings.shape[1]:
-        raise ValueError(
-            f"query_vec has dimension {vectors.shape[1]}, the index {index.embeddings.shape[1]}"
-        )
-    vectors = vectors if vectors.shape[0] == n_texts else vectors[:1]
-    norms = np.linalg.norm(vectors, axis=1)
-    unit = vectors / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
-    return cosines(index.embeddings, unit)
+    unit = unit_rows(query_vec, n_texts, index.embeddings.shape[1])
+    return None if unit is None else cosines(index.embeddings, unit)
 
 
 def prior_part(

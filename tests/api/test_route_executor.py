@@ -12,6 +12,7 @@ import pytest
 
 import app.route_executor as route_executor
 from app.catalog import write_cards
+from app.cosines import Int8Matrix
 from app.db import unit_of_work
 from app.encoders import FakeEncoder
 from app.route_executor import RouteExecutor
@@ -56,11 +57,14 @@ class GatedEncoder:
         return self.inner.encode(texts)
 
 
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[tuple[Services, GatedEncoder]]:
+@pytest.fixture(params=[0, 1], ids=["float32", "int8"])
+def services(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[Services, GatedEncoder]]:
     encoder = GatedEncoder()
     encoder.release.set()  # registering the cards passes the gate
-    built = build_services(make_settings(f"sqlite:///{tmp_path}/exec.db"), encoder)
+    settings = make_settings(f"sqlite:///{tmp_path}/exec.db", cosine_int8_min_tools=request.param)
+    built = build_services(settings, encoder)
     with unit_of_work(built.session_factory) as session:
         write_cards(session, built.encoder, CARDS)
     built.index.sync()
@@ -81,9 +85,17 @@ async def _route_all(executor: RouteExecutor, encoder: GatedEncoder, steps: list
 
 
 def test_steps_waiting_together_are_embedded_in_one_call(
-    services: tuple[Services, GatedEncoder],
+    services: tuple[Services, GatedEncoder], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built, encoder = services
+    products: list[int] = []  # query rows per int8 product
+    original = Int8Matrix.cosines
+
+    def counted(self: Int8Matrix, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+        products.append(len(unit))
+        return original(self, matrix, unit)
+
+    monkeypatch.setattr(Int8Matrix, "cosines", counted)
     executor = RouteExecutor(built, workers=1, max_batch=8)
     executor.start()
     try:
@@ -91,6 +103,8 @@ def test_steps_waiting_together_are_embedded_in_one_call(
     finally:
         executor.stop()
     assert encoder.calls == [[STEPS[0]], STEPS[1:]]  # one call for the four that waited
+    int8 = built.cosines.prepared(built.index.get("default").index.embeddings)  # type: ignore[union-attr]
+    assert products == ([1, 4] if int8 else [])  # and one pass over the tool matrix
     encoder.calls.clear()
     for step, answer in zip(STEPS, answers, strict=True):  # the same as routing alone
         alone = route_and_record(RouteRequest(query=step), built)
