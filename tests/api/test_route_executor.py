@@ -75,6 +75,16 @@ def services(
     built.close()
 
 
+def route_together(built: Services, encoder: GatedEncoder, steps: list[str]) -> list:
+    """Route `steps` with one worker: step 0 alone, the rest queued behind it."""
+    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor.start()
+    try:
+        return asyncio.run(_route_all(executor, encoder, steps))
+    finally:
+        executor.stop()
+
+
 async def _route_all(executor: RouteExecutor, encoder: GatedEncoder, steps: list[str]) -> list:
     first = asyncio.create_task(executor.route(RouteRequest(query=steps[0])))
     assert await asyncio.to_thread(encoder.entered.wait, 10)  # the worker holds step 0
@@ -96,12 +106,7 @@ def test_steps_waiting_together_are_embedded_in_one_call(
         return original(self, matrix, unit)
 
     monkeypatch.setattr(Int8Matrix, "cosines", counted)
-    executor = RouteExecutor(built, workers=1, max_batch=8)
-    executor.start()
-    try:
-        answers = asyncio.run(_route_all(executor, encoder, STEPS))
-    finally:
-        executor.stop()
+    answers = route_together(built, encoder, STEPS)
     assert encoder.calls == [[STEPS[0]], STEPS[1:]]  # one call for the four that waited
     int8 = built.cosines.prepared(built.index.get("default").index.embeddings)  # type: ignore[union-attr]
     assert products == ([1, 4] if int8 else [])  # and one pass over the tool matrix
@@ -143,12 +148,7 @@ def test_a_ranking_failure_fails_only_its_own_step(
         return original(request, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(route_executor, "rank_and_record", rank)
-    executor = RouteExecutor(built, workers=1, max_batch=8)
-    executor.start()
-    try:
-        answers = asyncio.run(_route_all(executor, encoder, STEPS))
-    finally:
-        executor.stop()
+    answers = route_together(built, encoder, STEPS)
     assert isinstance(answers[3], ValueError)
     assert all(a.candidates for i, a in enumerate(answers) if i != 3)
 
