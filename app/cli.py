@@ -56,6 +56,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.main import create_app
 
+    if "qint8" in settings.encoder:  # a missing model is built here, with a clear error
+        _build_model(settings, force=False)
+
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=settings.log_level)
     return 0
 
@@ -174,10 +177,19 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_build_model(args: argparse.Namespace, settings: Settings) -> int:
-    from app.model_build import build_qint8, file_sha256
+def _build_model(settings: Settings, *, force: bool) -> Path:
+    from app.model_build import ModelBuildError, build_qint8
 
-    path = build_qint8(settings.model_dir, force=args.force)
+    try:
+        return build_qint8(settings.model_dir, force=force)
+    except ModelBuildError as exc:
+        raise CliError(str(exc)) from None
+
+
+def cmd_build_model(args: argparse.Namespace, settings: Settings) -> int:
+    from app.model_build import file_sha256
+
+    path = _build_model(settings, force=args.force)
     print(f"{path} sha256 {file_sha256(path)}")
     return 0
 

