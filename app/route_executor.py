@@ -102,7 +102,10 @@ class RouteExecutor:
                     return
                 batch = self._queue[: self.max_batch]
                 del self._queue[: self.max_batch]
-            self._run(batch)
+            # A client that went away while its step waited: no model call, no route event.
+            batch = [job for job in batch if not job.future.cancelled()]
+            if batch:
+                self._run(batch)
 
     def _run(self, batch: list[_Job]) -> None:
         services = self._services

@@ -179,3 +179,29 @@ def test_stopping_answers_the_queued_steps_with_503_and_finishes_the_one_in_hand
     assert answers[0].candidates
     assert all(isinstance(a, Unavailable) for a in answers[1:])
     assert encoder.calls == [[STEPS[0]]]  # the queued steps never reached the model
+
+
+def test_a_step_whose_client_left_while_it_waited_is_not_routed(
+    services: tuple[Services, GatedEncoder],
+) -> None:
+    built, encoder = services
+    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor.start()
+
+    async def scenario() -> None:
+        first = asyncio.create_task(executor.route(RouteRequest(query=STEPS[0])))
+        assert await asyncio.to_thread(encoder.entered.wait, 10)
+        left = asyncio.create_task(executor.route(RouteRequest(query=STEPS[1])))
+        stays = asyncio.create_task(executor.route(RouteRequest(query=STEPS[2])))
+        await asyncio.sleep(0.05)
+        left.cancel()  # what the server does when the client disconnects
+        encoder.release.set()
+        assert (await first).candidates and (await stays).candidates
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        executor.stop()
+    assert encoder.calls == [[STEPS[0]], [STEPS[2]]]
+    built.events.flush()
+    assert built.events.written == 2  # two routes recorded, not three
