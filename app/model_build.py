@@ -16,7 +16,7 @@ float32 MiniLM over 600 MetaTool queries: mean 0.994, min 0.983.
 The build is deterministic for given torch, onnx and onnxruntime versions (same sha256 twice);
 the encoder's name carries the file's hash, so vectors made by another build are re-embedded
 rather than mixed. ``make install`` builds it; a service that finds it missing builds it once
-at start (~20 s), writing to a temporary file and renaming, so concurrent builders are safe.
+at start (~10 s here), writing to a temporary file and renaming, so concurrent builders are safe.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def build_qint8(directory: Path | None = None, *, force: bool = False) -> Path:
     target = directory / QINT8_FILE
     if target.exists() and not force:
         return target
-    log.warning("building %s from the packaged all-MiniLM-L6-v2 (once, ~20 s)", target)
+    log.warning("building %s from the packaged all-MiniLM-L6-v2 (once, ~10 s)", target)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
