@@ -161,12 +161,14 @@ class CosineBatcher(LeaderFollower):
         matrix or other rows goes through the batcher as usual). The route executor ranks a
         batch's steps one after another: the tool matrix is read once for all of them.
         """
+        rows = self.stacked_product(matrix, units)
+        return [_Precomputed(self, matrix, u, r) for u, r in zip(units, rows, strict=True)]
+
+    def stacked_product(self, matrix: np.ndarray, units: list[np.ndarray]) -> list[np.ndarray]:
+        """Each of ``units``' cosine rows against ``matrix``, from one product of them all."""
         product = self.product(matrix, np.vstack(units), len(units))
         bounds = np.cumsum([0] + [len(u) for u in units])
-        out: list[Cosines] = []
-        for unit, a, b in zip(units, bounds[:-1], bounds[1:], strict=True):
-            out.append(_Precomputed(self, matrix, unit, np.ascontiguousarray(product[a:b])))
-        return out
+        return [np.ascontiguousarray(product[a:b]) for a, b in itertools.pairwise(bounds)]
 
     def product(self, matrix: np.ndarray, unit: np.ndarray, requests: int = 1) -> np.ndarray:
         """Cosine rows of ``unit`` against ``matrix``: int8 if prepared, else float32 (row
@@ -210,10 +212,7 @@ class CosineBatcher(LeaderFollower):
 
     def _run(self, batch: list[_Request]) -> None:
         try:
-            stacked = np.vstack([r.unit for r in batch])
-            product = self.product(batch[0].matrix, stacked, len(batch))
-            bounds = np.cumsum([0] + [len(r.unit) for r in batch])
-            products = [np.ascontiguousarray(product[a:b]) for a, b in itertools.pairwise(bounds)]
+            products = self.stacked_product(batch[0].matrix, [r.unit for r in batch])
         except BaseException as exc:
             for request in batch:
                 request.error, request.done = exc, True
