@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -75,20 +76,36 @@ def services(
     built.close()
 
 
-def route_together(built: Services, encoder: GatedEncoder, steps: list[str]) -> list:
-    """Route `steps` with one worker: step 0 alone, the rest queued behind it."""
+@contextmanager
+def one_worker(built: Services) -> Iterator[RouteExecutor]:
     executor = RouteExecutor(built, workers=1, max_batch=8)
     executor.start()
     try:
-        return asyncio.run(_route_all(executor, encoder, steps))
+        yield executor
     finally:
         executor.stop()
 
 
+def route_together(built: Services, encoder: GatedEncoder, steps: list[str]) -> list:
+    """Route `steps` with one worker: step 0 alone, the rest queued behind it."""
+    with one_worker(built) as executor:
+        return asyncio.run(_route_all(executor, encoder, steps))
+
+
+async def held(executor: RouteExecutor, encoder: GatedEncoder, step: str) -> asyncio.Task:
+    """Route `step`, returning once the worker holds it inside the (gated) model call."""
+    task = asyncio.create_task(executor.route(RouteRequest(query=step)))
+    assert await asyncio.to_thread(encoder.entered.wait, 10)
+    return task
+
+
+def queue(executor: RouteExecutor, steps: list[str]) -> list[asyncio.Task]:
+    return [asyncio.create_task(executor.route(RouteRequest(query=s))) for s in steps]
+
+
 async def _route_all(executor: RouteExecutor, encoder: GatedEncoder, steps: list[str]) -> list:
-    first = asyncio.create_task(executor.route(RouteRequest(query=steps[0])))
-    assert await asyncio.to_thread(encoder.entered.wait, 10)  # the worker holds step 0
-    rest = [asyncio.create_task(executor.route(RouteRequest(query=s))) for s in steps[1:]]
+    first = await held(executor, encoder, steps[0])
+    rest = queue(executor, steps[1:])
     await asyncio.sleep(0.05)  # all queued behind it
     encoder.release.set()
     return await asyncio.gather(first, *rest, return_exceptions=True)
@@ -124,13 +141,9 @@ def test_a_model_failure_fails_its_batch_and_the_workers_go_on(
 ) -> None:
     built, encoder = services
     encoder.fail_on = STEPS[2]
-    executor = RouteExecutor(built, workers=1, max_batch=8)
-    executor.start()
-    try:
+    with one_worker(built) as executor:
         answers = asyncio.run(_route_all(executor, encoder, STEPS))
         after = asyncio.run(executor.route(RouteRequest(query="weather in Rome")))
-    finally:
-        executor.stop()
     assert answers[0].candidates  # its own batch
     assert all(isinstance(a, RuntimeError) for a in answers[1:])  # one model call, one fate
     assert after.candidates[0].name == "get_weather"
@@ -161,9 +174,8 @@ def test_stopping_answers_the_queued_steps_with_503_and_finishes_the_one_in_hand
     executor.start()
 
     async def scenario() -> list:
-        first = asyncio.create_task(executor.route(RouteRequest(query=STEPS[0])))
-        assert await asyncio.to_thread(encoder.entered.wait, 10)
-        queued = [asyncio.create_task(executor.route(RouteRequest(query=s))) for s in STEPS[1:3]]
+        first = await held(executor, encoder, STEPS[0])
+        queued = queue(executor, STEPS[1:3])
         await asyncio.sleep(0.05)
         stopper = threading.Thread(target=executor.stop)
         stopper.start()  # waits for the worker, which holds step 0
@@ -185,23 +197,17 @@ def test_a_step_whose_client_left_while_it_waited_is_not_routed(
     services: tuple[Services, GatedEncoder],
 ) -> None:
     built, encoder = services
-    executor = RouteExecutor(built, workers=1, max_batch=8)
-    executor.start()
 
-    async def scenario() -> None:
-        first = asyncio.create_task(executor.route(RouteRequest(query=STEPS[0])))
-        assert await asyncio.to_thread(encoder.entered.wait, 10)
-        left = asyncio.create_task(executor.route(RouteRequest(query=STEPS[1])))
-        stays = asyncio.create_task(executor.route(RouteRequest(query=STEPS[2])))
+    async def scenario(executor: RouteExecutor) -> None:
+        first = await held(executor, encoder, STEPS[0])
+        left, stays = queue(executor, STEPS[1:3])
         await asyncio.sleep(0.05)
         left.cancel()  # what the server does when the client disconnects
         encoder.release.set()
         assert (await first).candidates and (await stays).candidates
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        executor.stop()
+    with one_worker(built) as executor:
+        asyncio.run(scenario(executor))
     assert encoder.calls == [[STEPS[0]], [STEPS[2]]]
     built.events.flush()
     assert built.events.written == 2  # two routes recorded, not three
