@@ -60,7 +60,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         _build_models(settings, force=False)  # a missing model is built here, with a clear error
 
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, freeze_gc=True),
         host=args.host,
         port=args.port,
         log_level=settings.log_level,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -16,8 +17,18 @@ from app.services import build_services
 from app.settings import Settings, get_settings
 
 
-def create_app(settings: Settings | None = None, encoder: Encoder | None = None) -> FastAPI:
-    """Build the app; the engine, encoder and index are made when it starts, not here."""
+def create_app(
+    settings: Settings | None = None, encoder: Encoder | None = None, *, freeze_gc: bool = False
+) -> FastAPI:
+    """Build the app; the engine, encoder and index are made when it starts, not here.
+
+    ``freeze_gc`` (``toolreach serve``): once started, move every object alive then (the
+    framework, the models, the first index: ~170k objects) out of the cyclic garbage
+    collector's reach (:func:`gc.freeze`). A full collection walks every tracked object:
+    ~100 ms here with them, every few seconds under load, while it holds the interpreter lock
+    and every route waits (docs/BENCHMARKS.md, "Throughput"). A test process building many
+    apps keeps it off: frozen objects in reference cycles are never reclaimed.
+    """
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -25,10 +36,15 @@ def create_app(settings: Settings | None = None, encoder: Encoder | None = None)
         services = build_services(settings, encoder)
         services.start()
         app.state.services = services
+        if freeze_gc:
+            gc.collect()
+            gc.freeze()
         try:
             yield
         finally:
             services.close()
+            if freeze_gc:
+                gc.unfreeze()
 
     app = FastAPI(
         title="ToolReach",

@@ -112,3 +112,17 @@ def test_a_model_dir_that_cannot_be_written_is_one_clear_line(
     assert err.startswith("toolreach: cannot build all-MiniLM-L6-v2-qint8.onnx in ")
     assert "TOOLREACH_MODEL_DIR" in err and "Traceback" not in err
 
+
+def test_serve_freezes_start_up_objects_out_of_the_collector(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    import app.main
+
+    seen: dict[str, object] = {}
+    real = app.main.create_app
+    monkeypatch.setattr(app.main, "create_app", lambda *a, **kw: seen.update(kw) or real(*a, **kw))
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: None)
+    assert main(["serve", "--port", "1"]) == 0
+    assert seen == {"freeze_gc": True}  # what tests/api/test_app_lifespan.py checks it does
