@@ -35,7 +35,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 QINT8_FILE = "all-MiniLM-L6-v2-qint8.onnx"
-USEM3_FILE = "usem3.onnx"
+# The version names the file: bump it when app/usem3_graph.py writes a different graph, so an
+# install holding the old file builds the new one instead of keeping it.
+USEM3_FILE = "usem3-graph-v1.onnx"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 

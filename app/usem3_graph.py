@@ -147,6 +147,13 @@ def usem3_graph() -> Any:
         padded = g.op("Concat", rows, zero_row, axis=0)
         return g.op("Reshape", g.op("Gather", padded, columns), flat)
 
+    def residual_conv(rows: str, columns: str, flat: str, weight: Any, bias: Any, tag: str) -> str:
+        """ReLU(windows(rows) · W + b) + rows: one n-gram convolution and its skip connection."""
+        conv = g.dense(
+            windows(rows, columns, flat), g.const(f"w{tag}", weight), g.const(f"b{tag}", bias)
+        )
+        return g.op("Add", g.op("Relu", conv), rows)
+
     branches = []
     for i, (n, left) in enumerate(ORDERS):
         part = g.op(
@@ -157,24 +164,8 @@ def usem3_graph() -> Any:
             "Slice", "window", g.ints(f"win_from{n}", start), g.ints(f"win_to{n}", start + n), axis1
         )
         flat = g.ints(f"flat{n}", -1, n * CNN_DIM)
-        hidden = g.op(
-            "Relu",
-            g.dense(
-                windows(part, columns, flat),
-                g.const(f"w1_{n}", w.w1[i]),
-                g.const(f"b1_{n}", w.b1[i]),
-            ),
-        )
-        hidden = g.op("Add", hidden, part)
-        out = g.op(
-            "Relu",
-            g.dense(
-                windows(hidden, columns, flat),
-                g.const(f"w2_{n}", w.w2[i]),
-                g.const(f"b2_{n}", w.b2[i]),
-            ),
-        )
-        branches.append(g.op("Add", out, hidden))
+        hidden = residual_conv(part, columns, flat, w.w1[i], w.b1[i], f"1_{n}")
+        branches.append(residual_conv(hidden, columns, flat, w.w2[i], w.b2[i], f"2_{n}"))
     feats = g.op("Concat", emb, *branches, axis=1)
     feats = g.op(
         "LayerNormalization",
