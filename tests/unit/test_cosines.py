@@ -122,3 +122,25 @@ def test_a_matrix_that_cannot_be_quantized_falls_back_to_float32(
     matrix = unit_rows(20, 8, 5)
     batcher.prepare(matrix)  # logged, not raised: the index build goes on
     np.testing.assert_array_equal(batcher(matrix, matrix[:1]), gemv_rows(matrix, matrix[:1]))
+
+
+def test_int8_products_do_not_saturate_on_cpus_without_vnni() -> None:
+    """Rows whose largest weights sit side by side, as the query's do: each pair of
+    products is as large as the quantization allows. An AVX2 kernel adds such pairs in
+    int16; with full-range uint8 queries (until 2026-11-30) this failed on an AVX2-only CPU.
+    """
+    dim, n = 64, 5000
+    rng = np.random.default_rng(5)
+    matrix = rng.uniform(-0.05, 0.05, (n, dim)).astype(np.float32)
+    matrix[:, :8] = 1.0  # the peak, in adjacent pairs
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    query = np.zeros((1, dim), dtype=np.float32)
+    query[0, :8] = 1.0  # the peak too: uint8 255 in the old 8-bit scheme
+    query[0, 8:] = rng.uniform(-0.05, 0.05, dim - 8)
+    query /= np.linalg.norm(query)
+    batcher = CosineBatcher(int8_min_tools=n)
+    batcher.prepare(matrix)
+    prepared = batcher._int8[id(matrix)]
+    rows = prepared.cosines(matrix, query)
+    exact = (matrix @ query.T).T
+    assert np.abs(rows - exact).max() < 0.01
