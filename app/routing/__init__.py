@@ -1,7 +1,7 @@
 """The ranking core: pure functions and immutable data, no web framework, no ORM, no model.
 
-``RouterIndex.build`` indexes a namespace's tool cards once; ``route`` answers a query in well
-under a millisecond at 10k tools. ``docs/ROUTING.md`` explains every stage and weight.
+``RouterIndex.build`` indexes a namespace's tool cards once; ``route`` answers a query.
+``docs/ROUTING.md`` explains every stage and weight; docs/BENCHMARKS.md measures them.
 """
 
 from app.routing.index import RouterIndex

@@ -25,7 +25,7 @@ from app.routing.bm25 import terms_matched
 from app.routing.diversity import mmr_order, top_indices
 from app.routing.fusion import fuse, relative_to_best
 from app.routing.index import RouterIndex
-from app.routing.penalty import missing_required, penalty, query_evidence
+from app.routing.penalty import QueryEvidence, missing_required, penalty, query_evidence
 from app.routing.signals import (
     Cosines,
     QueryRows,
@@ -37,6 +37,38 @@ from app.routing.signals import (
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 
 
+@dataclass(frozen=True, slots=True)
+class RuleCheck:
+    """Stage 3 for one query, analysed once: its evidence and each tool's matched terms."""
+
+    evidence: QueryEvidence
+    matched: np.ndarray  # distinct query terms each tool's card contains
+    distinct: int  # distinct query terms
+
+    @classmethod
+    def of(
+        cls, index: RouterIndex, query: QueryRows, context: Mapping[str, Any] | None
+    ) -> RuleCheck:
+        return cls(
+            query_evidence(query.text, query.tokens, context),
+            terms_matched(index.keyword, query.tokens),
+            len(set(query.tokens)),
+        )
+
+    def penalties(
+        self, index: RouterIndex, tools: np.ndarray, config: RouterConfig
+    ) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+        """Penalty part and missing required parameters of each tool in ``tools``."""
+        missing = [
+            missing_required(index.rules[t], self.evidence, unexplained=m < self.distinct)
+            for t, m in zip(tools, self.matched[tools], strict=True)
+        ]
+        part = [
+            penalty(m, config.missing_param_penalty, config.max_penalised_params) for m in missing
+        ]
+        return np.asarray(part, dtype=np.float64), missing
+
+
 def penalties(
     index: RouterIndex,
     tools: np.ndarray,
@@ -45,15 +77,7 @@ def penalties(
     config: RouterConfig,
 ) -> tuple[np.ndarray, list[tuple[str, ...]]]:
     """Penalty part and missing required parameters of each tool in ``tools``."""
-    evidence = query_evidence(query.text, query.tokens, context)
-    distinct = len(set(query.tokens))
-    matched = terms_matched(index.keyword, query.tokens)[tools]
-    missing = [
-        missing_required(index.rules[t], evidence, unexplained=m < distinct)
-        for t, m in zip(tools, matched, strict=True)
-    ]
-    part = [penalty(m, config.missing_param_penalty, config.max_penalised_params) for m in missing]
-    return np.asarray(part, dtype=np.float64), missing
+    return RuleCheck.of(index, query, context).penalties(index, tools, config)
 
 
 def check_stages(stages: frozenset[str]) -> None:
@@ -169,29 +193,67 @@ def route(
     else:  # nothing to go on: the pinned defaults and the most used tools only
         pool = top_indices(total, k)
         pool = pool[total[pool] > 0]
-    pen, missing = rule_check(index, scores, pool, rows, context, config, stages)
+    diversify = len(rows.texts) > 1 or not config.mmr_multi_ask_only
+    lam = config.mmr_lambda if diversify else 1.0
+    # Plain top-k (no MMR): the pool, best first, is checked only as far as it can matter.
+    until = (k, min_score) if lam >= 1.0 or k <= 1 else None
+    rules = RuleCheck.of(index, rows, context) if "penalty" in stages else None
+    pool, pen, missing = rule_check(index, scores, pool, rules, config, stages, until)
     final = total[pool] + pen
     keep = np.flatnonzero(final >= min_score) if min_score is not None else np.arange(pool.size)
     if keep.size == 0:
         pool = fallback_positions(index, scores, k)
-        pen, missing = rule_check(index, scores, pool, rows, context, config, stages)
+        pool, pen, missing = rule_check(index, scores, pool, rules, config, stages)
         return candidates(index, scores, pool, pen, missing)
-    diversify = len(rows.texts) > 1 or not config.mmr_multi_ask_only
-    lam = config.mmr_lambda if diversify else 1.0
     order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
     return candidates(index, scores, pool[order], pen[order], [missing[i] for i in order])
+
+
+def settled(final: np.ndarray, next_total: float, k: int, min_score: float | None) -> bool:
+    """Whether a tool whose score before the rule check is ``next_total`` (or less) can no
+    longer enter the top ``k`` of the checked scores ``final``: a penalty only lowers a score."""
+    if min_score is not None:
+        if next_total < min_score:
+            return True
+        final = final[final >= min_score]
+    if final.size < k:
+        return False
+    return float(np.partition(final, final.size - k)[final.size - k]) >= next_total
 
 
 def rule_check(
     index: RouterIndex,
     scores: Scores,
     positions: np.ndarray,
-    query: QueryRows,
-    context: Mapping[str, Any] | None,
+    rules: RuleCheck | None,
     config: RouterConfig,
     stages: frozenset[str],
-) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-    """Penalty parts and missing parameters at ``positions`` (zeros when the stage is off)."""
-    if "penalty" not in stages or positions.size == 0:
-        return np.zeros(positions.size), [() for _ in positions]
-    return penalties(index, scores.cols[positions], query, context, config)
+    until: tuple[int, float | None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]]]:
+    """The positions checked, their penalty parts and missing parameters (zeros when the
+    stage is off).
+
+    With ``until = (k, min_score)`` and ``positions`` best first (by score before the rule
+    check), they are checked a few at a time until no later one can reach the top ``k``
+    (``settled``); the rest are left out. The top ``k`` is the same as checking them all.
+    """
+    if rules is None or "penalty" not in stages or positions.size == 0:
+        return positions, np.zeros(positions.size), [() for _ in positions]
+    if until is None:
+        pen, missing = rules.penalties(index, scores.cols[positions], config)
+        return positions, pen, missing
+    k, min_score = until
+    total = scores.keyword[positions] + scores.embedding[positions] + scores.prior[positions]
+    parts: list[np.ndarray] = []
+    missing = []
+    done = 0
+    while done < positions.size:
+        chunk = positions[done : done + k + 2]
+        part, absent = rules.penalties(index, scores.cols[chunk], config)
+        parts.append(part)
+        missing.extend(absent)
+        done += chunk.size
+        pen = np.concatenate(parts)
+        if done < positions.size and settled(total[:done] + pen, total[done], k, min_score):
+            break
+    return positions[:done], np.concatenate(parts), missing

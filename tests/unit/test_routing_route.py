@@ -191,3 +191,101 @@ def test_index_exposes_names_positions_and_pins() -> None:
     assert INDEX.names[INDEX.positions["search_web"]] == "search_web"
     assert [INDEX.names[i] for i in INDEX.pinned] == ["search_web"]
     assert not hasattr(INDEX, "docs")  # the caller owns the cards (memory at 100k tools)
+
+
+def _many_tools(n: int = 120) -> tuple[ToolDoc, ...]:
+    """Look-alike tools of one domain, each requiring 0-3 parameters of assorted kinds."""
+    rng = np.random.default_rng(3)
+    kinds = [
+        ("order_id", {"type": "string"}),
+        ("amount", {"type": "number"}),
+        ("email", {"type": "string", "format": "email"}),
+        ("date", {"type": "string", "format": "date"}),
+        ("city", {"type": "string"}),
+    ]
+    words = [
+        "order",
+        "refund",
+        "invoice",
+        "shipment",
+        "customer",
+        "payment",
+        "parcel",
+        "city",
+        "weather",
+        "report",
+    ]
+    docs = []
+    for i in range(n):
+        required = [kinds[j] for j in rng.choice(len(kinds), int(rng.integers(0, 4)), False)]
+        picked = " ".join(rng.choice(words, 4))
+        docs.append(
+            ToolDoc(
+                name=f"tool_{i}_{picked.split()[0]}",
+                summary="",
+                description=f"Handles {picked} requests number {i}.",
+                parameters={
+                    "type": "object",
+                    "properties": dict(required),
+                    "required": [name for name, _ in required],
+                },
+            )
+        )
+    return tuple(docs)
+
+
+QUERIES_MANY = (
+    "refund the order",
+    "refund order A123 for 20 dollars",
+    "send the invoice to ana@example.com",
+    "weather report for the city on 2026-05-01",
+    "where is my parcel",
+    "customer payment",
+)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+@pytest.mark.parametrize("min_score", [None, 0.6, 0.95])
+def test_rule_check_stops_early_with_the_same_top_k(
+    k: int, min_score: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.routing import pipeline
+
+    index = RouterIndex.build(
+        docs := _many_tools(), ENCODER.encode([embedding_text(d) for d in docs]), CONFIG
+    )
+    checked: list[int] = []
+    original = pipeline.RuleCheck.penalties
+
+    def counting(self, index, tools, config):  # type: ignore[no-untyped-def]
+        checked.append(len(tools))
+        return original(self, index, tools, config)
+
+    monkeypatch.setattr(pipeline.RuleCheck, "penalties", counting)
+    for query in QUERIES_MANY:
+        vec = ENCODER.encode(query_texts(query))
+        lazy = route(index, query, vec, k=k, min_score=min_score, config=CONFIG)
+        lazy_checked = sum(checked)
+        checked.clear()
+        with monkeypatch.context() as full_only:
+            full_only.setattr(pipeline, "settled", lambda *a: False)
+            full = route(index, query, vec, k=k, min_score=min_score, config=CONFIG)
+        full_checked = sum(checked)
+        checked.clear()
+        assert [(c.name, c.score, c.missing_required) for c in lazy] == [
+            (c.name, c.score, c.missing_required) for c in full
+        ], query
+        assert lazy_checked <= full_checked
+        if min_score is None and k == 1:  # the pool of 50 is rarely needed in full
+            assert lazy_checked < full_checked, query
+
+
+def test_settled_bounds() -> None:
+    from app.routing.pipeline import settled
+
+    final = np.array([0.9, 0.7, 0.5])
+    assert settled(final, 0.7, 2, None)  # the 2nd best (0.7) is not beaten by ≤ 0.7
+    assert not settled(final, 0.71, 2, None)
+    assert not settled(final, 0.1, 4, None)  # fewer checked than k
+    assert settled(final, 0.3, 4, 0.4)  # nothing left can pass min_score
+    assert not settled(final, 0.65, 3, 0.6)  # only two pass min_score so far
