@@ -140,7 +140,7 @@ class BatchingEncoder(LeaderFollower):
 
     def _run(self, batch: list[_Slot]) -> None:
         # Bulk chunks use bulk_threads when calls run one at a time (torch); an encoder with
-        # parallel batches gets its cores from them instead (app/catalog.py::embed_cards).
+        # parallel batches gets its cores from them instead (app/catalog.py::CardEmbedding).
         bulk = batch[0].bulk and self.parallel == 1
         threads = self.bulk_threads if bulk else self.query_threads
         set_threads = getattr(self.inner, "set_threads", None)

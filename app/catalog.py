@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,9 +73,18 @@ class ParsedBatch:
     rejects: list[dict[str, Any]] = field(default_factory=list)
 
 
-def parse_batch(items: Sequence[Any], namespace: str | None) -> ParsedBatch:
-    """Parse every item; collect each bad one (index, name, problems) instead of stopping."""
+def parse_batch(
+    items: Sequence[Any],
+    namespace: str | None,
+    on_cards: Callable[[ParsedBatch, list[ToolCard]], None] | None = None,
+) -> ParsedBatch:
+    """Parse every item; collect each bad one (index, name, problems) instead of stopping.
+
+    ``on_cards(batch, cards)`` hears of the good cards every ``EMBED_BATCH`` of them, and of
+    the last ones at the end.
+    """
     batch = ParsedBatch()
+    told = 0
     seen: dict[tuple[str, str], int] = {}
     for index, item in enumerate(items):
         name = item.get("name") if isinstance(item, Mapping) else None
@@ -93,7 +102,73 @@ def parse_batch(items: Sequence[Any], namespace: str | None) -> ParsedBatch:
             continue
         seen[key] = index
         batch.cards.append(card)
+        if on_cards is not None and len(batch.cards) - told >= EMBED_BATCH:
+            on_cards(batch, batch.cards[told:])
+            told = len(batch.cards)
+    if on_cards is not None and len(batch.cards) > told:
+        on_cards(batch, batch.cards[told:])
     return batch
+
+
+class CardEmbedding:
+    """The vectors cards still need, being made as the cards come (``add``); ``store``
+    writes them.
+
+    An encoder that runs several model calls at once (``parallel`` > 1: the service's
+    batching encoder over ONNX/USE) gets each chunk of ``EMBED_BATCH`` texts as soon as it is
+    added, up to ``parallel`` of them running, on threads of its own: the caller's thread is
+    free meanwhile to parse the next cards or write their rows. The vectors are written by
+    ``store``, in order, on the caller's session. Any other encoder runs in ``store``.
+    """
+
+    def __init__(self, session: Session, encoder: Encoder, cards: Iterable[ToolCard] = ()) -> None:
+        self._encoder = encoder
+        self._chunks: list[list[tuple[str, str]]] = []
+        self._futures: list[Future[np.ndarray]] = []
+        self._hashes: set[str] = set()
+        workers = int(getattr(encoder, "parallel", 1))
+        self._pool = (
+            ThreadPoolExecutor(workers, thread_name_prefix="embed") if workers > 1 else None
+        )
+        self.add(session, cards)
+
+    def add(self, session: Session, cards: Iterable[ToolCard]) -> None:
+        """Queue the texts of ``cards`` that neither this model's stored vectors nor an
+        earlier ``add`` cover."""
+        texts = {text_hash(t): t for t in (embedding_text(card_to_doc(c)) for c in cards)}
+        texts = {h: t for h, t in texts.items() if h not in self._hashes}
+        known = repository.embedded_hashes(session, self._encoder.name, texts)
+        missing = [(h, t) for h, t in texts.items() if h not in known]
+        self._hashes.update(texts)
+        for start in range(0, len(missing), EMBED_BATCH):
+            chunk = missing[start : start + EMBED_BATCH]
+            self._chunks.append(chunk)
+            if self._pool is not None:
+                self._futures.append(self._pool.submit(self._embed, chunk))
+
+    def _embed(self, chunk: list[tuple[str, str]]) -> np.ndarray:
+        return np.asarray(self._encoder.encode([t for _, t in chunk]), dtype=np.float32)
+
+    def store(self, session: Session, progress: Callable[[int], None] | None = None) -> None:
+        """Wait for each chunk's vectors and add them to ``session``; a model error raises."""
+        try:
+            for i, chunk in enumerate(self._chunks):
+                vectors = self._futures[i].result() if self._futures else self._embed(chunk)
+                repository.put_embeddings(
+                    session,
+                    self._encoder.name,
+                    self._encoder.dim,
+                    {h: vec.tobytes() for (h, _), vec in zip(chunk, vectors, strict=True)},
+                )
+                if progress is not None:
+                    progress(len(chunk))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop: the chunks not yet started are dropped (a failure elsewhere ends the write)."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
 
 
 def embed_cards(
@@ -102,36 +177,8 @@ def embed_cards(
     cards: Iterable[ToolCard],
     progress: Callable[[int], None] | None = None,
 ) -> None:
-    """Store an embedding for every card text not yet embedded with this model, in batches.
-
-    An encoder that runs several model calls at once (``parallel`` > 1: the service's
-    batching encoder over ONNX/USE) gets that many chunks in flight, from as many threads;
-    the vectors are written here, in order, on the caller's session.
-    """
-    texts = {text_hash(t): t for t in (embedding_text(card_to_doc(c)) for c in cards)}
-    known = repository.embedded_hashes(session, encoder.name, texts)
-    missing = [(h, t) for h, t in texts.items() if h not in known]
-    chunks = [missing[i : i + EMBED_BATCH] for i in range(0, len(missing), EMBED_BATCH)]
-
-    def embed(chunk: list[tuple[str, str]]) -> np.ndarray:
-        return np.asarray(encoder.encode([t for _, t in chunk]), dtype=np.float32)
-
-    workers = min(int(getattr(encoder, "parallel", 1)), len(chunks))
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="embed") if workers > 1 else None
-    try:
-        results = pool.map(embed, chunks) if pool is not None else map(embed, chunks)
-        for chunk, vectors in zip(chunks, results, strict=True):
-            repository.put_embeddings(
-                session,
-                encoder.name,
-                encoder.dim,
-                {h: vec.tobytes() for (h, _), vec in zip(chunk, vectors, strict=True)},
-            )
-            if progress is not None:
-                progress(len(chunk))
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)  # a failure stops the chunks not yet started
+    """Store an embedding for every card text not yet embedded with this model, in batches."""
+    CardEmbedding(session, encoder, cards).store(session, progress)
 
 
 def write_cards(
@@ -141,15 +188,26 @@ def write_cards(
     *,
     create_only: bool = False,
     progress: Callable[[int], None] | None = None,
+    embedding: CardEmbedding | None = None,
 ) -> list[WriteStatus]:
-    """Write cards in the caller's transaction: all land or none (the caller commits)."""
+    """Write cards in the caller's transaction: all land or none (the caller commits).
+
+    The cards' rows are written while their vectors are being made (``CardEmbedding``;
+    ``embedding``, if given, is one already making them, as ``import_items`` starts it).
+    """
     if not cards:
+        if embedding is not None:
+            embedding.close()
         return []
-    embed_cards(session, encoder, cards, progress)
-    revision = repository.next_revision(session)
-    statuses = [
-        repository.write_card(session, card, revision, create_only=create_only) for card in cards
-    ]
+    if embedding is None:
+        embedding = CardEmbedding(session, encoder, cards)
+    try:
+        revision = repository.next_revision(session)
+        statuses = repository.write_cards(session, list(cards), revision, create_only=create_only)
+    except BaseException:
+        embedding.close()
+        raise
+    embedding.store(session, progress)
     session.info["registry_changed"] = True
     return statuses
 
@@ -157,3 +215,23 @@ def write_cards(
 def delete_card(session: Session, namespace: str, name: str) -> None:
     repository.delete_tool(session, namespace, name, repository.next_revision(session))
     session.info["registry_changed"] = True
+
+
+def import_items(
+    session: Session, encoder: Encoder, items: Sequence[Any], namespace: str | None
+) -> tuple[ParsedBatch, list[WriteStatus] | None]:
+    """Parse every item and, if none is bad, write them all (``None`` statuses otherwise:
+    nothing is written). The model starts on the first parsed cards while the rest are
+    parsed; a bad item stops it."""
+    embedding = CardEmbedding(session, encoder)
+    try:
+        batch = parse_batch(
+            items,
+            namespace,
+            on_cards=lambda b, cards: None if b.rejects else embedding.add(session, cards),
+        )
+        if batch.rejects:
+            return batch, None
+        return batch, write_cards(session, encoder, batch.cards, embedding=embedding)
+    finally:
+        embedding.close()

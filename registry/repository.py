@@ -69,7 +69,9 @@ def _current_version(session: Session, tool: Tool) -> ToolVersion:
     return version
 
 
-def _add_version(session: Session, tool: Tool, card: ToolCard, revision: int) -> None:
+def _add_version(
+    session: Session, tool: Tool, card: ToolCard, revision: int, *, flush: bool = True
+) -> None:
     tool.current_version += 1
     tool.revision = revision
     tool.deleted_at = None
@@ -84,7 +86,8 @@ def _add_version(session: Session, tool: Tool, card: ToolCard, revision: int) ->
             content_hash=content_hash(card),
         )
     )
-    session.flush()
+    if flush:
+        session.flush()
 
 
 def write_card(
@@ -108,6 +111,73 @@ def write_card(
         return "unchanged"
     _add_version(session, tool, card, revision)
     return "created" if was_deleted else "updated"
+
+
+def write_cards(
+    session: Session, cards: list[ToolCard], revision: int, *, create_only: bool = False
+) -> list[WriteStatus]:
+    """``write_card`` for many cards, each with the same outcome, in a few statements.
+
+    Per chunk of 500 cards: one query finds the tools, one their current content hashes,
+    one flush inserts the new tools, one the new versions (``write_card`` flushed twice and
+    queried once per card: at 10,000 cards, ~18 s of a registration on this machine). A
+    name written twice in one call goes through ``write_card`` one card at a time.
+    """
+    keys = [(c.namespace, c.name) for c in cards]
+    if len(set(keys)) < len(keys):
+        return [write_card(session, c, revision, create_only=create_only) for c in cards]
+    statuses: list[WriteStatus] = []
+    for start in range(0, len(cards), 500):
+        statuses.extend(_write_chunk(session, cards[start : start + 500], revision, create_only))
+    return statuses
+
+
+def _write_chunk(
+    session: Session, cards: list[ToolCard], revision: int, create_only: bool
+) -> list[WriteStatus]:
+    tools: dict[tuple[str, str], Tool] = {}
+    for namespace in {c.namespace for c in cards}:
+        names = [c.name for c in cards if c.namespace == namespace]
+        query = select(Tool).where(Tool.namespace == namespace, Tool.name.in_(names))
+        tools.update(((t.namespace, t.name), t) for t in session.scalars(query))
+    live = [t.id for t in tools.values() if t.deleted_at is None]
+    hashes: dict[int, str] = {}
+    if live:
+        current = select(ToolVersion.tool_id, ToolVersion.content_hash).join(
+            Tool, (Tool.id == ToolVersion.tool_id) & (Tool.current_version == ToolVersion.version)
+        )
+        hashes = dict(session.execute(current.where(Tool.id.in_(live))).tuples().all())
+    statuses: list[WriteStatus] = []
+    changed: list[tuple[Tool, ToolCard]] = []
+    new: list[Tool] = []
+    for card in cards:
+        tool = tools.get((card.namespace, card.name))
+        if tool is None:
+            tool = Tool(namespace=card.namespace, name=card.name, current_version=0, revision=0)
+            new.append(tool)
+            statuses.append("created")
+        elif tool.deleted_at is None and create_only:
+            raise Conflict(
+                f"tool {card.name!r} already exists in namespace {card.namespace!r}",
+                {
+                    "name": card.name,
+                    "namespace": card.namespace,
+                    "hint": "use PUT to add a version",
+                },
+            )
+        elif tool.deleted_at is None and hashes.get(tool.id) == content_hash(card):
+            statuses.append("unchanged")
+            continue
+        else:
+            statuses.append("created" if tool.deleted_at is not None else "updated")
+        changed.append((tool, card))
+    if new:
+        session.add_all(new)
+        session.flush()
+    for tool, card in changed:
+        _add_version(session, tool, card, revision, flush=False)
+    session.flush()
+    return statuses
 
 
 def delete_tool(session: Session, namespace: str, name: str, revision: int) -> None:

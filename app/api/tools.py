@@ -69,13 +69,14 @@ def bulk_import(
     request: BulkRequest, session: SessionDep, services: ServicesDep, _admin: AdminDep
 ) -> BulkResult:
     """Import many tools in any mix of formats: all land, or (on any bad item) none."""
-    batch = catalog.parse_batch(request.tools, request.namespace)
-    if batch.rejects:
+    batch, statuses = catalog.import_items(
+        session, services.encoder, request.tools, request.namespace
+    )
+    if statuses is None:
         raise InvalidInput(
             f"{len(batch.rejects)} of {len(request.tools)} tools are invalid; nothing was written",
             batch.rejects,
         )
-    statuses = catalog.write_cards(session, services.encoder, batch.cards)
     result: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
     for card, status in zip(batch.cards, statuses, strict=True):
         result[status].append(card.name)

@@ -80,3 +80,71 @@ def test_a_failed_chunk_fails_the_write_and_stores_nothing(database_url: str) ->
         hashes = [text_hash(embedding_text(card_to_doc(c))) for c in cards(EMBED_BATCH * 4)]
         assert repository.get_embeddings(session, encoder.name, hashes) == {}
     services.close()
+
+
+def items(n: int, bad: set[int] = frozenset()) -> list[dict[str, object]]:  # type: ignore[assignment]
+    return [
+        {"name": f"bulk_{i}", "description": "" if i in bad else f"Bulk tool {i} for testing."}
+        for i in range(n)
+    ]
+
+
+def test_an_import_embeds_the_first_cards_while_the_rest_are_parsed(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.catalog as catalog
+
+    parsed = 0
+    parse_card = catalog.parse_card
+
+    def counting(item, namespace=None):  # type: ignore[no-untyped-def]
+        nonlocal parsed
+        parsed += 1
+        return parse_card(item, namespace)
+
+    monkeypatch.setattr(catalog, "parse_card", counting)
+    parsed_at_first_call: list[int] = []
+
+    class Recording(SlowConcurrentEncoder):
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            if not parsed_at_first_call:
+                parsed_at_first_call.append(parsed)
+            time.sleep(0.05)  # the parse of the next chunk overtakes the model
+            return super().encode(texts)
+
+    encoder = Recording()
+    services = build_services(make_settings(database_url, encoder_parallel_batches=2), encoder)
+    n = EMBED_BATCH * 4
+    with unit_of_work(services.session_factory) as session:
+        batch, statuses = catalog.import_items(session, services.encoder, items(n), None)
+    with unit_of_work(services.session_factory) as session:
+        hashes = [text_hash(embedding_text(card_to_doc(c))) for c in batch.cards]
+        stored = repository.get_embeddings(session, encoder.name, hashes)
+        assert repository.count_tools(session) == n
+    services.close()
+    assert statuses == ["created"] * n
+    assert len(stored) == n
+    assert parsed_at_first_call and parsed_at_first_call[0] < n  # the model started early
+
+
+def test_an_import_with_a_bad_item_writes_nothing_and_stops_the_model(database_url: str) -> None:
+    import app.catalog as catalog
+
+    encoder = SlowConcurrentEncoder()
+    calls: list[int] = []
+    encode = encoder.encode
+    encoder.encode = lambda texts: calls.append(len(texts)) or encode(texts)  # type: ignore[method-assign]
+    services = build_services(make_settings(database_url, encoder_parallel_batches=2), encoder)
+    n = EMBED_BATCH * 6
+    with unit_of_work(services.session_factory) as session:
+        batch, statuses = catalog.import_items(
+            session, services.encoder, items(n, bad={EMBED_BATCH + 3}), None
+        )
+    with unit_of_work(services.session_factory) as session:
+        assert repository.count_tools(session) == 0
+        hashes = [text_hash(embedding_text(card_to_doc(c))) for c in batch.cards]
+        assert repository.get_embeddings(session, encoder.name, hashes) == {}
+    services.close()
+    assert statuses is None
+    assert [r["index"] for r in batch.rejects] == [EMBED_BATCH + 3]
+    assert sum(calls) <= EMBED_BATCH  # only what was parsed before the bad item
