@@ -9,11 +9,13 @@ Alone, a route is its own leader at once.
 
 A large matrix is also quantized to int8 rows when the index is built (``prepare``), and its
 products run on onnxruntime's integer GEMM (VNNI where the CPU has it): a quarter of the bytes,
-which at 10,000 tools fit in the CPU's cache. Measured on this machine, one thread, 10,000 ×
-896: 3.6 ms (float32 GEMV) → 0.17 ms; 100,000: 24.5 → 6.3 ms. The int8 cosines differ from
-the float32 ones by 0.0005 on average and 0.004 at most (the default encoder's vectors of
-Seal-Tools' 4,076 tools against 200 MetaTool queries); the ``EXACT_TOP`` best of each row are
-then recomputed in float32, so the tools that can win on their embedding carry exact scores.
+which at 10,000 tools fit in the CPU's cache. Measured on the AVX-512 VNNI machine, one
+thread, 10,000 × 896: 3.6 ms (float32 GEMV) → 0.17 ms; 100,000: 24.5 → 6.3 ms (on an
+AVX2-only one: 0.28 ms, 0.7–0.85 ms right after a model call; docs/BENCHMARKS.md). The int8
+cosines differ from the float32 ones by 0.0005 on average and 0.004 at most (the default
+encoder's vectors of Seal-Tools' 4,076 tools against 200 MetaTool queries); the ``EXACT_TOP``
+best of each row are then recomputed in float32, so the tools that can win on their
+embedding carry exact scores.
 """
 
 from __future__ import annotations
