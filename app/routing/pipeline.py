@@ -69,17 +69,6 @@ class RuleCheck:
         return np.asarray(part, dtype=np.float64), missing
 
 
-def penalties(
-    index: RouterIndex,
-    tools: np.ndarray,
-    query: QueryRows,
-    context: Mapping[str, Any] | None,
-    config: RouterConfig,
-) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-    """Penalty part and missing required parameters of each tool in ``tools``."""
-    return RuleCheck.of(index, query, context).penalties(index, tools, config)
-
-
 def check_stages(stages: frozenset[str]) -> None:
     """Unknown stage names → ValueError."""
     unknown = set(stages) - ALL_STAGES
