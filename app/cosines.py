@@ -7,15 +7,19 @@ coalesced (leader/follower, as in app/batching.py): the leader stacks every wait
 rows into one GEMM, which reads the matrix once for all of them, and hands each its rows.
 Alone, a route is its own leader at once.
 
-A large matrix is also quantized to int8 rows when the index is built (``prepare``), and its
-products run on onnxruntime's integer GEMM (VNNI where the CPU has it): a quarter of the bytes,
-which at 10,000 tools fit in the CPU's cache. Measured on the AVX-512 VNNI machine, one
-thread, 10,000 × 896: 3.6 ms (float32 GEMV) → 0.17 ms; 100,000: 24.5 → 6.3 ms (on an
-AVX2-only one: 0.28 ms, 0.7–0.85 ms right after a model call; docs/BENCHMARKS.md). The int8
-cosines differ from the float32 ones by 0.0005 on average and 0.004 at most (the default
-encoder's vectors of Seal-Tools' 4,076 tools against 200 MetaTool queries); the ``EXACT_TOP``
-best of each row are then recomputed in float32, so the tools that can win on their
-embedding carry exact scores.
+A large matrix also gets an approximate copy when the index is built (``prepare``): its rows
+projected on their ``dims`` principal directions (256 of 896 by default) and quantized to
+int8, with products on onnxruntime's integer GEMM (VNNI where the CPU has it). That is 2.56
+bytes per tool-dimension instead of 3,584 per tool: at 10,000 tools 2.6 MB instead of 36 MB.
+Measured on an AVX2-only machine, one thread, cold cache (docs/BENCHMARKS.md): 10,000 tools
+1.2 ms (int8, all 896 dimensions) → 0.6 ms; 100,000: 8.5 → 3.1 ms.
+
+Such rows are approximate (on Seal-Tools' 4,076 tools and 2,054 queries with the default
+encoder: mean error 0.006, 99th percentile 0.022; the row's spread 0.7 % smaller), so the
+router recomputes in float32 the cosines that can decide its answer (the best by embedding
+and the best by keyword; ``app/routing/signals.py``, ``exact_where_it_counts``): the
+approximation only picks which tools those are, and leaves the fusion's mean and spread a
+hair off.
 """
 
 from __future__ import annotations
@@ -33,20 +37,33 @@ from app.routing.signals import Cosines, gemv_rows
 
 log = logging.getLogger(__name__)
 
-# Tools per row whose int8 cosine is replaced by the float32 one (the router's pool is 50).
-EXACT_TOP = 128
 # Query rows are quantized to -63…63 and sent as uint8 1…127 (see Int8Matrix).
 QUERY_PEAK = 63.0
 QUERY_ZERO = 64
 
 
-class Int8Matrix:
-    """A tool matrix as int8 rows (one scale per tool) inside an onnxruntime session.
+def principal_basis(matrix: np.ndarray, dims: int, sample: int = 16_384) -> np.ndarray | None:
+    """The ``dims`` directions that keep the most of the rows' energy, as ``(dims, d)`` rows.
 
-    ``cosines`` quantizes the query rows to 7 bits (uint8 1…127, one scale per row, zero
-    point 64), runs ``MatMulInteger`` against the prepacked int8 matrix, and rescales. The
-    float32 matrix is passed in again at call time (not kept here) for the exact top of each
-    row.
+    The top eigenvectors of ``MᵀM`` (uncentred: dot products, not distances, are kept), from
+    at most ``sample`` rows spread evenly over the matrix. ``None`` when ``dims`` is 0 or not
+    below the matrix's dimension (no projection).
+    """
+    n, dim = matrix.shape
+    if not 0 < dims < dim:
+        return None
+    rows = np.asarray(matrix[:: max(1, n // sample)][:sample], dtype=np.float64)
+    _, vectors = np.linalg.eigh(rows.T @ rows)  # ascending eigenvalues
+    return np.ascontiguousarray(vectors[:, ::-1][:, :dims].T, dtype=np.float32)
+
+
+class Int8Matrix:
+    """A tool matrix, projected on its principal directions (optional) and quantized to int8
+    rows (one scale per tool), inside an onnxruntime session.
+
+    ``cosines`` projects the query rows the same way, quantizes them to 7 bits (uint8 1…127,
+    one scale per row, zero point 64), runs ``MatMulInteger`` against the prepacked int8
+    matrix, and rescales: approximate cosines of every tool.
 
     Why 7 bits: without VNNI (e.g. AVX2-only CPUs), onnxruntime's u8×s8 kernel adds pairs of
     products in int16 (``vpmaddubsw``), which saturates above 32,767: with full-range uint8
@@ -54,16 +71,19 @@ class Int8Matrix:
     At most 127 × 127 × 2 = 32,258 cannot saturate, so every CPU gets the same integers.
     """
 
-    def __init__(self, matrix: np.ndarray) -> None:
+    def __init__(self, matrix: np.ndarray, dims: int = 0) -> None:
         import onnxruntime as ort
         from onnx import TensorProto, helper
 
-        n, dim = matrix.shape
+        self.basis = principal_basis(matrix, dims)
+        n = len(matrix)
+        dim = matrix.shape[1] if self.basis is None else len(self.basis)
         self.scale = np.empty(n, dtype=np.float32)
         self.offset = np.empty(n, dtype=np.float32)
         weights = np.empty((dim, n), dtype=np.int8)  # transposed: MatMulInteger's B is K × N
         for start in range(0, n, 4096):  # in slices: no float temporaries of the whole matrix
             part = np.asarray(matrix[start : start + 4096], dtype=np.float32)
+            part = part if self.basis is None else part @ self.basis.T
             peak = np.abs(part).max(axis=1)
             scale = (np.where(peak > 0, peak, 1.0) / 127.0).astype(np.float32)
             quantized = np.rint(part / scale[:, None]).astype(np.int8)
@@ -101,9 +121,10 @@ class Int8Matrix:
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
 
-    def cosines(self, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
-        """``(r, n)`` cosine rows of the unit query rows ``unit`` against ``matrix``."""
+    def cosines(self, unit: np.ndarray) -> np.ndarray:
+        """``(r, n)`` approximate cosine rows of the unit query rows ``unit``."""
         unit = np.asarray(unit, dtype=np.float32)
+        unit = unit if self.basis is None else unit @ self.basis.T
         peak = np.abs(unit).max(axis=1)
         query_scale = (np.where(peak > 0, peak, 1.0) / QUERY_PEAK).astype(np.float32)
         query = (np.rint(unit / query_scale[:, None]) + QUERY_ZERO).astype(np.uint8)
@@ -111,10 +132,6 @@ class Int8Matrix:
         rows -= self.offset
         rows *= self.scale
         rows *= query_scale[:, None]
-        top = min(EXACT_TOP, rows.shape[1])
-        for i, row in enumerate(rows):
-            best = np.argpartition(-row, top - 1)[:top]
-            row[best] = matrix[best] @ unit[i]
         return rows
 
 
@@ -130,6 +147,9 @@ class _Precomputed:
             return self.rows
         return self.batcher(matrix, unit)
 
+    def approximate(self, matrix: np.ndarray) -> bool:
+        return self.batcher.approximate(matrix)
+
 
 @dataclass(eq=False)
 class _Request:
@@ -143,19 +163,23 @@ class _Request:
 class CosineBatcher(LeaderFollower):
     """A ``Cosines`` function (see app/routing/signals.py) shared by concurrent routes."""
 
-    def __init__(self, max_rows: int = 256, int8_min_tools: int | None = None) -> None:
+    def __init__(
+        self, max_rows: int = 256, int8_min_tools: int | None = None, int8_dims: int = 0
+    ) -> None:
         super().__init__()
         self.max_rows = max_rows
         self.int8_min_tools = int8_min_tools  # None or 0: always float32
+        self.int8_dims = int8_dims  # 0: the int8 copy keeps every dimension
         self._queue: list[_Request] = []
         self._int8: dict[int, Int8Matrix] = {}  # by id() of a live matrix
 
     def prepare(self, matrix: np.ndarray) -> None:
-        """Quantize ``matrix`` now if it is large enough (called when an index is built)."""
+        """Make ``matrix``'s approximate copy now if it is large enough (called when an index
+        is built)."""
         if not self.int8_min_tools or len(matrix) < self.int8_min_tools:
             return
         try:
-            prepared = Int8Matrix(matrix)
+            prepared = Int8Matrix(matrix, self.int8_dims)
         except Exception:  # an exact fallback, never a failed index build
             log.exception("could not quantize a %s tool matrix; using float32", matrix.shape)
             return
@@ -167,6 +191,11 @@ class CosineBatcher(LeaderFollower):
         """Whether ``matrix`` has an int8 copy (its products are then exact integers, the
         same for a row alone or in a stack)."""
         return id(matrix) in self._int8
+
+    def approximate(self, matrix: np.ndarray) -> bool:
+        """Whether ``matrix``'s cosine rows are approximate (the router then recomputes the
+        ones that can decide its answer: app/routing/signals.py)."""
+        return self.prepared(matrix)
 
     def shared(self, matrix: np.ndarray, units: list[np.ndarray]) -> list[Cosines]:
         """One product for several routes' unit rows against one int8-prepared matrix.
@@ -185,11 +214,11 @@ class CosineBatcher(LeaderFollower):
         return [np.ascontiguousarray(product[a:b]) for a, b in itertools.pairwise(bounds)]
 
     def product(self, matrix: np.ndarray, unit: np.ndarray, requests: int = 1) -> np.ndarray:
-        """Cosine rows of ``unit`` against ``matrix``: int8 if prepared, else float32 (row
-        by row for one request's few rows, one GEMM for several requests')."""
+        """Cosine rows of ``unit`` against ``matrix``: approximate (int8) if prepared, else
+        float32 (row by row for one request's few rows, one GEMM for several requests')."""
         prepared = self._int8.get(id(matrix))
         if prepared is not None:
-            return prepared.cosines(matrix, unit)
+            return prepared.cosines(unit)
         if requests == 1:
             return gemv_rows(matrix, unit)
         return (matrix @ unit.T).T  # one pass over the tool matrix

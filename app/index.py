@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.catalog import card_to_doc, embed_cards, text_hash
 from app.db import unit_of_work
 from app.encoders import Encoder
-from app.routing import RouterConfig, RouterIndex, embedding_text
+from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
 from registry import repository
 from registry.card import TRUSTED, ToolCard
 
@@ -90,12 +90,22 @@ class _Namespace:
         return matrix
 
 
+def _docs(cards: CardStore, names: list[str], summaries: dict[str, str]) -> Iterator[ToolDoc]:
+    """The router's view of each card, one decoded card at a time; notes each summary."""
+    for name in names:
+        card = cards[name]
+        summaries[name] = card.summary
+        yield card_to_doc(card)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """What routes and validation read for one namespace; never mutated once published."""
 
     index: RouterIndex
     cards: CardStore
+    # Each card's summary, what a route's answer shows (without decoding the card).
+    summaries: Mapping[str, str] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)  # values derived lazily from the above
 
 
@@ -173,13 +183,13 @@ class IndexManager:
             names = sorted(work.cards)
             cards = CardStore(dict(work.cards))
             vectors = work.vectors(session, self.encoder.name, names, self.encoder.dim)
-            docs = (card_to_doc(cards[n]) for n in names)  # one decoded card at a time
-            index = RouterIndex.build(docs, vectors, self.config)
+            summaries: dict[str, str] = {}
+            index = RouterIndex.build(_docs(cards, names, summaries), vectors, self.config)
             if self._on_matrix is not None:
                 self._on_matrix(index.embeddings)
             work.names = dict(index.positions)
             work.matrix, work.pending = index.embeddings, {}
-            snapshots[namespace] = Snapshot(index, cards)
+            snapshots[namespace] = Snapshot(index, cards, summaries)
         self._snapshots = snapshots  # one reference swap: routes see old or new, never half
 
     def start_polling(self, interval: float) -> None:

@@ -112,8 +112,7 @@ def rank_step(
             cosines=cosines,
         )
         timings = {"embed": embed_seconds, "rank": time.perf_counter() - started}
-    # Each returned card decoded once (the snapshot keeps cards as JSON: app/index.py).
-    cards = {c.name: snapshot.cards[c.name] for c in candidates} if snapshot else {}
+    summaries = snapshot.summaries if snapshot else {}
     response = RouteResponse(
         route_id=uuid.uuid4().hex,
         namespace=request.namespace,
@@ -121,7 +120,7 @@ def rank_step(
         candidates=[
             RouteCandidate(
                 name=c.name,
-                summary=cards[c.name].summary,
+                summary=summaries[c.name],
                 score=round(c.score, 6),
                 stages={k: round(v, 6) + 0.0 for k, v in c.stages.items()},  # no -0.0
                 missing_required=list(c.missing_required),
@@ -130,7 +129,8 @@ def rank_step(
         ],
     )
     if request.format != "raw" and snapshot is not None:
-        tools = [from_card(cards[c.name], request.format) for c in candidates]
+        # Each returned card decoded once (the snapshot keeps cards as JSON: app/index.py).
+        tools = [from_card(snapshot.cards[c.name], request.format) for c in candidates]
         returned = estimate_tokens(tools)
         total = _namespace_tokens(snapshot, request.format)
         response.tools = tools

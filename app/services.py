@@ -123,7 +123,9 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         bulk_threads=settings.encoder_bulk_threads,
         parallel=settings.encoder_parallel_batches,
     )
-    cosines = CosineBatcher(int8_min_tools=settings.cosine_int8_min_tools)
+    cosines = CosineBatcher(
+        int8_min_tools=settings.cosine_int8_min_tools, int8_dims=settings.cosine_int8_dims
+    )
     index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)

@@ -58,9 +58,12 @@ class Settings(BaseSettings):
     # POST /v1/route: worker threads, and the most requests one takes (and embeds) at once.
     route_workers: int = Field(default=2, ge=1, le=64)
     route_max_batch: int = Field(default=8, ge=1, le=256)
-    # Namespaces with at least this many tools score cosines on an int8 copy of their tool
-    # matrix (app/cosines.py; the best 128 per query rescored in float32); 0 turns it off.
+    # Namespaces with at least this many tools score cosines first on an approximate copy of
+    # their tool matrix: projected on its `cosine_int8_dims` principal directions (0: all of
+    # them) and quantized to int8 (app/cosines.py); the cosines that can decide the answer are
+    # then recomputed in float32 (docs/ROUTING.md). 0 tools turns it off.
     cosine_int8_min_tools: int = Field(default=5000, ge=0)
+    cosine_int8_dims: int = Field(default=256, ge=0, le=65536)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

@@ -108,7 +108,15 @@ def stage_scores(
     kw_rows = query.keyword[:, select] if "keyword" in stages else None
     emb_rows = None
     if "embedding" in stages and query_vec is not None and index.embeddings.shape[1] > 0:
-        emb_all = embedding_rows(index, query_vec, len(query.texts), cosines)
+        emb_all = embedding_rows(
+            index,
+            query_vec,
+            len(query.texts),
+            cosines,
+            query.keyword if "keyword" in stages else None,
+            eligible,
+            config.pool_size,
+        )
         emb_rows = emb_all[:, select] if emb_all is not None else None
     signal = (kw_rows is not None and keyword_hit) or emb_rows is not None
     keyword, embedding = np.zeros(cols.size), np.zeros(cols.size)

@@ -18,6 +18,9 @@ from app.routing.text import analyse
 from app.routing.types import RouterConfig
 
 MAX_QUERY_CHARS = 8000
+# When a service's cosine rows are approximate (app/cosines.py), each row's best this many
+# tools by embedding get their exact cosine (with the pool's worth of best keyword hits).
+EXACT_TOP = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +69,70 @@ def unit_rows(query_vec: np.ndarray, n_texts: int, dim: int) -> np.ndarray | Non
 
 
 def embedding_rows(
-    index: RouterIndex, query_vec: np.ndarray, n_texts: int, cosines: Cosines = gemv_rows
+    index: RouterIndex,
+    query_vec: np.ndarray,
+    n_texts: int,
+    cosines: Cosines = gemv_rows,
+    keyword: np.ndarray | None = None,
+    eligible: np.ndarray | None = None,
+    keyword_top: int = 50,
 ) -> np.ndarray | None:
     """Cosine rows over all tools: one per text, or a single row when one vector is given.
 
     ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
-    raises ValueError. ``cosines`` does the product (a service may batch it across requests).
+    raises ValueError. ``cosines`` does the product (a service may batch it across requests,
+    or approximate it: then ``exact_where_it_counts`` fixes the rows that matter, using the
+    ``keyword`` rows and the ``eligible`` tools).
     """
     unit = unit_rows(query_vec, n_texts, index.embeddings.shape[1])
-    return None if unit is None else cosines(index.embeddings, unit)
+    if unit is None:
+        return None
+    rows = cosines(index.embeddings, unit)
+    approximate = getattr(cosines, "approximate", None)
+    if approximate is not None and approximate(index.embeddings):
+        rows = np.array(rows, dtype=np.float32)  # ours to change
+        exact_where_it_counts(index.embeddings, unit, rows, keyword, eligible, keyword_top)
+    return rows
+
+
+def decisive_tools(
+    rows: np.ndarray, keyword: np.ndarray | None, eligible: np.ndarray | None, keyword_top: int
+) -> np.ndarray:
+    """Positions of the tools whose cosines can decide a route: among the eligible ones, each
+    cosine row's ``EXACT_TOP`` best and the ``keyword_top`` best by keyword (best row)."""
+    sub = rows if eligible is None else rows[:, eligible]
+    n = sub.shape[1]
+    top = min(EXACT_TOP, n)
+    picks = [np.argpartition(row, n - top)[n - top :] for row in sub]
+    if keyword is not None and keyword_top > 0:
+        best = keyword.max(axis=0) if len(keyword) > 1 else keyword[0]
+        best = best if eligible is None else best[eligible]
+        hits = np.flatnonzero(best)  # the tools some query term touches
+        if hits.size > keyword_top:
+            scores = best[hits]
+            hits = hits[np.argpartition(scores, scores.size - keyword_top)[-keyword_top:]]
+        picks.append(hits)
+    chosen = np.unique(np.concatenate(picks))
+    return chosen if eligible is None else eligible[chosen]
+
+
+def exact_where_it_counts(
+    matrix: np.ndarray,
+    unit: np.ndarray,
+    rows: np.ndarray,
+    keyword: np.ndarray | None,
+    eligible: np.ndarray | None,
+    keyword_top: int,
+) -> None:
+    """Replace, in ``rows``, approximate cosines by exact ones for the ``decisive_tools``.
+
+    A tool reaches the router's pool by its embedding, its keywords or both: the best of
+    either kind carry exact scores, so the approximation only chooses which tools those are
+    (and moves the fusion's mean and spread a little).
+    """
+    tools = decisive_tools(rows, keyword, eligible, keyword_top)
+    if tools.size:
+        rows[:, tools] = (matrix[tools] @ unit.T).T
 
 
 def prior_part(
