@@ -52,8 +52,12 @@ def principal_basis(matrix: np.ndarray, dims: int, sample: int = 16_384) -> np.n
     n, dim = matrix.shape
     if not 0 < dims < dim:
         return None
-    rows = np.asarray(matrix[:: max(1, n // sample)][:sample], dtype=np.float64)
-    _, vectors = np.linalg.eigh(rows.T @ rows)  # ascending eigenvalues
+    rows = matrix[:: max(1, n // sample)][:sample]
+    moment = np.zeros((dim, dim), dtype=np.float64)
+    for start in range(0, len(rows), 2048):  # float64 sums, float32 temporaries of 7 MB
+        part = np.asarray(rows[start : start + 2048], dtype=np.float32)
+        moment += (part.T @ part).astype(np.float64)
+    _, vectors = np.linalg.eigh(moment)  # ascending eigenvalues
     return np.ascontiguousarray(vectors[:, ::-1][:, :dims].T, dtype=np.float32)
 
 
@@ -209,6 +213,8 @@ class CosineBatcher(LeaderFollower):
 
     def stacked_product(self, matrix: np.ndarray, units: list[np.ndarray]) -> list[np.ndarray]:
         """Each of ``units``' cosine rows against ``matrix``, from one product of them all."""
+        if len(units) == 1:  # a route alone: no stacking and splitting
+            return [self.product(matrix, units[0])]
         product = self.product(matrix, np.vstack(units), len(units))
         bounds = np.cumsum([0] + [len(u) for u in units])
         return [np.ascontiguousarray(product[a:b]) for a, b in itertools.pairwise(bounds)]
