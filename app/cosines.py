@@ -9,8 +9,9 @@ Alone, a route is its own leader at once.
 
 A large matrix also gets an approximate copy when the index is built (``prepare``): its rows
 projected on their ``dims`` principal directions (256 of 896 by default) and quantized to
-int8, with products on onnxruntime's integer GEMM (VNNI where the CPU has it). That is 2.56
-bytes per tool-dimension instead of 3,584 per tool: at 10,000 tools 2.6 MB instead of 36 MB.
+int8, with products on onnxruntime's integer GEMM (VNNI where the CPU has it). That is 256
+bytes per tool instead of 3,584 (float32) or 896 (int8, every dimension): at 10,000 tools
+2.6 MB instead of 36 or 9 MB.
 Measured on an AVX2-only machine, one thread, cold cache (docs/BENCHMARKS.md): 10,000 tools
 1.2 ms (int8, all 896 dimensions) → 0.6 ms; 100,000: 8.5 → 3.1 ms.
 

@@ -114,8 +114,7 @@ def decisive_tools(
             scores = best[hits]
             hits = hits[np.argpartition(scores, scores.size - keyword_top)[-keyword_top:]]
         picks.append(hits)
-    chosen = np.sort(np.concatenate(picks))
-    chosen = chosen[np.concatenate(([True], chosen[1:] != chosen[:-1]))]  # each once
+    chosen = np.unique(np.concatenate(picks))
     return chosen if eligible is None else eligible[chosen]
 
 
