@@ -363,3 +363,98 @@ def test_root_id_does_not_break_local_refs() -> None:
         check_schema(schema, require_object=True)
         errors = make_validator(schema).iter_errors({"a": 1})
         assert [e.message for e in errors] == ["1 is not of type 'string'"]
+
+
+# The metaschema verdict is jsonschema-rs's (fast); Python's jsonschema words the refusals.
+# The two must agree on what is valid: a seeded fuzz of schemas in every supported draft,
+# each with one to three keywords set to a value that is wrong somewhere (the kinds seen in
+# cards: types, bounds, lists, regexes, refs, ids), compared verdict for verdict.
+_FUZZ_BASES: list[dict[str, Any]] = [
+    {**obj(city={"type": "string", "description": "a city"}), "required": ["city"]},
+    {
+        **obj(
+            n={"type": "integer", "minimum": 1, "maximum": 100},
+            tags={"type": "array", "items": {"type": "string"}, "minItems": 1},
+            mode={"enum": ["fast", "slow"], "default": "fast"},
+        ),
+        "additionalProperties": False,
+    },
+    {
+        **obj(when={"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]}),
+        "$defs": {"id": {"type": "string", "pattern": "^[a-z0-9-]+$"}},
+    },
+]
+_FUZZ_KEYS = (
+    "type", "minimum", "exclusiveMinimum", "multipleOf", "enum", "const", "required",
+    "properties", "items", "prefixItems", "additionalProperties", "pattern", "format",
+    "minLength", "minItems", "uniqueItems", "$ref", "$id", "$schema", "$anchor", "$defs",
+    "definitions", "anyOf", "oneOf", "allOf", "not", "if", "then", "dependentRequired",
+    "dependencies", "patternProperties", "propertyNames", "contains", "examples", "default",
+)  # fmt: skip
+_FUZZ_VALUES: tuple[Any, ...] = (
+    5, -1, 1.0, 1.5, 2**70, "x", "^(a", "date-time", "#frag", None, True, [], {}, ["a", 1],
+    ["a", "a"], {"a": 1}, {"type": "string"}, {"type": ["strin"]}, {"$ref": "#"},
+    {"$ref": "#/x"}, {"minItems": 1.0}, {"items": [{}]}, {"$anchor": "1bad"},
+)  # fmt: skip
+
+
+def _dict_nodes(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+    if isinstance(value, dict | list):
+        for child in value.values() if isinstance(value, dict) else value:
+            yield from _dict_nodes(child)
+
+
+def test_the_fast_metaschema_check_agrees_with_python_jsonschema() -> None:
+    import copy
+    import random
+
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError as MetaSchemaError
+    from jsonschema.validators import validator_for
+
+    from registry.schemas import _DRAFT_URIS, _FAST_META
+
+    rng = random.Random(0)
+    drafts = [None, *sorted(_DRAFT_URIS)]
+    verdicts = {True: 0, False: 0}
+    for _ in range(3_000):
+        schema = copy.deepcopy(rng.choice(_FUZZ_BASES))
+        for _ in range(rng.randint(1, 3)):
+            node = rng.choice(list(_dict_nodes(schema)))
+            node[rng.choice(_FUZZ_KEYS)] = copy.deepcopy(rng.choice(_FUZZ_VALUES))
+        draft = rng.choice(drafts)
+        if draft is not None:
+            schema["$schema"] = draft
+        elif "$schema" in schema:
+            del schema["$schema"]
+        cls = validator_for(schema, default=Draft202012Validator)
+        try:
+            cls.check_schema(schema, format_checker=None)
+            python_says = True
+        except MetaSchemaError:
+            python_says = False
+        assert _FAST_META[cls].is_valid(schema) is python_says, schema
+        verdicts[python_says] += 1
+    assert min(verdicts.values()) > 500  # both verdicts well exercised
+
+
+def test_a_schema_only_the_fast_check_refuses_is_still_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were jsonschema-rs stricter than Python's jsonschema on some schema, the schema is
+    refused in jsonschema-rs's words (simulated with a stricter metaschema)."""
+    import jsonschema_rs
+    from jsonschema import Draft202012Validator
+
+    from registry import schemas
+
+    stricter = jsonschema_rs.Draft202012Validator(
+        {"type": "object", "properties": {"properties": {"required": ["city"]}}}
+    )
+    monkeypatch.setitem(schemas._FAST_META, Draft202012Validator, stricter)
+    check_schema(obj(city={"type": "string"}), require_object=True)
+    error = refused(obj(town={"type": "string"}))
+    assert error.pointer == "/properties"
+    assert "not valid JSON Schema" in error.reason and "city" in error.reason
