@@ -68,14 +68,8 @@ _DRAFT_URIS = frozenset(
 # The same metaschemas compiled by jsonschema-rs: formats not asserted (as ``check_schema``
 # calls Python's with ``format_checker=None``), and nothing fetched (its drafts are built in).
 _FAST_META: dict[type, Any] = {
-    cls: fast(cls.META_SCHEMA, validate_formats=False, offline=True)
-    for cls, fast in (
-        (Draft4Validator, jsonschema_rs.Draft4Validator),
-        (Draft6Validator, jsonschema_rs.Draft6Validator),
-        (Draft7Validator, jsonschema_rs.Draft7Validator),
-        (Draft201909Validator, jsonschema_rs.Draft201909Validator),
-        (Draft202012Validator, jsonschema_rs.Draft202012Validator),
-    )
+    cls: getattr(jsonschema_rs, cls.__name__)(cls.META_SCHEMA, validate_formats=False, offline=True)
+    for cls in SUPPORTED_DRAFTS
 }
 
 # Where subschemas sit: one schema, a list of schemas, a map of name -> schema.
