@@ -94,6 +94,9 @@ def test_the_dashboard_in_a_browser(live_app: tuple[str, FastAPI], browser_page:
     page = browser_page
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    # console errors include failed loads, e.g. the /favicon.ico asked for when no icon is named
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
 
     page.goto(f"{base}/dashboard?range=all&bucket=day")
     assert "/dashboard/login" in page.url  # not signed in yet
@@ -122,4 +125,5 @@ def test_the_dashboard_in_a_browser(live_app: tuple[str, FastAPI], browser_page:
     page.goto(f"{base}/dashboard")
     assert "/dashboard/login" in page.url
     assert errors == []
+    assert console == []
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
