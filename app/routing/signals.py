@@ -99,7 +99,8 @@ def decisive_tools(
     rows: np.ndarray, keyword: np.ndarray | None, eligible: np.ndarray | None, keyword_top: int
 ) -> np.ndarray:
     """Positions of the tools whose cosines can decide a route: among the eligible ones, each
-    cosine row's ``EXACT_TOP`` best and the ``keyword_top`` best by keyword (best row)."""
+    cosine row's ``EXACT_TOP`` best and the ``keyword_top`` best by keyword (best row); a
+    tool may be named more than once."""
     sub = rows if eligible is None else rows[:, eligible]
     n = sub.shape[1]
     top = min(EXACT_TOP, n)
@@ -114,7 +115,9 @@ def decisive_tools(
             scores = best[hits]
             hits = hits[np.argpartition(scores, scores.size - keyword_top)[-keyword_top:]]
         picks.append(hits)
-    chosen = np.unique(np.concatenate(picks))
+    # Repeats are harmless (the same exact cosine written twice) and cheaper than np.unique:
+    # ranking 1.153 → 1.111 ms at 10,000 tools, 600 interleaved routes on the VNNI machine.
+    chosen = np.concatenate(picks)
     return chosen if eligible is None else eligible[chosen]
 
 
