@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -69,6 +69,16 @@ class Metrics:
             "toolreach_routes",
             "Routes answered, by namespace and result (candidates or empty)",
             ["namespace", "result"],
+            registry=self.registry,
+        )
+        self.routes_refused = Counter(
+            "toolreach_routes_refused",
+            "Routes refused at once (503 overloaded) because too many steps were waiting",
+            registry=self.registry,
+        )
+        self.route_queue = Gauge(
+            "toolreach_route_queue",
+            "Steps waiting for a route worker",
             registry=self.registry,
         )
         self.feedback = Counter(

@@ -10,6 +10,10 @@ Why not a thread per request (FastAPI's default for a plain ``def`` endpoint): w
 request's model call batched only with whoever happened to be waiting at that moment. Here
 the threads are the event loop plus ``workers``, and the queue is the batch. Measured at
 10,000 tools in docs/BENCHMARKS.md ("What limits throughput").
+
+The queue is bounded (``max_queue``): past it a step is refused at once with 503
+``overloaded`` and ``Retry-After``, instead of every later step waiting longer and longer
+while the clients time out. A refused step did no work, so a retry is safe.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from app.route_recording import rank_and_record
 from app.routes_service import step_texts
 from app.routing.signals import Cosines, unit_rows
 from app.schemas import RouteRequest, RouteResponse
-from registry.errors import Unavailable
+from registry.errors import Overloaded, Unavailable
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -55,10 +59,13 @@ def _settle(job: _Job, response: RouteResponse | None, error: BaseException | No
 
 
 class RouteExecutor:
-    def __init__(self, services: Services, workers: int = 2, max_batch: int = 8) -> None:
+    def __init__(
+        self, services: Services, workers: int = 2, max_batch: int = 8, max_queue: int = 0
+    ) -> None:
         self._services = services
         self._workers = workers
         self.max_batch = max_batch
+        self.max_queue = max_queue  # 0: no limit
         self._queue: list[_Job] = []
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -89,9 +96,20 @@ class RouteExecutor:
         with self._cond:
             if self._stopping or not self._threads:
                 raise Unavailable("the router is not running")
+            waiting = len(self._queue)
+            if self.max_queue and waiting >= self.max_queue:
+                self._services.metrics.routes_refused.inc()
+                raise Overloaded(
+                    f"the route queue is full (limit {self.max_queue}); retry shortly",
+                    {"waiting": waiting, "limit": self.max_queue},
+                )
             self._queue.append(job)
             self._cond.notify()
         return await job.future
+
+    def waiting(self) -> int:
+        """Steps queued and not yet taken by a worker."""
+        return len(self._queue)
 
     def _work(self) -> None:
         while True:

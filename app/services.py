@@ -132,8 +132,12 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     metrics = make_metrics(index, events)
     services = Services(settings, engine, factory, encoder, index, events, prior, metrics, cosines)
     services.router = RouteExecutor(
-        services, workers=settings.route_workers, max_batch=settings.route_max_batch
+        services,
+        workers=settings.route_workers,
+        max_batch=settings.route_max_batch,
+        max_queue=settings.route_max_queue,
     )
+    metrics.route_queue.set_function(services.router.waiting)
     if settings.load_demo:
         load_demo_once(services)
     index.sync()

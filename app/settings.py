@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     # POST /v1/route: worker threads, and the most requests one takes (and embeds) at once.
     route_workers: int = Field(default=2, ge=1, le=64)
     route_max_batch: int = Field(default=8, ge=1, le=256)
+    # Steps waiting for a route worker beyond which new ones are refused at once (503
+    # overloaded, Retry-After: 1) instead of waiting ever longer; 0: no limit.
+    route_max_queue: int = Field(default=256, ge=0, le=1_000_000)
     # Namespaces with at least this many tools score cosines first on an approximate copy of
     # their tool matrix: projected on its `cosine_int8_dims` principal directions (0: all of
     # them) and quantized to int8 (app/cosines.py); the cosines that can decide the answer are

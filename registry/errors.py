@@ -9,6 +9,7 @@
     ├── Conflict              409 conflict
     ├── PayloadTooLarge       413 payload_too_large
     └── Unavailable           503 unavailable           (the database or the index is not ready)
+        └── Overloaded        503 overloaded            (too many steps waiting: retry later)
 
 The web layer renders every one of them, and every other error, in one JSON shape:
 ``{"error": {"code": ..., "message": ..., "details": ...}}``.
@@ -67,3 +68,10 @@ class PayloadTooLarge(ToolReachError):
 class Unavailable(ToolReachError):
     status_code = 503
     code = "unavailable"
+
+
+class Overloaded(Unavailable):
+    """Refused before any work, so a retry is safe; the answer carries ``Retry-After``."""
+
+    code = "overloaded"
+    retry_after_seconds = 1

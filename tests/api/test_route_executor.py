@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 
 import app.route_executor as route_executor
 from app.catalog import write_cards
 from app.cosines import Int8Matrix
 from app.db import unit_of_work
 from app.encoders import FakeEncoder
+from app.main import create_app
 from app.route_executor import RouteExecutor
 from app.route_recording import route_and_record
 from app.schemas import RouteRequest
 from app.services import Services, build_services
 from registry.card import ToolCard
 from registry.errors import Unavailable
-from tests.conftest import make_settings
+from tests.conftest import ADMIN, AGENT, make_settings
 
 CARDS = [
     ToolCard(name="get_weather", description="Current weather and forecast for a city."),
@@ -211,3 +215,53 @@ def test_a_step_whose_client_left_while_it_waited_is_not_routed(
     assert encoder.calls == [[STEPS[0]], [STEPS[2]]]
     built.events.flush()
     assert built.events.written == 2  # two routes recorded, not three
+
+
+def test_past_the_queue_limit_a_step_is_refused_at_once_with_503_and_retry_after(
+    tmp_path: Path,
+) -> None:
+    encoder = GatedEncoder()
+    encoder.release.set()
+    settings = make_settings(f"sqlite:///{tmp_path}/queue.db", route_workers=1, route_max_queue=1)
+    app = create_app(settings, encoder=encoder)
+    cards = [c.model_dump(exclude_none=True) for c in CARDS]
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.post("/v1/tools/bulk", json={"tools": cards}, headers=ADMIN).is_success
+        encoder.calls.clear()
+        encoder.entered.clear()
+        encoder.release.clear()  # the next model call waits
+        router = app.state.services.router
+        answers: dict[str, httpx.Response] = {}
+
+        def post(step: str) -> None:
+            answers[step] = client.post("/v1/route", json={"query": step}, headers=AGENT)
+
+        held_step = threading.Thread(target=post, args=(STEPS[0],))
+        held_step.start()
+        assert encoder.entered.wait(10)  # step 0 is in the model, the queue is empty
+        waiting_step = threading.Thread(target=post, args=(STEPS[1],))
+        waiting_step.start()
+        deadline = time.monotonic() + 10
+        while router.waiting() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert router.waiting() == 1  # step 1 waits: the queue is full
+
+        refused = client.post("/v1/route", json={"query": STEPS[2]}, headers=AGENT)
+        metrics = client.get("/metrics").text
+        encoder.release.set()
+        held_step.join(10)
+        waiting_step.join(10)
+
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json() == {
+        "error": {
+            "code": "overloaded",
+            "message": "the route queue is full (limit 1); retry shortly",
+            "details": {"waiting": 1, "limit": 1},
+        }
+    }
+    assert "toolreach_routes_refused_total 1.0" in metrics
+    assert "toolreach_route_queue 1.0" in metrics
+    assert [answers[s].status_code for s in STEPS[:2]] == [200, 200]  # nothing lost
+    assert encoder.calls == [[STEPS[0]], [STEPS[1]]]  # the refused step never reached the model
