@@ -62,7 +62,7 @@ class ValidateRequest(Strict):
     name: Annotated[str, Field(min_length=1, max_length=256)]
     arguments: dict[str, Any] = Field(default_factory=dict)
     namespace: Namespace = "default"
-    route_id: str | None = Field(default=None, max_length=64)
+    route_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
 class CallProblem(BaseModel):

@@ -198,6 +198,14 @@ def test_validate_with_route_id_ignores_what_it_cannot_record(loop: TestClient) 
     assert report(loop, route_id, candidates[-1], outcome="error").json() == reported.json()
 
 
+def test_validate_refuses_an_empty_route_id_as_feedback_does(loop: TestClient) -> None:
+    body = {"name": "get_weather", "arguments": {}, "route_id": ""}
+    answer = loop.post("/v1/validate", json=body, headers=AGENT)  # was a 500
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "invalid_input"
+    assert answer.json()["error"]["details"][0]["loc"] == ["body", "route_id"]
+
+
 @pytest.mark.parametrize("path", ["/v1/stats", "/v1/lookalikes", "/v1/stats?bucket=hour"])
 def test_stats_urls_refuse_no_key_and_agent_keys(loop: TestClient, path: str) -> None:
     assert loop.get(path).status_code == 401

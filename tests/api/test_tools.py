@@ -108,6 +108,9 @@ def test_list_filters_and_pages(client: TestClient) -> None:
     assert client.get("/v1/tools?tag=odd", headers=AGENT).json()["total"] == 4
     assert client.get("/v1/tools?text=TOOL_06", headers=AGENT).json()["total"] == 1
     assert client.get("/v1/tools?limit=0", headers=AGENT).status_code == 422
+    assert client.get("/v1/tools?offset=2147483647", headers=AGENT).json()["items"] == []
+    past = client.get(f"/v1/tools?offset={2**85}", headers=AGENT)  # was a 500 on SQLite
+    assert past.status_code == 422 and past.json()["error"]["code"] == "invalid_input"
 
 
 def test_bulk_mixed_formats(client: TestClient) -> None:
