@@ -1,4 +1,5 @@
-"""A pure ASGI middleware that refuses bodies over the size limit with a 413, streamed or not."""
+"""Pure ASGI middlewares that refuse a request before any route sees it: a body over the size
+limit (413, streamed or not), a URL holding the NUL character (422; registry/nul.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from registry.nul import NUL
 
 
 def _message(limit: int) -> str:
@@ -43,11 +46,32 @@ class BodySizeLimit:
         await self.app(scope, limited_receive, send)
 
     async def _refuse(self, send: Send) -> None:
-        error = {"code": "payload_too_large", "message": _message(self.limit), "details": None}
-        body = json.dumps({"error": error}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _error(send, 413, "payload_too_large", _message(self.limit))
+
+
+class NoNulInUrl:
+    """Refuses a path or query string holding U+0000 (``%00``) with a 422: no route, filter or
+    database query ever sees one (PostgreSQL cannot hold it; SQLite matched nothing)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (
+            NUL in scope.get("path", "") or b"%00" in scope.get("query_string", b"")
+        ):
+            message = "the URL may not contain the NUL character (U+0000, %00)"
+            await _error(send, 422, "invalid_input", message)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _error(send: Send, status: int, code: str, message: str) -> None:
+    """An answer in the one error shape, sent before any route ran."""
+    body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -12,7 +12,7 @@ from app import dashboard
 from app.api import feedback, health, metrics, route, stats, tools, validate
 from app.encoders import Encoder
 from app.errors import install_error_handlers
-from app.limits import BodySizeLimit
+from app.limits import BodySizeLimit, NoNulInUrl
 from app.services import build_services
 from app.settings import Settings, get_settings
 
@@ -54,6 +54,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
+    app.add_middleware(NoNulInUrl)
     for module in (health, metrics, tools, validate, route, feedback, stats):
         app.include_router(module.router)
     app.include_router(dashboard.router)

@@ -8,13 +8,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry
+from registry.nul import NoNul
 
 Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
 ToolName = Annotated[str, Field(pattern=NAME_PATTERN)]
 ExportFormat = Literal["openai", "anthropic", "mcp"]
 
 
-class Strict(BaseModel):
+class Strict(NoNul):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -20,6 +20,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from registry.nul import NoNul
 from registry.schemas import SchemaError, check_schema
 
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
@@ -55,7 +56,7 @@ class ErrorEntry(BaseModel):
     suggestion: str | None = Field(default=None, max_length=2000)
 
 
-class ToolCard(BaseModel):
+class ToolCard(NoNul):
     """The native card an admin writes; ``summary`` defaults to the description's first sentence."""
 
     model_config = ConfigDict(extra="forbid")
