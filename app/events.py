@@ -6,6 +6,10 @@ full) and inserts what is buffered. While the database is down it keeps the even
 with exponential backoff up to ``retry_max_seconds``, and once the buffer holds
 ``buffer_size`` events it drops the oldest, counting each one in :attr:`dropped`. Events not
 yet written stay findable by route id (:meth:`pending`), so feedback may arrive first.
+
+A batch the database refuses for its data (a value it cannot store) is written again one
+event at a time, so one bad event is dropped, counted and logged instead of holding back
+every event behind it for ever.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import event_repository
@@ -111,7 +116,8 @@ class EventWriter:
 
     @property
     def dropped(self) -> int:
-        """Events dropped, oldest first, because the buffer was full (since start)."""
+        """Events lost since start: the oldest when the buffer was full, and any the database
+        refused for its data."""
         return self._dropped
 
     @property
@@ -148,23 +154,64 @@ class EventWriter:
             log.warning("route event buffer full: %d oldest events dropped so far", self._dropped)
 
     def write_batch(self) -> int:
-        """Write up to one batch; on failure the batch goes back to the front and this raises."""
+        """Write up to one batch; returns how many events left the buffer (written, or
+        refused for their data); on any other failure the batch goes back to the front and
+        this raises."""
+        return self._write_batch()[0]
+
+    def _write_batch(self) -> tuple[int, int]:
+        """``write_batch``'s work: (events that left the buffer, events written)."""
         with self._write_lock:
             with self._lock:
                 batch = [self._queue.popitem(last=False)[1] for _ in range(self._take())]
                 self._inflight = {r.route_id: r for r in batch}
             if not batch:
-                return 0
+                return 0, 0
             try:
                 with unit_of_work(self._factory) as session:
                     event_repository.insert_events(session, batch)
+            except (DataError, IntegrityError):
+                return len(batch), self._write_one_by_one(batch)
             except Exception:
                 self._requeue(batch)
                 raise
             with self._lock:
                 self._inflight = {}
                 self._written += len(batch)
-            return len(batch)
+            return len(batch), len(batch)
+
+    def _write_one_by_one(self, batch: list[RouteEventRecord]) -> int:
+        """A refused batch, event by event: the ones refused for their data are dropped; on
+        any other failure the rest goes back to the front of the buffer and this raises.
+        Returns how many were written."""
+        written, refused = 0, []
+        for i, record in enumerate(batch):
+            try:
+                with unit_of_work(self._factory) as session:
+                    event_repository.insert_events(session, [record])
+            except (DataError, IntegrityError):
+                refused.append(record.route_id)
+            except Exception:
+                self._requeue(batch[i:])
+                self._count(written, refused)
+                raise
+            else:
+                written += 1
+        with self._lock:
+            self._inflight = {}
+        self._count(written, refused)
+        return written
+
+    def _count(self, written: int, refused: list[str]) -> None:
+        with self._lock:
+            self._written += written
+            self._dropped += len(refused)
+        if refused:
+            log.error(
+                "the database refused %d route event(s) for their data; dropped: %s",
+                len(refused),
+                ", ".join(refused[:10]),
+            )
 
     def _take(self) -> int:
         return min(self.batch_size, len(self._queue))
@@ -180,12 +227,14 @@ class EventWriter:
     def flush(self) -> int:
         """Write until the buffer is empty, in the caller's thread; returns how many.
 
-        If the database refuses, this raises, and what was not written stays buffered.
+        If the database fails, this raises, and what was not written stays buffered.
         """
         total = 0
-        while written := self.write_batch():
+        while True:
+            taken, written = self._write_batch()
+            if not taken:
+                return total
             total += written
-        return total
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="route-events", daemon=True)

@@ -21,7 +21,14 @@ from app.event_models import RouteCandidate, RouteEvent
 from app.events import CandidateRecord, EventWriter, RouteEventRecord, stored_query
 from app.main import create_app
 from tests.api.test_tools import weather_card
-from tests.conftest import ADMIN, AGENT, PG_ADMIN_URL, _pg_execute, make_settings
+from tests.conftest import (
+    ADMIN,
+    AGENT,
+    PG_ADMIN_URL,
+    _pg_execute,
+    empty_database,
+    make_settings,
+)
 
 
 def record(n: int, **overrides: object) -> RouteEventRecord:
@@ -111,6 +118,29 @@ def test_down_database_buffers_then_writes_drops_counted(factory: sessionmaker[S
     assert writer.flush() == 5
     assert stored_ids(factory) == [f"route-{n:04d}" for n in range(3, 8)]
     assert writer.dropped == 3 and writer.buffered == 0
+
+
+def test_an_event_the_database_refuses_is_dropped_and_the_rest_written(
+    postgres_url: str,
+) -> None:
+    # PostgreSQL's text columns refuse U+0000 (SQLite stores it). The API refuses such a
+    # query up front (tests/api/test_nul_characters.py); should another value ever be
+    # refused, it used to fail its whole batch, retried for ever while later events waited.
+    empty_database(postgres_url)
+    engine = make_engine(postgres_url)
+    factory = make_session_factory(engine)
+    try:
+        writer = writer_for(factory, batch_size=10)
+        writer.submit(record(1))
+        writer.submit(record(2, query="a\x00b"))
+        writer.submit(record(3))
+        assert writer.flush() == 2
+        assert stored_ids(factory) == ["route-0001", "route-0003"]
+        assert writer.buffered == 0 and writer.dropped == 1 and writer.written == 2
+        writer.submit(record(4))  # and the writer goes on
+        assert writer.flush() == 1 and writer.written == 3
+    finally:
+        engine.dispose()
 
 
 def test_writer_thread_retries_until_the_database_is_back(factory: sessionmaker[Session]) -> None:
