@@ -49,7 +49,32 @@ class ToolList(BaseModel):
 
 
 class BulkRequest(Strict):
-    tools: list[dict[str, Any]] = Field(min_length=1, max_length=20_000)
+    tools: list[dict[str, Any]] = Field(
+        min_length=1,
+        max_length=20_000,
+        description=(
+            "Native tool cards, or OpenAI, Anthropic or MCP tools, in any mix (each one's "
+            "format detected). All land, or on any bad item none, and the answer lists the "
+            "bad ones."
+        ),
+        examples=[
+            [
+                {"name": "get_weather", "description": "Current weather for a city."},
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "send_email",
+                        "description": "Send an email.",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"to": {"type": "string"}},
+                            "required": ["to"],
+                        },
+                    },
+                },
+            ]
+        ],
+    )
     namespace: Namespace | None = None
 
 

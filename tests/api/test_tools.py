@@ -175,3 +175,18 @@ def test_round_trip_through_each_format(client: TestClient) -> None:
         put = client.put(f"/v1/tools/get_weather?namespace={fmt}", json=exported, headers=ADMIN)
         assert put.status_code == 201, put.text
         assert put.json()["parameters"] == weather_card()["parameters"]
+
+
+def test_the_openapi_examples_of_tool_bodies_are_valid_cards(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    single = schema["paths"]["/v1/tools"]["post"]["requestBody"]["content"]["application/json"]
+    bulk = schema["components"]["schemas"]["BulkRequest"]["properties"]["tools"]
+    assert "OpenAI, Anthropic or MCP" in bulk["description"]
+    (card,) = single["schema"]["examples"]
+    created = client.post("/v1/tools", json=card, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    answer = client.post(
+        "/v1/tools/bulk", json={"tools": bulk["examples"][0], "namespace": "bulk"}, headers=ADMIN
+    )
+    assert answer.status_code == 200, answer.text
+    assert sorted(answer.json()["created"]) == ["get_weather", "send_email"]
