@@ -15,7 +15,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.cosines import CosineBatcher
 from app.routes_service import rank_step, step_texts
 from app.schemas import RouteRequest
-from app.services import build_encoder, build_services
+from app.services import build_encoder
 from app.settings import Settings
 from bench.load_client import QUERIES
-from bench.route_bench import WARM_UP, fill_database
+from bench.route_bench import WARM_UP, synthetic_services
 
 
 def main() -> None:
@@ -39,12 +38,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=500)
     args = parser.parse_args()
     encoder = build_encoder(Settings(_env_file=None))  # type: ignore[call-arg]
-    with tempfile.TemporaryDirectory(prefix="toolreach-ab-") as tmp:
-        url = f"sqlite:///{tmp}/ab.db"
-        print(f"writing {args.tools} synthetic cards ...", file=sys.stderr, flush=True)
-        fill_database(url, args.tools, encoder, real=False)
-        settings = Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
-        services = build_services(settings, encoder)
+    with synthetic_services(args.tools, encoder) as services:
+        settings = services.settings
         snapshot = services.index.get("default")
         assert snapshot is not None
         variants: dict[int, CosineBatcher] = {}
@@ -76,7 +71,6 @@ def main() -> None:
                 if i >= 0:
                     embed[dims].append(embedded - started)
                     rank[dims].append(time.perf_counter() - embedded)
-        services.close()
     report = {"tools": args.tools, "rounds": args.rounds, "variants": []}
     for dims in args.dims:
         routes = [e + r for e, r in zip(embed[dims], rank[dims], strict=True)]

@@ -15,7 +15,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -31,10 +30,10 @@ import app.routes_service as routes_service
 import app.routing.pipeline as pipeline
 import app.routing.signals as signals
 from app.schemas import RouteRequest
-from app.services import build_encoder, build_services
+from app.services import build_encoder
 from app.settings import Settings
 from bench.load_client import QUERIES
-from bench.route_bench import WARM_UP, fill_database
+from bench.route_bench import WARM_UP, synthetic_services
 
 # (module or class, function name, label)
 TIMED: list[tuple[Any, str, str]] = [
@@ -79,12 +78,7 @@ def main() -> None:
     encoder = build_encoder(Settings(_env_file=None))  # type: ignore[call-arg]
     parts: dict[str, list[float]] = defaultdict(list)
     embeds, ranks = [], []
-    with tempfile.TemporaryDirectory(prefix="toolreach-pieces-") as tmp:
-        url = f"sqlite:///{tmp}/pieces.db"
-        print(f"writing {args.tools} synthetic cards ...", file=sys.stderr, flush=True)
-        fill_database(url, args.tools, encoder, real=False)
-        settings = Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
-        services = build_services(settings, encoder)
+    with synthetic_services(args.tools, encoder) as services:
         print(f"{args.rounds} routes ...", file=sys.stderr, flush=True)
         for i in range(-WARM_UP, args.rounds):
             request = RouteRequest(query=QUERIES[i % len(QUERIES)], k=3)
@@ -107,7 +101,6 @@ def main() -> None:
                 ranks.append(time.perf_counter() - embedded)
                 for _, _, label in TIMED:
                     parts[label].append(spent.get(label, 0.0))
-        services.close()
 
     def ms(values: list[float]) -> float:
         return round(statistics.median(values) * 1000, 3)

@@ -30,7 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from app.catalog import import_items  # noqa: E402
 from app.db import unit_of_work  # noqa: E402
 from app.schemas import RouteRequest  # noqa: E402
-from app.services import build_encoder, build_services  # noqa: E402
+from app.services import Services, build_encoder, build_services  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from bench.load_client import QUERIES, route_request  # noqa: E402
 from registry.card import ToolCard  # noqa: E402
@@ -178,6 +179,21 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
+
+
+@contextmanager
+def synthetic_services(size: int, encoder: Any) -> Iterator[Services]:
+    """The service's parts over `size` synthetic cards (stored vectors) in a throw-away
+    SQLite file, as the in-process scripts of bench/ measure them."""
+    with tempfile.TemporaryDirectory(prefix="toolreach-bench-") as tmp:
+        url = f"sqlite:///{tmp}/bench.db"
+        print(f"writing {size} synthetic cards ...", file=sys.stderr, flush=True)
+        fill_database(url, size, encoder, real=False)
+        services = build_services(Settings(_env_file=None, database_url=url), encoder)  # type: ignore[call-arg]
+        try:
+            yield services
+        finally:
+            services.close()
 
 
 def fill_database(url: str, size: int, encoder: Any, real: bool) -> float:
