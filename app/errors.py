@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from registry.errors import Overloaded, ToolReachError
+from registry.errors import ToolReachError
 
 log = logging.getLogger("toolreach")
 
@@ -64,10 +64,7 @@ def _clean(errors: list[Any]) -> list[dict[str, Any]]:
 
 async def _toolreach_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ToolReachError)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-    if isinstance(exc, Overloaded):
-        headers = {"Retry-After": str(exc.retry_after_seconds)}
-    return error_response(exc.status_code, exc.code, exc.message, exc.details, headers)
+    return error_response(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:

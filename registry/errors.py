@@ -17,12 +17,15 @@ The web layer renders every one of them, and every other error, in one JSON shap
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 
 class ToolReachError(Exception):
     status_code = 500
     code = "internal"
+    headers: Mapping[str, str] | None = None  # HTTP headers the answer carries
 
     def __init__(self, message: str, details: Any = None) -> None:
         super().__init__(message)
@@ -43,6 +46,7 @@ class InvalidInput(BadRequest):
 class Unauthorized(ToolReachError):
     status_code = 401
     code = "unauthorized"
+    headers = MappingProxyType({"WWW-Authenticate": "Bearer"})
 
 
 class Forbidden(ToolReachError):
@@ -74,4 +78,4 @@ class Overloaded(Unavailable):
     """Refused before any work, so a retry is safe; the answer carries ``Retry-After``."""
 
     code = "overloaded"
-    retry_after_seconds = 1
+    headers = MappingProxyType({"Retry-After": "1"})
