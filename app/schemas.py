@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, model_validator
+from pydantic_core import PydanticCustomError
 
-from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry
+from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
 from registry.nul import NoNul
 
 Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
@@ -48,8 +49,95 @@ class ToolList(BaseModel):
     format: Literal["native", "openai", "anthropic", "mcp"] = "native"
 
 
+class OpenAIFunction(BaseModel):
+    """The ``function`` of an OpenAI Chat Completions tool."""
+
+    model_config = ConfigDict(extra="allow", title="OpenAI function")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = Field(min_length=1, max_length=8000)
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="JSON Schema of the arguments; none: no arguments"
+    )
+
+
+class OpenAIChatTool(BaseModel):
+    """An OpenAI Chat Completions function tool, as sent in ``tools``; other keys (e.g.
+    ``strict``) are accepted and not stored."""
+
+    model_config = ConfigDict(extra="allow", title="OpenAI tool (Chat Completions)")
+
+    type: Literal["function"]
+    function: OpenAIFunction
+
+
+class OpenAIResponsesTool(BaseModel):
+    """An OpenAI Responses API function tool (the flat form); other keys are not stored."""
+
+    model_config = ConfigDict(extra="allow", title="OpenAI tool (Responses)")
+
+    type: Literal["function"]
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = Field(min_length=1, max_length=8000)
+    parameters: dict[str, Any] | None = None
+
+
+class AnthropicTool(BaseModel):
+    """An Anthropic Messages API tool; other keys (e.g. ``cache_control``) are not stored."""
+
+    model_config = ConfigDict(extra="allow", title="Anthropic tool")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = Field(min_length=1, max_length=8000)
+    input_schema: dict[str, Any]
+
+
+class MCPTool(BaseModel):
+    """An MCP tool as ``tools/list`` returns it. Its title (or ``annotations.title``) becomes
+    the card's summary, and stands in for a missing description; ``outputSchema`` becomes
+    ``returns``."""
+
+    model_config = ConfigDict(extra="allow", title="MCP tool")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    title: str | None = None
+    description: str | None = Field(
+        default=None, description="required unless the tool has a title"
+    )
+    inputSchema: dict[str, Any]
+    outputSchema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+
+
+def _tool_object(value: Any) -> dict[str, Any]:
+    """Only the JSON-object check here: each item is parsed, in whichever format it is, and
+    its problems reported together by the import (app/catalog.py)."""
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "tool_object",
+            "a tool must be a JSON object, not {kind}",
+            {"kind": type(value).__name__},
+        )
+    return value
+
+
+ToolInput = Annotated[
+    dict[str, Any],
+    PlainValidator(
+        _tool_object,
+        # What the OpenAPI document shows: each format the service detects.
+        json_schema_input_type=ToolCard
+        | OpenAIChatTool
+        | OpenAIResponsesTool
+        | AnthropicTool
+        | MCPTool,
+    ),
+]
+"""A tool in any format the service reads (registry/formats.py), checked to be an object."""
+
+
 class BulkRequest(Strict):
-    tools: list[dict[str, Any]] = Field(
+    tools: list[ToolInput] = Field(
         min_length=1,
         max_length=20_000,
         description=(

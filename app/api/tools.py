@@ -9,7 +9,15 @@ from fastapi import APIRouter, Body, Query, Response
 from app import catalog
 from app.deps import AdminDep, AgentDep, ServicesDep, SessionDep
 from app.errors import ERROR_SHAPE
-from app.schemas import BulkRequest, BulkResult, ExportFormat, Namespace, ToolList, ToolRead
+from app.schemas import (
+    BulkRequest,
+    BulkResult,
+    ExportFormat,
+    Namespace,
+    ToolInput,
+    ToolList,
+    ToolRead,
+)
 from registry import repository
 from registry.errors import InvalidInput
 from registry.formats import from_card
@@ -25,7 +33,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     code: ERROR_SHAPE for code in (400, 401, 403, 404, 409, 413, 422)
 }
 ToolBody = Annotated[
-    dict[str, Any],
+    ToolInput,
     Body(
         description="A native tool card, or an OpenAI, Anthropic or MCP tool (detected).",
         examples=[
@@ -97,7 +105,10 @@ def put_tool(
     _admin: AdminDep,
     namespace: NamespaceQuery = None,
 ) -> ToolRead:
-    """Create the tool (201) or add a new version of it (200); unchanged content adds none."""
+    """Create the tool (201) or add a new version of it (200); unchanged content adds none.
+
+    The body may leave out the name: the path gives it.
+    """
     card = catalog.parse_card({"name": name, **body}, namespace)
     if card.name != name:
         raise InvalidInput(f"the body names {card.name!r} but the path names {name!r}")

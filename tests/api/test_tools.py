@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.testclient import TestClient
+from jsonschema import Draft202012Validator
 
 from tests.conftest import ADMIN, AGENT
 
@@ -190,3 +191,59 @@ def test_the_openapi_examples_of_tool_bodies_are_valid_cards(client: TestClient)
     )
     assert answer.status_code == 200, answer.text
     assert sorted(answer.json()["created"]) == ["get_weather", "send_email"]
+
+
+def published_tool_schema(client: TestClient, *where: str) -> Draft202012Validator:
+    """A validator for the JSON Schema the OpenAPI document gives at ``where`` (its $refs
+    resolved against the document itself)."""
+    document = client.get("/openapi.json").json()
+    node: Any = document
+    for key in where:
+        node = node[key]
+    return Draft202012Validator({**document, **node})
+
+
+def test_the_openapi_document_describes_each_tool_format(client: TestClient) -> None:
+    bulk_item = published_tool_schema(
+        client, "components", "schemas", "BulkRequest", "properties", "tools", "items"
+    )
+    single = published_tool_schema(
+        client, "paths", "/v1/tools", "post", "requestBody", "content", "application/json", "schema"
+    )
+    client.post("/v1/tools", json=weather_card(), headers=ADMIN)
+    exported = [
+        client.get(f"/v1/tools/get_weather?format={fmt}", headers=AGENT).json()
+        for fmt in ("openai", "anthropic", "mcp")
+    ]
+    flat = {"type": "function", **exported[0]["function"]}  # the Responses API's flat form
+    for tool in [weather_card(), flat, *exported]:
+        assert bulk_item.is_valid(tool) and single.is_valid(tool), tool
+    for not_a_tool in (
+        {"function": {"name": "x", "description": "y"}},  # no type
+        {"name": "x", "input_schema": {}},  # Anthropic without a description
+        {"name": "bad name", "description": "y"},
+        {"name": "x", "description": "y", "color": "red"},  # no such card field
+        ["get_weather"],
+    ):
+        assert not bulk_item.is_valid(not_a_tool), not_a_tool
+    titles = {
+        client.get("/openapi.json").json()["components"]["schemas"][ref.split("/")[-1]]["title"]
+        for ref in (o["$ref"] for o in bulk_item.schema["anyOf"])
+    }
+    assert titles == {
+        "ToolCard",
+        "OpenAI tool (Chat Completions)",
+        "OpenAI tool (Responses)",
+        "Anthropic tool",
+        "MCP tool",
+    }
+
+
+def test_a_tool_that_is_not_an_object_is_refused_in_the_error_shape(client: TestClient) -> None:
+    bulk = client.post("/v1/tools/bulk", json={"tools": [weather_card(), 5]}, headers=ADMIN)
+    single = client.put("/v1/tools/get_weather", json=["get_weather"], headers=ADMIN)
+    for answer in (bulk, single):
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"]["code"] == "invalid_input"
+        assert "a tool must be a JSON object, not" in answer.text
+    assert client.get("/v1/tools", headers=AGENT).json()["total"] == 0
