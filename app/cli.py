@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
+from app import cli_args
 from app.encoders import ENCODER_KINDS
 from app.settings import Settings, SettingsError, load_settings
 
@@ -26,23 +27,41 @@ class CliError(Exception):
 def read_items(path: Path) -> list[Any]:
     """Tools from a JSON list, a JSONL file (one tool a line) or a YAML list."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark is no error
     except OSError as exc:
         raise CliError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if path.suffix == ".jsonl":
+        return [
+            _jsonl_line(path, n, line)
+            for n, line in enumerate(text.splitlines(), 1)
+            if line.strip()
+        ]
     try:
-        if path.suffix == ".jsonl":
-            items: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
-        elif path.suffix in (".yaml", ".yml"):
-            items = yaml.safe_load(text)
-        else:
-            items = json.loads(text)
+        items: Any = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise CliError(f"{path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
+        kind = "YAML" if path.suffix in (".yaml", ".yml") else "JSON"
+        raise CliError(f"{path}: not valid {kind}: {exc}") from None
     if isinstance(items, dict) and isinstance(items.get("tools"), list):
         items = items["tools"]
     if not isinstance(items, list):
         raise CliError(f"{path}: expected a list of tools (or {{'tools': [...]}})")
     return items
+
+
+def _jsonl_line(path: Path, number: int, line: str) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write: {exc.strerror}") from None
 
 
 def _services(settings: Settings) -> Any:
@@ -56,6 +75,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.main import create_app
 
+    _check_port_free(args.host, args.port)
+    _check_database(settings)  # a wrong URL or an unmigrated database: one clear line
     # A missing model the encoder runs is built here, with a clear error if it cannot be.
     _build_models(settings, force=False, encoder=settings.encoder)
 
@@ -66,6 +87,29 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         log_level=settings.log_level,
     )
     return 0
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Before the models load: a port in use is said at once, not after a minute."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise CliError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise CliError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _check_database(settings: Settings) -> None:
+    from app.services import open_database
+
+    open_database(settings).dispose()
 
 
 def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
@@ -87,7 +131,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             f"{'.'.join(map(str, p.get('loc', []))) or '(tool)'}: {p['message']}"
             for p in reject["problems"] or []
         )
-        print(f"rejected item {reject['index']} ({reject['name']}): {problems}", file=sys.stderr)
+        name = reject["name"] or "no name"
+        print(f"rejected item {reject['index']} ({name}): {problems}", file=sys.stderr)
     if batch.rejects and not args.skip_invalid:
         print(
             f"{len(batch.rejects)} invalid of {len(items)}; nothing imported "
@@ -136,7 +181,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     engine.dispose()
     text = json.dumps(out, ensure_ascii=False, indent=2)
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        _write_text(Path(args.output), text + "\n")
         print(f"exported {len(out)} tools to {args.output}", file=sys.stderr)
     else:
         print(text)
@@ -146,7 +191,10 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_init_local(args: argparse.Namespace, _settings: Settings) -> int:
     """Create `.env` with a fresh admin key and the demo catalog switched on, once."""
     env = Path(args.env_file)
-    lines = env.read_text(encoding="utf-8").splitlines() if env.exists() else []
+    try:
+        lines = env.read_text(encoding="utf-8").splitlines() if env.exists() else []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{env}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     values = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
     added = []
     if not values.get("TOOLREACH_ADMIN_KEYS"):
@@ -154,7 +202,7 @@ def cmd_init_local(args: argparse.Namespace, _settings: Settings) -> int:
     if "TOOLREACH_LOAD_DEMO" not in values:
         added.append("TOOLREACH_LOAD_DEMO=true")
     if added:
-        env.write_text("\n".join([*lines, *added]) + "\n", encoding="utf-8")
+        _write_text(env, "\n".join([*lines, *added]) + "\n")
         env.chmod(0o600)
     key = dict(line.split("=", 1) for line in [*lines, *added] if "=" in line)[
         "TOOLREACH_ADMIN_KEYS"
@@ -205,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=cli_args.port, default=8000)
     serve.set_defaults(handler=cmd_serve)
 
     sub.add_parser("migrate", help="upgrade the database schema to head").set_defaults(
@@ -227,11 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="route a labelled dataset and print quality metrics")
     ev.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")
     ev.add_argument("--json", action="store_true", help="machine-readable output")
-    ev.add_argument("--limit", type=int, help="only the first N queries")
+    ev.add_argument("--limit", type=cli_args.at_least_one, help="only the first N queries")
     ev.add_argument("--encoder", choices=list(ENCODER_KINDS))
     ev.add_argument(
         "--replay-feedback",
-        type=float,
+        type=cli_args.fraction,
         metavar="FRACTION",
         help="report this share of the queries as feedback, then score the rest with and "
         "without the usage prior",
@@ -268,12 +316,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a clear line, never a stack trace, for expected failures
-        from app.migrate import NotMigrated
+        message = _expected_failure(exc)
+        if message is None:
+            raise
+        print(f"toolreach: {message}", file=sys.stderr)
+        return 2
 
-        if isinstance(exc, NotMigrated):
-            print(f"toolreach: {exc}", file=sys.stderr)
-            return 2
-        raise
+
+def _expected_failure(exc: Exception) -> str | None:
+    """The one line to print for a failure the user can fix (a bad dataset, an unmigrated
+    or unreachable database), else None. Imported here: these modules are heavy."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.evaluate import DatasetError
+    from app.migrate import NotMigrated
+
+    if isinstance(exc, DatasetError | NotMigrated):
+        return str(exc)
+    if isinstance(exc, OperationalError):  # no server there, no such database, no file
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        return f"cannot use the database: {reason}"
+    return None
 
 
 if __name__ == "__main__":

@@ -10,21 +10,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from app import cli_args
 from app.settings import Settings
-
-
-def _positive(value: str) -> float:
-    number = float(value)
-    if number <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return number
-
-
-def _share(value: str) -> float:
-    number = float(value)
-    if not 0 <= number <= 1:
-        raise argparse.ArgumentTypeError("must be between 0 and 1")
-    return number
 
 
 def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
@@ -98,7 +85,7 @@ def add_commands(sub: Any) -> None:
     purge = sub.add_parser("purge", help="delete route events and feedback past the retention")
     purge.add_argument(
         "--older-than",
-        type=_positive,
+        type=cli_args.days,
         metavar="DAYS",
         help="age cut-off in days (default: TOOLREACH_EVENT_RETENTION_DAYS)",
     )
@@ -108,8 +95,10 @@ def add_commands(sub: Any) -> None:
     sim.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")
     sim.add_argument("--url", default="http://127.0.0.1:8000")
     sim.add_argument("--namespace", default="simulated")
-    sim.add_argument("--failure-rate", type=_share, default=0.1, help="share of outcome=error")
-    sim.add_argument("--limit", type=int, help="only the first N queries")
+    sim.add_argument(
+        "--failure-rate", type=cli_args.share, default=0.1, help="share of outcome=error"
+    )
+    sim.add_argument("--limit", type=cli_args.at_least_one, help="only the first N queries")
     sim.add_argument("--key", help="agent key (default: TOOLREACH_AGENT_KEYS, else the admin key)")
     sim.add_argument("--admin-key", help="admin key (default: TOOLREACH_ADMIN_KEYS)")
     sim.add_argument("--seed", type=int, default=0, help="for the failures drawn")

@@ -27,8 +27,10 @@ from app.encoders import Encoder
 from app.evaluate import (
     METRICS,
     NAMESPACE,
+    DatasetError,
     Query,
     load_dataset,
+    loaded_tools,
     mean_scores,
     score,
     throwaway_services,
@@ -50,7 +52,7 @@ def split(queries: Sequence[Query], fraction: float, seed: int) -> tuple[list[Qu
         raise ValueError("the feedback fraction must be between 0 and 1 (exclusive)")
     order = list(queries)
     random.Random(seed).shuffle(order)
-    cut = round(len(order) * fraction)
+    cut = min(max(round(len(order) * fraction), 1), len(order) - 1)  # neither side empty
     return order[:cut], order[cut:]
 
 
@@ -114,13 +116,14 @@ def grouped(rows: list[dict[str, float]], seen: list[bool]) -> dict[str, dict[st
     }
 
 
-def _load(services: Services, tools: list[dict[str, Any]]) -> set[str]:
+def _load(services: Services, tools: list[dict[str, Any]], path: Path) -> set[str]:
     """Register the dataset's valid tools; returns their names."""
     batch = parse_batch(tools, NAMESPACE)
+    names = loaded_tools(batch, path)
     with unit_of_work(services.session_factory) as session:
         write_cards(session, services.encoder, batch.cards)
     services.index.sync()
-    return {card.name for card in batch.cards}
+    return names
 
 
 def replay_prior(
@@ -134,8 +137,13 @@ def replay_prior(
     """Score held-out queries without the prior, at cold start, and with the prior."""
     tools, queries = load_dataset(data, limit)
     with throwaway_services(settings, encoder) as services:
-        loaded = _load(services, tools)
+        loaded = _load(services, tools, data / "tools.jsonl")
         playable = [Query(q.text, q.relevant & loaded) for q in queries if q.relevant & loaded]
+        if len(playable) < 2:
+            raise DatasetError(
+                f"{data / 'queries.jsonl'}: {len(playable)} queries name a registered tool; "
+                "replaying feedback needs at least 2"
+            )
         fed, held = split(playable, fraction, seed)
         vectors = encode_queries(services.encoder, held)
         services.prior.refresh()  # no feedback yet: the cold-start prior

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from app.catalog import parse_batch, write_cards
+from app.catalog import ParsedBatch, parse_batch, write_cards
 from app.db import unit_of_work
 from app.encoders import Encoder
 from app.routing import query_texts, route
@@ -53,18 +53,100 @@ def safe_name(name: str) -> str:
     return _INVALID_NAME_CHARS.sub("_", name)[:128]
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+class DatasetError(ValueError):
+    """A dataset file the command cannot use; the message names the file and line."""
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; DatasetError on the first bad one."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark is no error
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise DatasetError(f"{path}:{number}: expected a JSON object, not {kind(item)}")
+        yield number, item
+
+
+def kind(value: Any) -> str:
+    """The JSON name of a value's type, for messages."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number" if isinstance(value, int | float) else "a value")
+
+
+def _tool(path: Path, number: int, item: dict[str, Any]) -> dict[str, Any]:
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise DatasetError(f"{path}:{number}: a tool needs a 'name' string")
+    return {**item, "name": safe_name(name)}
+
+
+def _query(path: Path, number: int, item: dict[str, Any]) -> Query:
+    text, relevant = item.get("query"), item.get("relevant")
+    if not isinstance(text, str) or not text.strip():
+        raise DatasetError(f"{path}:{number}: a query needs a non-empty 'query' string")
+    if (
+        not isinstance(relevant, list)
+        or not relevant
+        or not all(isinstance(n, str) and n for n in relevant)
+    ):
+        raise DatasetError(
+            f"{path}:{number}: 'relevant' must be a non-empty list of tool names, "
+            f"not {kind(relevant)}"
+        )
+    return Query(text, frozenset(safe_name(n) for n in relevant))
 
 
 def load_dataset(data: Path, limit: int | None = None) -> tuple[list[dict[str, Any]], list[Query]]:
-    tools = [{**t, "name": safe_name(t["name"])} for t in read_jsonl(data / "tools.jsonl")]
-    queries = [
-        Query(q["query"], frozenset(safe_name(n) for n in q["relevant"]))
-        for q in read_jsonl(data / "queries.jsonl")
-    ]
+    """The tools and (the first ``limit``) queries of a dataset folder; DatasetError if a
+    line is unusable or either file holds nothing."""
+    tools_path, queries_path = data / "tools.jsonl", data / "queries.jsonl"
+    tools = [_tool(tools_path, n, item) for n, item in read_jsonl(tools_path)]
+    queries = [_query(queries_path, n, item) for n, item in read_jsonl(queries_path)]
+    for path, rows in ((tools_path, tools), (queries_path, queries)):
+        if not rows:
+            raise DatasetError(f"{path}: no {path.stem} in it")
     return tools, queries[:limit] if limit else queries
+
+
+def loaded_tools(batch: ParsedBatch, path: Path) -> set[str]:
+    """The names of the tools that can be registered; DatasetError if there are none."""
+    if not batch.cards:
+        raise DatasetError(
+            f"{path}: none of its {len(batch.rejects)} tools is a valid card "
+            f"(the first: {first_problem(batch.rejects[0])})"
+        )
+    return {card.name for card in batch.cards}
+
+
+def first_problem(reject: dict[str, Any]) -> str:
+    """One rejected tool's first problem, as a line."""
+    problems = reject.get("problems") or [{"message": "rejected"}]
+    return f"{reject.get('name') or 'unnamed'}: {problems[0].get('message')}"
+
+
+def unknown_labels(queries: Sequence[Query], known: set[str]) -> int:
+    """How many queries name a tool that is not registered (unknown, or rejected); said on
+    stderr, since each such name can only be a miss."""
+    count = sum(1 for q in queries if not q.relevant <= known)
+    if count:
+        print(
+            f"warning: {count} of {len(queries)} queries name a tool that is not registered "
+            "(not in tools.jsonl, or rejected); those names count as misses",
+            file=sys.stderr,
+        )
+    return count
 
 
 def hit_at_1(ranked: Sequence[str], relevant: frozenset[str]) -> float:
@@ -116,6 +198,7 @@ def evaluate(
     tools, queries = load_dataset(data, limit)
     with throwaway_services(settings, encoder) as services:
         batch = parse_batch(tools, NAMESPACE)
+        unknown = unknown_labels(queries, loaded_tools(batch, data / "tools.jsonl"))
         with (
             tqdm(total=len(batch.cards), desc="embedding tools", file=sys.stderr) as bar,
             unit_of_work(services.session_factory) as session,
@@ -123,7 +206,8 @@ def evaluate(
             write_cards(session, services.encoder, batch.cards, progress=bar.update)
         services.index.sync()
         snapshot = services.index.get(NAMESPACE)
-        assert snapshot is not None
+        if snapshot is None:  # loaded_tools saw cards: only a failed write leaves none
+            raise RuntimeError("the evaluation registry is empty after writing its tools")
         vectors = _encode_queries(services.encoder, [q.text for q in queries])
         per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
         for query, vector in tqdm(
@@ -145,6 +229,7 @@ def evaluate(
         "tools": len(batch.cards),
         "rejected_tools": [r["name"] for r in batch.rejects],
         "queries": len(queries),
+        "queries_naming_unregistered_tools": unknown,
         "model": services.encoder.name,
         "results": {variant: mean_scores(rows) for variant, rows in per_variant.items()},
     }

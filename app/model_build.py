@@ -97,9 +97,13 @@ def _quantize_weights(source: Path, out: Path) -> None:
     graph = onnx.load(str(source)).graph
     weights = {init.name for init in graph.initializer}
     weight_matmuls = [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    # The quantizer logs a pre-processing hint through `logging.warning`, which on a root
+    # logger without handlers also installs one (basicConfig) that then prints every library's
+    # debug lines for the rest of the process. A handler of our own, and ERROR, for the call.
     root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)  # the quantizer logs a pre-processing hint on the root logger
+    level, quiet = root.level, logging.NullHandler()
+    root.setLevel(logging.ERROR)
+    root.addHandler(quiet)
     try:
         quantize_dynamic(
             str(source),
@@ -110,6 +114,7 @@ def _quantize_weights(source: Path, out: Path) -> None:
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
     finally:
+        root.removeHandler(quiet)
         root.setLevel(level)
 
 

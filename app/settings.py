@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
 from app.encoders import EncoderKind
 from app.routing import RouterConfig
@@ -182,6 +183,9 @@ def load_settings(**overrides: object) -> Settings:
             for err in exc.errors()
         )
         raise SettingsError(f"bad setting: {problems}") from None
+    except SourceError as exc:  # e.g. TOOLREACH_ROUTER='{bad': not JSON
+        cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+        raise SettingsError(f"bad setting: {exc}{cause}") from None
 
 
 @lru_cache

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from app.catalog import parse_batch
-from app.evaluate import Query, load_dataset
+from app.evaluate import Query, load_dataset, loaded_tools
 
 BULK_CHUNK = 200  # tools per bulk request: well under the default body limit
 ERROR_CODE = "SIMULATED_FAILURE"
@@ -44,6 +44,7 @@ class SimulateOptions:
 class SimulationSummary:
     tools: int = 0
     rejected_tools: list[str] = field(default_factory=list)
+    registered: set[str] = field(default_factory=set)
     routes: int = 0
     verdicts: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -86,8 +87,9 @@ def register(
 ) -> SimulationSummary:
     """Register every valid tool of the dataset in the namespace, in chunks."""
     batch = parse_batch(tools, options.namespace)
-    rejected = {str(r["name"]) for r in batch.rejects}
-    valid = [t for t in tools if str(t.get("name")) not in rejected]
+    registered = loaded_tools(batch, options.data / "tools.jsonl")
+    rejected = {r["index"] for r in batch.rejects}  # by position: a name's first copy stays
+    valid = [t for i, t in enumerate(tools) if i not in rejected]
     for start in range(0, len(valid), BULK_CHUNK):
         chunk = valid[start : start + BULK_CHUNK]
         response = client.post(
@@ -98,7 +100,8 @@ def register(
         if response.is_error:
             status = response.status_code
             raise SimulationError(f"registering tools: HTTP {status}: {response.text[:300]}")
-    return SimulationSummary(tools=len(valid), rejected_tools=sorted(rejected))
+    names = sorted(str(r["name"]) for r in batch.rejects)
+    return SimulationSummary(tools=len(valid), rejected_tools=names, registered=registered)
 
 
 def pick_choice(relevant: Iterable[str], candidates: Sequence[str]) -> str:
@@ -135,7 +138,7 @@ def simulate(
     """Register the dataset's tools, then replay its queries as an agent would."""
     tools, queries = load_dataset(options.data, options.limit)
     summary = register(client, tools, options)
-    known = {t["name"] for t in tools} - set(summary.rejected_tools)
+    known = summary.registered
     rng = random.Random(options.seed)
     playable = [Query(q.text, q.relevant & known) for q in queries if q.relevant & known]
     for query in progress(playable):

@@ -19,6 +19,7 @@ TOOLS = [
     {"name": "PDF&URLTool", "description": "Summarise a PDF document found at a URL."},
     {"name": "EmailSender", "description": "Send an email message to someone."},
     {"name": "Broken"},  # no description: rejected, and its queries skipped
+    {"name": "EmailSender", "description": "A second copy: rejected, the first one stays."},
 ]
 QUERIES = [
     ("what is the weather in Lyon", ["WeatherNow"]),
@@ -50,7 +51,8 @@ def test_simulate_registers_routes_and_reports(loop: TestClient, dataset: Path) 
     summary = simulate(loop, options)
     draws = random.Random(1)
     errors = sum(draws.random() < 0.5 for _ in range(5))
-    assert (summary.tools, summary.rejected_tools, summary.routes) == (3, ["Broken"], 5)
+    assert (summary.tools, summary.routes) == (3, 5)
+    assert summary.rejected_tools == ["Broken", "EmailSender"]
     assert sum(summary.verdicts.values()) == 5 and summary.failed_requests == 0
     assert summary.outcomes == {"error": errors, "success": 5 - errors}
     assert any("routed 5 queries, reported 5 choices" in line for line in summary.lines())

@@ -1,0 +1,179 @@
+"""User mistakes on the `toolreach` command line: one clear line and exit status 2 (argparse's
+own errors too), never a Python traceback — each case below was a traceback or a silent
+wrong answer before."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from tests.api.test_tools import weather_card
+
+TOOL = {"name": "WeatherNow", "description": "Current weather for a city."}
+QUERY = {"query": "weather in Lyon", "relevant": ["WeatherNow"]}
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOOLREACH_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("TOOLREACH_ENCODER", "fake")
+    return tmp_path
+
+
+def dataset(root: Path, tools: bytes, queries: bytes) -> Path:
+    data = root / "data"
+    data.mkdir(exist_ok=True)
+    (data / "tools.jsonl").write_bytes(tools)
+    (data / "queries.jsonl").write_bytes(queries)
+    return data
+
+
+def lines(*items: object) -> bytes:
+    return "".join(json.dumps(item) + "\n" for item in items).encode()
+
+
+def fails_clearly(argv: list[str], capsys: pytest.CaptureFixture[str], *expected: str) -> str:
+    """Runs ``argv``, which must end with status 2 and a message holding each ``expected``."""
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse refuses an argument this way
+        status = exit_.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "Traceback" not in err
+    for text in expected:
+        assert text in err, err
+    return err
+
+
+GOOD_TOOLS, GOOD_QUERIES = lines(TOOL), lines(QUERY)
+
+
+@pytest.mark.parametrize(
+    ("tools", "queries", "expected"),
+    [
+        (GOOD_TOOLS, GOOD_QUERIES[:-1] + b"\n{not json\n", "queries.jsonl:2: not valid JSON"),
+        (
+            GOOD_TOOLS + b"\xff\xfe\n",
+            GOOD_QUERIES,
+            f"tools.jsonl: not UTF-8 text (byte {len(GOOD_TOOLS)})",
+        ),
+        (GOOD_TOOLS, GOOD_QUERIES + b"[1, 2]\n", "queries.jsonl:2: expected a JSON object"),
+        (lines({"description": "no name"}), GOOD_QUERIES, "tools.jsonl:1: a tool needs a 'name'"),
+        (GOOD_TOOLS, lines({"relevant": ["WeatherNow"]}), "queries.jsonl:1: a query needs"),
+        (GOOD_TOOLS, lines({"query": None, "relevant": ["x"]}), "queries.jsonl:1: a query needs"),
+        (GOOD_TOOLS, lines({**QUERY, "relevant": []}), "'relevant' must be a non-empty list"),
+        (GOOD_TOOLS, lines({**QUERY, "relevant": "WeatherNow"}), "not a string"),
+        (b"", GOOD_QUERIES, "tools.jsonl: no tools in it"),
+        (GOOD_TOOLS, b"\n", "queries.jsonl: no queries in it"),
+        (lines({"name": "x"}), GOOD_QUERIES, "none of its 1 tools is a valid card (the first: x:"),
+    ],
+)
+def test_eval_names_the_file_and_line_of_a_bad_dataset(
+    env: Path,
+    capsys: pytest.CaptureFixture[str],
+    tools: bytes,
+    queries: bytes,
+    expected: str,
+) -> None:
+    data = dataset(env, tools, queries)
+    fails_clearly(["eval", "--data", str(data)], capsys, expected)
+    fails_clearly(["eval", "--data", str(data), "--replay-feedback", "0.5"], capsys, expected)
+    argv = ["simulate", "--data", str(data), "--admin-key", "k" * 32, "--url", "http://0:9"]
+    fails_clearly(argv, capsys, expected)
+
+
+def test_eval_accepts_a_byte_order_mark_and_warns_of_labels_it_cannot_find(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = {"query": "send an email", "relevant": ["EmailSender"]}
+    data = dataset(env, b"\xef\xbb\xbf" + GOOD_TOOLS, lines(QUERY, other))
+    assert main(["eval", "--data", str(data), "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["queries"] == 2 and report["queries_naming_unregistered_tools"] == 1
+    assert "1 of 2 queries name a tool that is not registered" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["eval", "--data", ".", "--limit", "-1"], "must be 1 or more"),
+        (["eval", "--data", ".", "--replay-feedback", "1"], "between 0 and 1 (exclusive)"),
+        (["eval", "--data", ".", "--replay-feedback", "nan"], "not a finite number"),
+        (["purge", "--older-than", "1e9"], "at most 36500"),
+        (["purge", "--older-than", "inf"], "not a finite number"),
+        (["purge", "--older-than", "abc"], "not a number: 'abc'"),
+        (["serve", "--port", "70000"], "a TCP port is 1 to 65535"),
+        (["simulate", "--data", ".", "--limit", "0"], "must be 1 or more"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_work(
+    env: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    fails_clearly(argv, capsys, expected)
+
+
+def test_import_reports_the_line_of_a_bad_jsonl_and_undecodable_bytes(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (env / "t.jsonl").write_text(json.dumps(weather_card()) + "\n\n{oops\n")
+    fails_clearly(["import", "t.jsonl"], capsys, "t.jsonl:3: not valid JSON")
+    (env / "u.json").write_bytes(b'[{"name": "caf\xe9"}]')
+    fails_clearly(["import", "u.json"], capsys, "u.json: not UTF-8 text (byte 14)")
+
+
+def test_export_and_init_local_say_when_they_cannot_write(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (env / "adir").mkdir()
+    fails_clearly(["export", "-o", "adir"], capsys, "adir: cannot write")
+    fails_clearly(["export", "-o", "missing/x.json"], capsys, "missing/x.json: cannot write")
+    fails_clearly(["init-local", "--env-file", "adir"], capsys, "adir: cannot read")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://postgres@127.0.0.1:1/none",  # nothing listens there
+        "postgresql://postgres@127.0.0.1:5432/toolreach_no_such_database",
+        "sqlite:////nonexistent/folder/x.db",
+    ],
+)
+@pytest.mark.parametrize("command", [["migrate"], ["export"], ["purge"], ["serve", "--port", "1"]])
+def test_a_database_that_cannot_be_used_is_one_line(
+    env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    url: str,
+    command: list[str],
+) -> None:
+    monkeypatch.setenv("TOOLREACH_DATABASE_URL", url)
+    fails_clearly(command, capsys, "toolreach: cannot use the database: ")
+
+
+def test_a_settings_value_that_is_not_json_is_named(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOOLREACH_ROUTER", "{bad")
+    fails_clearly(["migrate"], capsys, 'bad setting: error parsing value for field "router"')
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_serve_on_a_port_in_use_says_so_before_loading_anything(
+    env: Path, capsys: pytest.CaptureFixture[str], busy_port: int
+) -> None:
+    fails_clearly(["serve", "--port", str(busy_port)], capsys, f"127.0.0.1:{busy_port}: ")
