@@ -7,7 +7,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
+
+# The database cannot be used right now (down, restarting, refusing connections, the pool
+# exhausted, SQLite locked past its busy timeout): the API answers 503 (app/errors.py).
+DATABASE_TROUBLE = (OperationalError, PoolTimeout)
 
 
 def make_engine(url: str) -> Engine:

@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.db import DATABASE_TROUBLE
 from registry.errors import ToolReachError
 
 log = logging.getLogger("toolreach")
@@ -85,6 +86,23 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, message, headers=exc.headers)
 
 
+DATABASE_RETRY_SECONDS = 5
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """The database cannot be used (``DATABASE_TROUBLE``): 503, one log line. A write in such a
+    request either committed or did not; every write is safe to retry (PUT and bulk are
+    idempotent, POST /v1/tools answers 409 if the first one landed)."""
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:300]
+    log.warning("database unavailable during %s %s: %s", request.method, request.url.path, reason)
+    return error_response(
+        503,
+        "unavailable",
+        "the database is unavailable; retry shortly",
+        headers={"Retry-After": str(DATABASE_RETRY_SECONDS)},
+    )
+
+
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error", exc_info=exc)
     return error_response(500, "internal", "an internal error occurred; it has been logged")
@@ -94,4 +112,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ToolReachError, _toolreach_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    for database_trouble in DATABASE_TROUBLE:
+        app.add_exception_handler(database_trouble, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected)

@@ -15,13 +15,14 @@ The rules, and why:
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import event_repository
-from app.db import unit_of_work
+from app.db import DATABASE_TROUBLE, unit_of_work
 from app.event_models import Feedback
 from app.event_repository import RouteFacts
 from app.events import EventWriter
@@ -29,6 +30,8 @@ from app.index import IndexManager
 from app.schemas import FeedbackRead, FeedbackRequest, Verdict
 from registry.calls import did_you_mean
 from registry.errors import Conflict, InvalidInput, NotFound
+
+log = logging.getLogger("toolreach")
 
 
 def find_route(session: Session, writer: EventWriter, route_id: str) -> RouteFacts | None:
@@ -128,9 +131,15 @@ def record_feedback(
         changed = reconcile(row, request)
         return to_read(row), changed
     try:
-        row = event_repository.add_feedback(session, new_row(route, request, from_validate=False))
-    except IntegrityError:
-        raise Conflict("another report for this route arrived at the same moment; retry") from None
+        with session.begin_nested():  # a savepoint: the transaction survives a duplicate
+            row = event_repository.add_feedback(
+                session, new_row(route, request, from_validate=False)
+            )
+    except IntegrityError:  # the same report, sent twice at once: the other copy landed first
+        row = event_repository.get_feedback(session, route.route_id)
+        if row is None:  # not a duplicate after all
+            raise
+        return to_read(row), reconcile(row, request)
     return to_read(row), True
 
 
@@ -156,5 +165,8 @@ def record_validated_call(
                 return False
             event_repository.add_feedback(session, new_row(route, request, from_validate=True))
     except IntegrityError:  # a report for this route landed at the same moment; it stands
+        return False
+    except DATABASE_TROUBLE as exc:  # the validation itself needs no database
+        log.warning("route %s: validated call not recorded: %s", route_id, exc.__class__.__name__)
         return False
     return True

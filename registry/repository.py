@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Literal
 
 from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from registry.card import TRUSTED, ToolCard, content_hash
@@ -305,10 +307,18 @@ def embedded_hashes(session: Session, model: str, hashes: Iterable[str]) -> set[
 
 
 def put_embeddings(session: Session, model: str, dim: int, vectors: dict[str, bytes]) -> None:
-    session.add_all(
-        Embedding(model=model, text_hash=h, dim=dim, vector=v) for h, v in vectors.items()
-    )
-    session.flush()
+    """Store vectors by (model, text hash). One another writer stored meanwhile (two writes of
+    the same text at once) is kept: the same model made it from the same text."""
+    if not vectors:
+        return
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    now = utcnow()
+    rows = [
+        {"model": model, "text_hash": h, "dim": dim, "vector": v, "created_at": now}
+        for h, v in vectors.items()
+    ]
+    session.execute(insert(Embedding).on_conflict_do_nothing(), rows)
 
 
 def count_tools(session: Session, namespace: str | None = None) -> int:

@@ -80,3 +80,28 @@ def test_bulk_writes_as_one_card_at_a_time_does(database_url: str) -> None:
     ]
     assert (statuses, rows) == scenario(database_url, bulk=False)
     assert len(rows) == 523 + 527  # tools, then versions
+
+
+def test_a_vector_stored_meanwhile_by_another_writer_is_kept(database_url: str) -> None:
+    """Two writes of the same text at once both find no vector, embed it, and store it: the
+    second insert was a 500 (duplicate key) on Postgres."""
+    from registry.models import Embedding
+
+    empty_database(database_url)
+    engine = make_engine(database_url)
+    factory = make_session_factory(engine)
+    first, second = factory(), factory()
+    try:
+        assert repository.embedded_hashes(first, "m", {"h1": ""}) == set()
+        assert repository.embedded_hashes(second, "m", {"h1": ""}) == set()
+        repository.put_embeddings(first, "m", 2, {"h1": b"first"})
+        first.commit()
+        repository.put_embeddings(second, "m", 2, {"h1": b"second", "h2": b"other"})
+        second.commit()
+    finally:
+        first.close()
+        second.close()
+    with unit_of_work(factory) as session:
+        rows = session.execute(select(Embedding.text_hash, Embedding.vector)).all()
+    engine.dispose()
+    assert sorted(map(tuple, rows)) == [("h1", b"first"), ("h2", b"other")]

@@ -232,3 +232,36 @@ def test_stats_filters_are_checked(loop: TestClient) -> None:
     empty = stats(loop, namespace="nobody")
     assert empty["routes"] == 0 and empty["rates"]["hit_at_1"] is None
     assert empty["latency_ms"] == {"p50": None, "p95": None, "p99": None}
+
+
+@pytest.mark.parametrize(
+    ("second", "status"),
+    [({"outcome": "success"}, 200), ({"outcome": "error", "error_code": "E"}, 409)],
+)
+def test_a_report_sent_twice_at_once_is_one_report(
+    loop: TestClient, monkeypatch: pytest.MonkeyPatch, second: dict[str, str], status: int
+) -> None:
+    """The copy that loses the insert race is reconciled with the one that landed (it was a
+    409 'retry'): the same report is a 200, a contradicting one the usual 409."""
+    from app import event_repository
+    from app.db import unit_of_work
+    from app.feedback import record_feedback
+
+    route_id, candidates = route(loop, "weather in Paris")
+    services = services_of(loop)
+    services.events.flush()
+    first = {"route_id": route_id, "chosen": candidates[0], "outcome": "success"}
+    real_get = event_repository.get_feedback
+
+    def other_copy_lands_first(session, rid):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(event_repository, "get_feedback", real_get)
+        from app.schemas import FeedbackRequest
+
+        with unit_of_work(services.session_factory) as other:
+            record_feedback(other, services.events, services.index, FeedbackRequest(**first))
+        return None  # what this request saw before the other one committed
+
+    monkeypatch.setattr(event_repository, "get_feedback", other_copy_lands_first)
+    answer = report(loop, route_id, candidates[0], **second)
+    assert answer.status_code == status, answer.text
+    assert stats(loop)["feedback"] == 1
