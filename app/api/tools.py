@@ -25,9 +25,10 @@ from registry.repository import StoredCard
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
-# Past any registry's size, and within a 32-bit integer for every database's OFFSET (an
-# offset past SQLite's 64-bit integers was a 500).
-MAX_OFFSET = 2**31 - 1
+# Past any registry's size, and within the 32-bit integers of the version column and of every
+# database's OFFSET (an offset past SQLite's 64-bit integers, a version past Postgres's
+# integer, were 500s).
+MAX_INT32 = 2**31 - 1
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: ERROR_SHAPE for code in (400, 401, 403, 404, 409, 413, 422)
@@ -133,7 +134,7 @@ def list_tools(
     namespace: Namespace | None = None,
     tag: Annotated[str | None, Query(max_length=64)] = None,
     text: Annotated[str | None, Query(max_length=200, description="in name or summary")] = None,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     format: ExportFormat | None = None,
 ) -> ToolList:
@@ -155,7 +156,7 @@ def get_tool(
     session: SessionDep,
     _agent: AgentDep,
     namespace: Namespace = "default",
-    version: Annotated[int | None, Query(ge=1)] = None,
+    version: Annotated[int | None, Query(ge=1, le=MAX_INT32)] = None,
     format: ExportFormat | None = None,
 ) -> Any:
     """One tool's current card, or an earlier version; `format` exports it."""

@@ -112,6 +112,11 @@ def test_list_filters_and_pages(client: TestClient) -> None:
     assert client.get("/v1/tools?offset=2147483647", headers=AGENT).json()["items"] == []
     past = client.get(f"/v1/tools?offset={2**85}", headers=AGENT)  # was a 500 on SQLite
     assert past.status_code == 422 and past.json()["error"]["code"] == "invalid_input"
+    client.post("/v1/tools", json=weather_card(), headers=ADMIN)
+    last = client.get("/v1/tools/get_weather?version=2147483647", headers=AGENT)
+    assert last.status_code == 404
+    beyond = client.get("/v1/tools/get_weather?version=2147483648", headers=AGENT)
+    assert beyond.status_code == 422  # was a 500 on Postgres
 
 
 def test_bulk_mixed_formats(client: TestClient) -> None:

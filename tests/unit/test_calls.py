@@ -258,3 +258,32 @@ def test_did_you_mean_limits_deduplicates_and_is_deterministic() -> None:
     assert len(set(did_you_mean("get_weather", names, n=10))) == len(
         did_you_mean("get_weather", names, n=10)
     )
+
+
+def arrays_card(**properties: Any) -> ToolCard:
+    schema = {"type": "object", "properties": properties}
+    return ToolCard(name="t", description="Takes arrays.", parameters=schema)
+
+
+@pytest.mark.timeout(60)  # pairwise, 30,000 objects took tens of minutes; one pass is ~0.2 s
+def test_unique_items_is_one_pass_with_json_equality() -> None:
+    card = arrays_card(a={"type": "array", "uniqueItems": True})
+    many = [{"k": i, "v": [i, {"x": str(i)}]} for i in range(30_000)]
+    assert validate_arguments(card, {"a": many}) == []
+    [error] = validate_arguments(card, {"a": [*many, {"v": [7, {"x": "7"}], "k": 7.0}]})
+    assert error.path == "/a" and error.message.endswith("has non-unique elements")
+    assert validate_arguments(card, {"a": [1, True, 0, False, None, "1", [1], {"1": 1}]}) == []
+    assert validate_arguments(card, {"a": [[1, 2], [2, 1]]}) == []  # arrays keep their order
+    assert len(validate_arguments(card, {"a": [1, 1.0]})) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [(0.3, True), (12, True), (10**400, True), (0.35, False), (float("inf"), False)],
+)
+def test_multiple_of_is_exact_and_never_overflows(value: float, valid: bool) -> None:
+    card = arrays_card(m={"type": "number", "multipleOf": 0.1})
+    errors = validate_arguments(card, {"m": value})
+    assert (errors == []) is valid, errors
+    if not valid:
+        assert errors[0].message == f"{value!r} is not a multiple of 0.1"
