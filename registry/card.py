@@ -110,7 +110,9 @@ class ToolCard(NoNul):
 
     @field_validator("tags")
     @classmethod
-    def _tags_unique(cls, value: list[str]) -> list[str]:
+    def _tags_unique(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if not _trusted(info) and any("|" in tag for tag in value):  # the list column's separator
+            raise PydanticCustomError("tag_separator", "a tag may not contain '|'")
         return list(dict.fromkeys(value))
 
     @model_validator(mode="after")

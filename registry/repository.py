@@ -219,12 +219,13 @@ def list_cards(
     query = select(Tool).where(Tool.deleted_at.is_(None))
     if namespace is not None:
         query = query.where(Tool.namespace == namespace)
-    if tag:
-        query = query.where(Tool.tags.contains(f"|{tag}|"))
+    if tag:  # autoescape: '%' and '_' in a filter are characters, not wildcards
+        query = query.where(Tool.tags.contains(f"|{tag}|", autoescape=True))
     if text:
-        needle = f"%{text.lower()}%"
+        needle = text.lower()
         query = query.where(
-            func.lower(Tool.name).like(needle) | func.lower(Tool.summary).like(needle)
+            func.lower(Tool.name).contains(needle, autoescape=True)
+            | func.lower(Tool.summary).contains(needle, autoescape=True)
         )
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     page = session.scalars(

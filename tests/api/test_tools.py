@@ -108,6 +108,16 @@ def test_list_filters_and_pages(client: TestClient) -> None:
     assert [t["name"] for t in page["items"]] == ["tool_03", "tool_04", "tool_05"]
     assert client.get("/v1/tools?tag=odd", headers=AGENT).json()["total"] == 4
     assert client.get("/v1/tools?text=TOOL_06", headers=AGENT).json()["total"] == 1
+
+    # '_' and '%' are characters to find, not LIKE wildcards (each matched every tool)
+    def total(**filters: str) -> int:
+        return int(client.get("/v1/tools", params=filters, headers=AGENT).json()["total"])
+
+    assert total(text="l_0") == 7
+    assert total(text="o_l") == total(text="%") == total(text="tool%06") == 0
+    assert total(tag="_") == total(tag="%") == total(tag="o%") == 0
+    piped = client.post("/v1/tools", json=weather_card(name="p", tags=["a|b"]), headers=ADMIN)
+    assert piped.status_code == 422 and "may not contain '|'" in piped.text
     assert client.get("/v1/tools?limit=0", headers=AGENT).status_code == 422
     assert client.get("/v1/tools?offset=2147483647", headers=AGENT).json()["items"] == []
     past = client.get(f"/v1/tools?offset={2**85}", headers=AGENT)  # was a 500 on SQLite
