@@ -1,7 +1,8 @@
 """Prometheus metrics, on a registry of each app's own (never the process-global one).
 
-Only numbers and bounded labels: namespaces, stages, outcomes. No query text and no tool
-names are ever put in a label, which is why ``/metrics`` may stay open (see the README).
+Only numbers and bounded labels: namespaces that hold tools (any other is ``NO_TOOLS``),
+stages, outcomes. No query text and no tool names are ever put in a label, which is why
+``/metrics`` may stay open (see the README).
 """
 
 from __future__ import annotations
@@ -47,11 +48,17 @@ class _StateCollector(Collector):
         )
 
 
+# The namespace label of a route or a report in a namespace that has no tools. Any caller
+# may name any namespace; a label per name would let one add series without limit.
+NO_TOOLS = "(no tools)"
+
+
 class Metrics:
     """The service's series; one instance per app."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._has_tools: Callable[[str], bool] = lambda _namespace: True
         self.route_seconds = Histogram(
             "toolreach_route_duration_seconds",
             "Time to answer POST /v1/route (embed, rank and shape the answer)",
@@ -92,9 +99,15 @@ class Metrics:
         self,
         index_sizes: Callable[[], Mapping[str, int]],
         events: Callable[[], tuple[int, int, int]],
+        has_tools: Callable[[str], bool],
     ) -> None:
-        """Expose values owned elsewhere, read when scraped."""
+        """Expose values owned elsewhere, read when scraped; label only namespaces with
+        tools (``has_tools``), the others as ``NO_TOOLS``."""
         self.registry.register(_StateCollector(index_sizes, events))
+        self._has_tools = has_tools
+
+    def _namespace(self, namespace: str) -> str:
+        return namespace if self._has_tools(namespace) else NO_TOOLS
 
     def observe_route(
         self, namespace: str, seconds: float, stages: Mapping[str, float], found: bool
@@ -102,10 +115,10 @@ class Metrics:
         self.route_seconds.observe(seconds)
         for stage, value in stages.items():
             self.stage_seconds.labels(stage).observe(value)
-        self.routes.labels(namespace, "candidates" if found else "empty").inc()
+        self.routes.labels(self._namespace(namespace), "candidates" if found else "empty").inc()
 
     def count_feedback(self, namespace: str, outcome: str, verdict: str) -> None:
-        self.feedback.labels(namespace, outcome, verdict).inc()
+        self.feedback.labels(self._namespace(namespace), outcome, verdict).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -71,7 +71,11 @@ def make_event_writer(settings: Settings, factory: sessionmaker[Session]) -> Eve
 
 def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
     metrics = Metrics()
-    metrics.watch(index.namespaces, lambda: (events.dropped, events.buffered, events.written))
+    metrics.watch(
+        index.namespaces,
+        lambda: (events.dropped, events.buffered, events.written),
+        has_tools=lambda namespace: index.get(namespace) is not None,
+    )
     return metrics
 
 

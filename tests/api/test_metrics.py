@@ -38,6 +38,16 @@ def test_metrics_expose_the_named_series(loop: TestClient) -> None:
     assert "get_weather" not in response.text
 
 
+def test_namespaces_without_tools_share_one_label(loop: TestClient) -> None:
+    """Any agent may name any namespace: a label per invented name was a series each."""
+    for i in range(3):
+        body = {"query": "weather", "namespace": f"junk_{i}"}
+        assert loop.post("/v1/route", json=body, headers=AGENT).status_code == 200
+    text = loop.get("/metrics").text
+    assert "junk_" not in text
+    assert 'toolreach_routes_total{namespace="(no tools)",result="empty"} 3.0' in text
+
+
 def test_metrics_can_require_a_viewer_key(database_url: str) -> None:
     settings = make_settings(
         database_url, metrics_public=False, dashboard_keys=(VIEWER["Authorization"][7:],)
