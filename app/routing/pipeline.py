@@ -9,8 +9,9 @@
 
 Each candidate's ``stages`` holds these four additive parts; they sum to its ``score``.
 When the query matches no keyword, pinned default tools get ``pinned_boost`` in their prior
-part; when neither keywords nor an embedding give any signal, or ``min_score`` leaves nothing,
-the answer is the pinned default tools, then the most used ones (by ``prior``).
+part; when neither keywords nor an embedding give any signal, the answer is the pinned default
+tools, then the most used ones (by ``prior``). No candidate ever scores below ``min_score``:
+when nothing reaches it, the answer is empty (fewer than k, as asked).
 """
 
 from __future__ import annotations
@@ -201,7 +202,8 @@ def route(
     if keep.size == 0:
         pool = fallback_positions(index, scores, k)
         pool, pen, missing = rule_check(index, scores, pool, rules, config, stages)
-        return candidates(index, scores, pool, pen, missing)
+        fallback = candidates(index, scores, pool, pen, missing)
+        return [c for c in fallback if min_score is None or c.score >= min_score]
     order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
     return candidates(index, scores, pool[order], pen[order], [missing[i] for i in order])
 

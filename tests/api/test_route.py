@@ -107,8 +107,12 @@ def test_tags_filter(routed: TestClient) -> None:
 
 
 def test_min_score_returns_fewer(routed: TestClient) -> None:
-    answer = route(routed, query="weather in Paris city", k=4, min_score=10.0)
-    assert len(answer["candidates"]) < 4
+    full = route(routed, query="weather in Paris city", k=4)["candidates"]
+    between = (full[1]["score"] + full[2]["score"]) / 2  # answers show rounded scores
+    assert full[1]["score"] > between > full[2]["score"]
+    fewer = route(routed, query="weather in Paris city", k=4, min_score=between)["candidates"]
+    assert [c["name"] for c in fewer] == [c["name"] for c in full[:2]]
+    assert route(routed, query="weather in Paris city", k=4, min_score=10.0)["candidates"] == []
 
 
 def test_nothing_matches_by_keyword_still_answers(routed: TestClient) -> None:

@@ -106,9 +106,16 @@ def test_tags_filter_keeps_only_tools_with_every_tag() -> None:
     assert ask("weather", tags=["nope"]) == []
 
 
-def test_min_score_filters_and_falls_back_to_pinned_when_nothing_passes() -> None:
-    assert all(c.score >= 0.5 for c in ask("translate this text", k=5, min_score=0.5))
-    assert [c.name for c in ask("translate this text", min_score=5.0)] == ["search_web"]
+def test_min_score_filters_even_the_fallback() -> None:
+    """Nothing below min_score, ever: it used to fall back to the pinned tool (score < 5)."""
+    passing = ask("translate this text", k=5, min_score=0.5)
+    assert passing and all(c.score >= 0.5 for c in passing)
+    assert ask("translate this text", min_score=5.0) == []
+    no_signal = route(INDEX, "zzqx vvbn", None, k=3, config=CONFIG)
+    assert [c.name for c in no_signal] == ["search_web"]  # the pinned default
+    floor = no_signal[0].score
+    assert route(INDEX, "zzqx vvbn", None, k=3, min_score=floor, config=CONFIG) == no_signal
+    assert route(INDEX, "zzqx vvbn", None, k=3, min_score=floor + 0.01, config=CONFIG) == []
 
 
 def test_no_keyword_match_and_no_vector_falls_back_to_pinned_then_most_used() -> None:
