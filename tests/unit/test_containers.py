@@ -18,20 +18,31 @@ def tool(name: str) -> str:
     return found
 
 
-def test_compose_file_is_valid() -> None:
-    env = {**os.environ, "TOOLREACH_ADMIN_KEYS": "k" * 20, "TORCH_INDEX_URL": "file:///wheels"}
-    result = subprocess.run(
-        [tool("docker-compose"), "config", "-q"], cwd=ROOT, env=env, capture_output=True, text=True
+def compose_config(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``docker-compose config -q`` with only ``env``: an empty env file stands in for the
+    ``.env`` that ``make run`` writes beside the compose file (its admin key made the
+    refusal below pass unnoticed)."""
+    empty = tmp_path / "empty.env"
+    empty.write_text("")
+    return subprocess.run(
+        [tool("docker-compose"), "--env-file", str(empty), "config", "-q"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
+
+
+def test_compose_file_is_valid(tmp_path: Path) -> None:
+    env = {**os.environ, "TOOLREACH_ADMIN_KEYS": "k" * 20, "TORCH_INDEX_URL": "file:///wheels"}
+    result = compose_config(env, tmp_path)
     assert result.returncode == 0, result.stderr
 
 
-def test_compose_refuses_to_start_without_an_admin_key() -> None:
+def test_compose_refuses_to_start_without_an_admin_key(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOOLREACH_ADMIN_KEYS"}
     env["TORCH_INDEX_URL"] = "file:///wheels"
-    result = subprocess.run(
-        [tool("docker-compose"), "config", "-q"], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    result = compose_config(env, tmp_path)
     assert result.returncode != 0
     assert "TOOLREACH_ADMIN_KEYS" in result.stderr
 
