@@ -167,8 +167,17 @@ def _hint_alternatives(error: Any) -> str | None:
 
 
 def _hint_example(error: Any) -> str | None:
-    example = _example(error.schema) if isinstance(error.schema, dict) else None
-    return f"e.g. {example}" if example else None
+    """The value's example or default, else what its schema says of it (a description such
+    as "e.g. AAPL" is often the only hint of what a pattern wants)."""
+    if not isinstance(error.schema, dict):
+        return None
+    example = _example(error.schema)
+    if example:
+        return f"e.g. {example}"
+    description = error.schema.get("description")
+    if not isinstance(description, str):
+        return None
+    return " ".join(description.split()) or None
 
 
 def _hint_encoded(arguments: Any) -> str | None:
@@ -245,11 +254,14 @@ def _table_hint(card: ToolCard, kind: str, params: list[str]) -> str | None:
 
 def did_you_mean(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     """The real names closest to ``name``: the same ignoring case, the same ignoring case and
-    separators (get_order, getOrder, get-order), then by similarity of letters and of words."""
+    separators (get_order, getOrder, get-order) — when there are such, only they — else by
+    similarity of letters and of words."""
     candidates = list(dict.fromkeys(names))
     folded, squashed = name.casefold(), _squash(name)
     exact = sorted((c for c in candidates if c.casefold() == folded), key=lambda c: c != name)
     same = [c for c in candidates if c.casefold() != folded and _squash(c) == squashed]
+    if exact or same:  # the name meant, spelt another way: no need for guesses beside it
+        return [*exact, *same][: max(n, 0)]
     query = _Query(name)
     scored = [(-score, c) for c in candidates if (score := query.score(c)) > 0]
     return [*exact, *same, *(c for _, c in sorted(scored))][: max(n, 0)]

@@ -193,6 +193,13 @@ def test_error_table_matches_camel_case_params_case_insensitively() -> None:
     )
 
 
+def test_a_pattern_error_without_an_example_suggests_the_description() -> None:
+    spec = {"type": "string", "pattern": "^[A-Z]{1,5}$", "description": " e.g.\n AAPL "}
+    card = make_card(type="object", properties={"ticker": spec})
+    [error] = check({"ticker": "apple"}, card)
+    assert error.suggestion == "e.g. AAPL"
+
+
 def test_no_suggestion_when_nothing_is_known() -> None:
     card = make_card(type="object", properties={"n": {"type": "integer", "minimum": 0}})
     assert check({"n": -1}, card) == [CallError("/n", "-1 is less than the minimum of 0")]
@@ -242,6 +249,12 @@ def test_did_you_mean_puts_exact_case_insensitive_match_first() -> None:
     names = ["getorder", "get_order", "GetOrder", "get_orders"]
     assert did_you_mean("getOrder", names) == ["getorder", "GetOrder", "get_order"]
     assert did_you_mean("getOrder", [*names, "getOrder"])[0] == "getOrder"
+
+
+def test_did_you_mean_gives_only_the_name_meant_when_it_differs_by_case_or_separators() -> None:
+    names = ["get_stock_price", "get_invoice", "get_historical_weather", "get_stock_history"]
+    assert did_you_mean("getStockPrice", names) == ["get_stock_price"]
+    assert did_you_mean("get_stock_prices", names)[:2] == ["get_stock_price", "get_stock_history"]
 
 
 def test_did_you_mean_gives_nothing_for_unrelated_names() -> None:
