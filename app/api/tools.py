@@ -19,6 +19,7 @@ from app.schemas import (
     ToolRead,
 )
 from registry import repository
+from registry.card import ToolCard
 from registry.errors import InvalidInput
 from registry.formats import from_card
 from registry.repository import StoredCard
@@ -50,7 +51,21 @@ ToolBody = Annotated[
         ],
     ),
 ]
-NamespaceQuery = Annotated[Namespace | None, Query(description="overrides the card's namespace")]
+NamespaceQuery = Annotated[
+    Namespace | None,
+    Query(description="the namespace of a card that names none; a card naming another is a 422"),
+]
+
+
+def parse_in_namespace(body: dict[str, Any], namespace: str | None) -> ToolCard:
+    """The card in ``body``, in ``namespace`` if it names none; InvalidInput if it names
+    another (which one was meant cannot be guessed)."""
+    card = catalog.parse_card(body, namespace)
+    if namespace is not None and card.namespace != namespace:
+        raise InvalidInput(
+            f"the body names namespace {card.namespace!r} but the query names {namespace!r}"
+        )
+    return card
 
 
 def to_read(stored: StoredCard) -> ToolRead:
@@ -72,7 +87,7 @@ def create_tool(
     namespace: NamespaceQuery = None,
 ) -> ToolRead:
     """Register a new tool; 409 if the name exists in its namespace."""
-    card = catalog.parse_card(body, namespace)
+    card = parse_in_namespace(body, namespace)
     catalog.write_cards(session, services.encoder, [card], create_only=True)
     return to_read(repository.get_card(session, card.namespace, card.name))
 
@@ -110,7 +125,7 @@ def put_tool(
 
     The body may leave out the name: the path gives it.
     """
-    card = catalog.parse_card({"name": name, **body}, namespace)
+    card = parse_in_namespace({"name": name, **body}, namespace)
     if card.name != name:
         raise InvalidInput(f"the body names {card.name!r} but the path names {name!r}")
     [status] = catalog.write_cards(session, services.encoder, [card])

@@ -262,3 +262,18 @@ def test_a_tool_that_is_not_an_object_is_refused_in_the_error_shape(client: Test
         assert answer.json()["error"]["code"] == "invalid_input"
         assert "a tool must be a JSON object, not" in answer.text
     assert client.get("/v1/tools", headers=AGENT).json()["total"] == 0
+
+
+def test_a_query_namespace_fills_in_and_never_silently_loses_to_the_body(
+    client: TestClient,
+) -> None:
+    put = client.put("/v1/tools/get_weather?namespace=alpha", json=weather_card(), headers=ADMIN)
+    assert put.status_code == 201 and put.json()["namespace"] == "alpha"
+    for method, path in (("PUT", "/v1/tools/get_weather"), ("POST", "/v1/tools")):
+        body = weather_card(namespace="beta")
+        answer = client.request(method, f"{path}?namespace=alpha", json=body, headers=ADMIN)
+        assert answer.status_code == 422, answer.text  # it went to beta
+        assert "names namespace 'beta' but the query names 'alpha'" in answer.text
+        same = client.request(method, f"{path}?namespace=beta", json=body, headers=ADMIN)
+        assert same.status_code in (200, 201, 409), same.text
+    assert client.get("/v1/tools?namespace=beta", headers=AGENT).json()["total"] == 1
