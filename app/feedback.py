@@ -69,9 +69,12 @@ def to_read(row: Feedback) -> FeedbackRead:
     )
 
 
-def check_tool(index: IndexManager, namespace: str, name: str) -> None:
-    if index.card(namespace, name) is not None:
-        return
+def check_tool(index: IndexManager, namespace: str, name: str) -> str:
+    """The card name of tool ``name`` (its own, or the one it was exported under);
+    InvalidInput with the closest names if there is no such tool."""
+    card = index.card(namespace, name)
+    if card is not None:
+        return card.name
     suggestions = did_you_mean(name, index.names(namespace))
     hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
     message = f"no tool {name!r} in namespace {namespace!r}{hint}"
@@ -124,8 +127,9 @@ def record_feedback(
     route = find_route(session, writer, request.route_id)
     if route is None:
         raise NotFound(f"no route {request.route_id!r} (unknown, or older than the retention)")
-    if request.chosen is not None:
-        check_tool(index, route.namespace, request.chosen)
+    if request.chosen is not None:  # recorded by its card name, however it was called
+        chosen = check_tool(index, route.namespace, request.chosen)
+        request = request.model_copy(update={"chosen": chosen})
     row = event_repository.get_feedback(session, route.route_id)
     if row is not None:
         changed = reconcile(row, request)
@@ -155,14 +159,15 @@ def record_validated_call(
     Its own short transaction, so bookkeeping never fails a validation: an unknown route, a
     name that is not a tool of the route's namespace, or a route already reported is ignored.
     """
-    request = FeedbackRequest(route_id=route_id, chosen=name)
     try:
         with unit_of_work(factory) as session:
             route = find_route(session, writer, route_id)
-            if route is None or index.card(route.namespace, name) is None:
+            card = None if route is None else index.card(route.namespace, name)
+            if route is None or card is None:
                 return False
             if event_repository.get_feedback(session, route_id) is not None:
                 return False
+            request = FeedbackRequest(route_id=route_id, chosen=card.name)
             event_repository.add_feedback(session, new_row(route, request, from_validate=True))
     except IntegrityError:  # a report for this route landed at the same moment; it stands
         return False

@@ -24,6 +24,7 @@ from app.encoders import Encoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
 from registry import repository
 from registry.card import TRUSTED, ToolCard
+from registry.formats import FORMATS, exported_name
 
 log = logging.getLogger("toolreach.index")
 
@@ -143,8 +144,22 @@ class IndexManager:
         return [] if snapshot is None else list(snapshot.cards)
 
     def card(self, namespace: str, name: str) -> ToolCard | None:
+        """The card named ``name``, or exported under that name (``exported_name``: an
+        agent calls the tool by the name its model was given)."""
         snapshot = self._snapshots.get(namespace)
-        return None if snapshot is None else snapshot.cards.get(name)
+        if snapshot is None:
+            return None
+        if name in snapshot.cards:
+            return snapshot.cards[name]
+        if "exported_names" not in snapshot.memo:  # once per snapshot; a race computes it twice
+            snapshot.memo["exported_names"] = {
+                exported: real
+                for real in snapshot.cards
+                for fmt in FORMATS
+                if (exported := exported_name(real, fmt)) != real
+            }
+        real = snapshot.memo["exported_names"].get(name)
+        return None if real is None else snapshot.cards[real]
 
     def sync(self) -> int:
         """Apply every change since the last revision seen; returns how many tools changed."""

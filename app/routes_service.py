@@ -17,7 +17,7 @@ from app.index import IndexManager, Snapshot
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
 from app.routing.signals import Cosines, gemv_rows
 from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
-from registry.formats import from_card
+from registry.formats import exported_name, from_card
 
 TOKEN_METHOD = "ceil(characters / 4) of the compact JSON of the tool list (OpenAI's rule of thumb)"
 
@@ -134,6 +134,12 @@ def rank_step(
         returned = estimate_tokens(tools)
         total = _namespace_tokens(snapshot, request.format)
         response.tools = tools
+        renamed = {
+            exported: c.name
+            for c in candidates
+            if (exported := exported_name(c.name, request.format)) != c.name
+        }
+        response.tool_names = renamed or None
         response.tokens = TokenEstimate(
             returned=returned, namespace_total=total, saved=total - returned, method=TOKEN_METHOD
         )

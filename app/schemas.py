@@ -228,6 +228,13 @@ class RouteResponse(BaseModel):
     model: str
     candidates: list[RouteCandidate]
     tools: list[dict[str, Any]] | None = None
+    tool_names: dict[str, str] | None = Field(
+        default=None,
+        description=(
+            "when a tool's name had to change to fit the format (e.g. '.' or ':' for OpenAI): "
+            "each exported name and the tool's own; /v1/validate and /v1/feedback accept both"
+        ),
+    )
     tokens: TokenEstimate | None = None
 
 

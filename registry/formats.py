@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -116,22 +118,46 @@ _IMPORTERS: dict[Format, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
 }
 
 
+# The tool names each format's consumers accept: OpenAI function names and Anthropic tool
+# names ^[a-zA-Z0-9_-]{1,64}$ (Anthropic documents 128; 64 is what both accept), MCP
+# (2025-11-25) letters, digits, '_', '-' and '.', 1-128. A card name may also hold ':'.
+_NAME_RULES = {
+    "openai": (re.compile(r"[^A-Za-z0-9_-]"), 64),
+    "anthropic": (re.compile(r"[^A-Za-z0-9_-]"), 64),
+    "mcp": (re.compile(r"[^A-Za-z0-9_.-]"), 128),
+}
+_NAME_HASH = 8  # hex digits of the card name's sha256 that keep two exported names apart
+
+
+def exported_name(name: str, fmt: str) -> str:
+    """``name`` as tools in ``fmt`` may be named: itself when it already fits; otherwise each
+    character the format refuses becomes '_', cut to fit, and '_' plus 8 hex digits of the
+    name's sha256 are added, so 'billing:refund.v2' and 'billing_refund_v2' stay apart.
+    ``/v1/validate`` and ``/v1/feedback`` accept either name (app/index.py)."""
+    refused, longest = _NAME_RULES[fmt]
+    if len(name) <= longest and not refused.search(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_NAME_HASH]
+    return f"{refused.sub('_', name)[: longest - _NAME_HASH - 1]}_{digest}"
+
+
 def from_card(card: ToolCard, fmt: str) -> dict[str, Any]:
     """The card as a tool definition in ``fmt`` (one of FORMATS); ValueError otherwise."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown tool format {fmt!r}; expected one of {', '.join(FORMATS)}")
     parameters = copy.deepcopy(card.parameters)
+    name = exported_name(card.name, fmt)
     if fmt == "openai":
-        function = {"name": card.name, "description": card.description, "parameters": parameters}
+        function = {"name": name, "description": card.description, "parameters": parameters}
         return {"type": "function", "function": function}
     if fmt == "anthropic":
-        return {"name": card.name, "description": card.description, "input_schema": parameters}
-    if fmt == "mcp":
-        return _to_mcp(card, parameters)
-    raise ValueError(f"unknown tool format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        return {"name": name, "description": card.description, "input_schema": parameters}
+    return _to_mcp(card, name, parameters)
 
 
-def _to_mcp(card: ToolCard, parameters: dict[str, Any]) -> dict[str, Any]:
+def _to_mcp(card: ToolCard, name: str, parameters: dict[str, Any]) -> dict[str, Any]:
     tool = {
-        "name": card.name,
+        "name": name,
         "title": card.summary,
         "description": card.description,
         "inputSchema": parameters,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -178,3 +179,24 @@ def test_bad_input_has_the_one_error_shape(routed: TestClient, body: dict[str, A
 
 def test_route_needs_an_agent_key_when_keys_are_set(routed: TestClient) -> None:
     assert_error(routed.post("/v1/route", json={"query": "x"}), 401, "unauthorized")
+
+
+def test_a_name_openai_refuses_is_exported_to_fit_and_accepted_back(client: TestClient) -> None:
+    """'billing:refund.v2' in a request's tools is refused by OpenAI's API; the route exports
+    a name that fits, says which tool it is, and validate and feedback take it back."""
+    card = {"name": "billing:refund.v2", "description": "Refund a paid invoice to the customer."}
+    assert client.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    answer = route(client, query="refund the invoice", format="openai")
+    exported = answer["tools"][0]["function"]["name"]
+    assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", exported), exported
+    assert answer["candidates"][0]["name"] == "billing:refund.v2"
+    assert answer["tool_names"] == {exported: "billing:refund.v2"}
+    assert "tool_names" not in route(client, query="refund the invoice")  # raw: no tools
+    call = {"name": exported, "arguments": {}, "route_id": answer["route_id"]}
+    checked = client.post("/v1/validate", json=call, headers=AGENT).json()
+    assert checked["valid"] is True, checked
+    report = {"route_id": answer["route_id"], "chosen": exported, "outcome": "success"}
+    recorded = client.post("/v1/feedback", json=report, headers=AGENT)
+    assert recorded.status_code == 200, recorded.text
+    assert recorded.json()["chosen"] == "billing:refund.v2"  # by its card name
+    assert recorded.json()["verdict"] == "hit_at_1"

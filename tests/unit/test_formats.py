@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
 
 from registry.card import ToolCard
-from registry.formats import FORMATS, FormatError, detect_format, from_card, to_card_data
+from registry.formats import (
+    FORMATS,
+    FormatError,
+    detect_format,
+    exported_name,
+    from_card,
+    to_card_data,
+)
 
 PARAMS: dict[str, Any] = {
     "type": "object",
@@ -178,3 +186,28 @@ def test_unknown_export_format() -> None:
     assert FORMATS == ("openai", "anthropic", "mcp")
     with pytest.raises(ValueError, match="unknown tool format 'gemini'; expected one of openai"):
         from_card(to_card(NATIVE), "gemini")
+
+
+OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MCP_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,128}$")
+
+
+def test_a_name_every_format_accepts_is_exported_as_it_is() -> None:
+    for fmt in FORMATS:
+        assert exported_name("get_weather-v2", fmt) == "get_weather-v2"
+    assert exported_name("github.create_issue", "mcp") == "github.create_issue"
+
+
+def test_a_name_a_format_refuses_is_made_to_fit_and_kept_apart() -> None:
+    dotted = exported_name("billing:refund.v2", "openai")
+    assert OPENAI_NAME.match(dotted) and dotted.startswith("billing_refund_v2_")
+    assert dotted != exported_name("billing_refund.v2", "openai")  # same once replaced
+    assert exported_name("billing:refund.v2", "anthropic") == dotted
+    assert exported_name("billing:refund.v2", "mcp").startswith("billing_refund.v2_")
+    long = "a" * 100
+    assert OPENAI_NAME.match(exported_name(long, "openai"))
+    assert exported_name(long, "mcp") == long
+    assert MCP_NAME.match(exported_name("x:" * 64, "mcp"))
+    card = ToolCard(name="billing:refund.v2", description="Refund an invoice.")
+    assert from_card(card, "openai")["function"]["name"] == dotted
+    assert from_card(card, "anthropic")["name"] == dotted
