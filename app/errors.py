@@ -79,8 +79,17 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+# FastAPI's words for a body json.loads refused outright (bytes that are not UTF-8, an
+# integer of more than 4,300 digits); malformed JSON has the same code everywhere.
+_UNPARSED_BODY = "There was an error parsing the body"
+
+
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
+        return error_response(
+            400, "malformed_json", "the body is not valid JSON (not UTF-8, or a number too long)"
+        )
     code = _HTTP_CODES.get(exc.status_code, "error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     return error_response(exc.status_code, code, message, headers=exc.headers)

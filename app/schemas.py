@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
@@ -203,8 +203,20 @@ class RouteRequest(Strict):
     tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
         default=None, max_length=32, description="only tools carrying all of these tags"
     )
-    min_score: float | None = Field(default=None, description="drop candidates scoring below")
+    min_score: float | None = Field(
+        default=None,
+        allow_inf_nan=False,  # NaN (which json accepts) silently removed every candidate
+        description="drop candidates scoring below",
+    )
     format: Literal["raw", "openai", "anthropic", "mcp"] = "raw"
+
+    @field_validator("k", "min_score", mode="before")
+    @classmethod
+    def _json_number(cls, value: Any) -> Any:
+        """A JSON number (3 or 3.0), not a string or a boolean that pydantic would convert."""
+        if isinstance(value, str | bool):
+            raise PydanticCustomError("json_number", "must be a JSON number")
+        return value
 
 
 class RouteCandidate(BaseModel):

@@ -55,11 +55,15 @@ def test_agent_endpoints_open_without_agent_keys(database_url: str) -> None:
         assert_error(open_client.post("/v1/tools", json=weather_card()), 401, "unauthorized")
 
 
-def test_malformed_json(client: TestClient) -> None:
-    response = client.post(
-        "/v1/tools", content=b'{"name": ', headers={**ADMIN, "Content-Type": "application/json"}
-    )
-    assert_error(response, 400, "malformed_json")
+@pytest.mark.parametrize(
+    "body",
+    [b'{"name": ', b'{"name": "caf\xe9"}', b'{"query": "x", "k": 1' + b"0" * 5000 + b"}"],
+    ids=["cut short", "not UTF-8", "an integer of 5,000 digits"],
+)
+def test_malformed_json(client: TestClient, body: bytes) -> None:
+    for path in ("/v1/tools", "/v1/route"):
+        headers = {**ADMIN, "Content-Type": "application/json"}
+        assert_error(client.post(path, content=body, headers=headers), 400, "malformed_json")
 
 
 def test_wrong_types_and_unknown_fields(client: TestClient) -> None:

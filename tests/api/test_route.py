@@ -171,10 +171,23 @@ def test_a_written_card_is_routable_at_once(routed: TestClient) -> None:
         {"query": "ok", "namespace": "bad space"},
         {"query": "ok", "surprise": True},
         {"query": 5},
+        {"query": "ok", "k": "3"},  # pydantic would read these as numbers
+        {"query": "ok", "k": True},
+        {"query": "ok", "min_score": "0.5"},
     ],
 )
 def test_bad_input_has_the_one_error_shape(routed: TestClient, body: dict[str, Any]) -> None:
     assert_error(routed.post("/v1/route", json=body, headers=AGENT), 422, "invalid_input")
+
+
+@pytest.mark.parametrize("number", ["NaN", "-Infinity"])
+def test_a_min_score_that_is_not_finite_is_refused(routed: TestClient, number: str) -> None:
+    """Python's json reads NaN; as min_score it removed every candidate, silently."""
+    body = '{"query": "weather in Paris", "min_score": ' + number + "}"
+    headers = {**AGENT, "Content-Type": "application/json"}
+    answer = routed.post("/v1/route", content=body, headers=headers)
+    assert_error(answer, 422, "invalid_input")
+    assert "finite" in answer.text
 
 
 def test_route_needs_an_agent_key_when_keys_are_set(routed: TestClient) -> None:
