@@ -85,8 +85,35 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         host=args.host,
         port=args.port,
         log_level=settings.log_level,
+        log_config=log_config(settings.log_level),
     )
     return 0
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging, plus the service's own loggers (``toolreach.*``, ``app.*``) at
+    ``TOOLREACH_LOG_LEVEL``, each line with its time, level and logger. Without it they had no
+    handler: their warnings came out bare, without a time, and their info lines not at all."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["service"] = {
+        "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
+    }
+    config["handlers"]["service"] = {
+        "formatter": "service",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+    }
+    for name in ("toolreach", "app"):
+        config["loggers"][name] = {
+            "handlers": ["service"],
+            "level": level.upper(),
+            "propagate": False,
+        }
+    return config
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -126,3 +126,30 @@ def test_serve_freezes_start_up_objects_out_of_the_collector(
     monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: None)
     assert main(["serve", "--port", "1"]) == 0
     assert seen == {"freeze_gc": True}  # what tests/api/test_app_lifespan.py checks it does
+
+
+def test_serve_logs_the_service_loggers_with_time_level_and_name(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+    import logging.config
+
+    from app.cli import log_config
+
+    config = log_config("warning")
+    assert config["loggers"]["uvicorn"]["handlers"] == ["default"]  # uvicorn's own, kept
+    logging.config.dictConfig(config)
+    try:
+        logging.getLogger("toolreach.events").warning("writer %s", "stalled")
+        logging.getLogger("app.route_executor").warning("a batch failed")
+        logging.getLogger("toolreach.index").info("not at warning level")
+        err = capfd.readouterr().err.splitlines()
+    finally:
+        for name in ("toolreach", "app"):
+            logger = logging.getLogger(name)
+            logger.handlers.clear()
+            logger.propagate, logger.level = True, logging.NOTSET
+    assert len(err) == 2, err
+    assert err[0].endswith(" WARNING toolreach.events: writer stalled")
+    assert err[1].endswith(" WARNING app.route_executor: a batch failed")
+    assert err[0][:4].isdigit()  # the time first
