@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from dotenv import dotenv_values
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
@@ -17,6 +21,7 @@ from app.routing.bm25 import BM25_METHODS
 from app.routing.fusion import FUSION_METHODS
 
 KeyList = Annotated[tuple[str, ...], NoDecode]
+log = logging.getLogger("toolreach")
 
 
 class SettingsError(RuntimeError):
@@ -173,8 +178,32 @@ def check_router_config(config: RouterConfig) -> RouterConfig:
     return config
 
 
+# Read by the test suite (tests/conftest.py), not by the service.
+NOT_SETTINGS = frozenset({"TOOLREACH_TEST_PG"})
+
+
+def unknown_variables(names: Iterable[str]) -> list[str]:
+    """The ``TOOLREACH_*`` names among ``names`` that no setting reads (a typo such as
+    TOOLREACH_AGENT_KEY, which would leave the agent endpoints open without a word)."""
+    fields = {f"TOOLREACH_{field.upper()}" for field in Settings.model_fields}
+    return sorted(
+        name
+        for name in names
+        if name.upper().startswith("TOOLREACH_")
+        and name.upper() not in NOT_SETTINGS
+        and name.upper().split("__", 1)[0] not in fields
+    )
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Read settings; a bad value raises SettingsError naming the variable."""
+    """Read settings; a bad value raises SettingsError naming the variable, and a
+    ``TOOLREACH_*`` variable that no setting reads (environment or ``.env``) is warned of."""
+    names = set(os.environ)
+    env_file = overrides.get("_env_file", ".env")
+    if isinstance(env_file, str | Path) and Path(env_file).is_file():
+        names |= {key for key in dotenv_values(env_file) if key}
+    for name in unknown_variables(names):
+        log.warning("%s is not a setting and is ignored (a typo?); see app/settings.py", name)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

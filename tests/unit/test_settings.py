@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from app.settings import SettingsError, load_settings
@@ -56,3 +58,22 @@ def test_a_bad_value_is_named(
     with pytest.raises(SettingsError, match="bad setting") as caught:
         load_settings(_env_file=None)
     assert needle in str(caught.value)
+
+
+def test_a_variable_no_setting_reads_is_warned_of(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("TOOLREACH_LOAD_DEMO=true\nTOOLREACH_ADMN_KEYS=x\n")
+    monkeypatch.setenv("TOOLREACH_AGENT_KEY", "k" * 20)  # TOOLREACH_AGENT_KEYS meant
+    monkeypatch.setenv("TOOLREACH_ROUTER__POOL_SIZE", "60")  # nested: a setting
+    monkeypatch.setenv("TOOLREACH_TEST_PG", "postgresql://elsewhere")  # the tests' own
+    with caplog.at_level("WARNING", logger="toolreach"):
+        settings = load_settings()
+    assert settings.agent_keys == () and settings.router.pool_size == 60
+    warned = sorted(r.getMessage().split()[0] for r in caplog.records)
+    assert warned == ["TOOLREACH_ADMN_KEYS", "TOOLREACH_AGENT_KEY"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="toolreach"):
+        load_settings(_env_file=None)
+    assert [r.getMessage().split()[0] for r in caplog.records] == ["TOOLREACH_AGENT_KEY"]
