@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -97,7 +98,14 @@ def test_postgres_must_be_migrated_explicitly(
         _pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.mark.parametrize("command", [["serve", "--port", "1"], ["build-model"]])
+def free_port() -> str:
+    """A port nothing listens on (serve checks its port before anything else)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", free_port()], ["build-model"]])
 def test_a_model_dir_that_cannot_be_written_is_one_clear_line(
     env: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -124,7 +132,7 @@ def test_serve_freezes_start_up_objects_out_of_the_collector(
     real = app.main.create_app
     monkeypatch.setattr(app.main, "create_app", lambda *a, **kw: seen.update(kw) or real(*a, **kw))
     monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: None)
-    assert main(["serve", "--port", "1"]) == 0
+    assert main(["serve", "--port", free_port()]) == 0
     assert seen == {"freeze_gc": True}  # what tests/api/test_app_lifespan.py checks it does
 
 

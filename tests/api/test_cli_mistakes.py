@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from tests.api.test_cli import free_port
 from tests.api.test_tools import weather_card
 
 TOOL = {"name": "WeatherNow", "description": "Current weather for a city."}
@@ -146,7 +147,9 @@ def test_export_and_init_local_say_when_they_cannot_write(
         "sqlite:////nonexistent/folder/x.db",
     ],
 )
-@pytest.mark.parametrize("command", [["migrate"], ["export"], ["purge"], ["serve", "--port", "1"]])
+@pytest.mark.parametrize(
+    "command", [["migrate"], ["export"], ["purge"], ["serve", "--port", free_port()]]
+)
 def test_a_database_that_cannot_be_used_is_one_line(
     env: Path,
     monkeypatch: pytest.MonkeyPatch,
