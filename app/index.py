@@ -24,7 +24,7 @@ from app.encoders import Encoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
 from registry import repository
 from registry.card import TRUSTED, ToolCard
-from registry.formats import FORMATS, exported_name
+from registry.formats import FORMATS, could_be_exported, exported_name
 
 log = logging.getLogger("toolreach.index")
 
@@ -151,6 +151,8 @@ class IndexManager:
             return None
         if name in snapshot.cards:
             return snapshot.cards[name]
+        if not could_be_exported(name):  # a typo, most often: no need for the map
+            return None
         if "exported_names" not in snapshot.memo:  # once per snapshot; a race computes it twice
             snapshot.memo["exported_names"] = {
                 exported: real

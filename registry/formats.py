@@ -141,6 +141,14 @@ def exported_name(name: str, fmt: str) -> str:
     return f"{refused.sub('_', name)[: longest - _NAME_HASH - 1]}_{digest}"
 
 
+_EXPORTED = re.compile(rf"_[0-9a-f]{{{_NAME_HASH}}}")
+
+
+def could_be_exported(name: str) -> bool:
+    """Whether ``name`` has the ending ``exported_name`` gives a name it changed."""
+    return _EXPORTED.search(name[-_NAME_HASH - 1 :]) is not None
+
+
 def from_card(card: ToolCard, fmt: str) -> dict[str, Any]:
     """The card as a tool definition in ``fmt`` (one of FORMATS); ValueError otherwise."""
     if fmt not in FORMATS:

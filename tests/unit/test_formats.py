@@ -12,6 +12,7 @@ from registry.card import ToolCard
 from registry.formats import (
     FORMATS,
     FormatError,
+    could_be_exported,
     detect_format,
     exported_name,
     from_card,
@@ -208,6 +209,9 @@ def test_a_name_a_format_refuses_is_made_to_fit_and_kept_apart() -> None:
     assert OPENAI_NAME.match(exported_name(long, "openai"))
     assert exported_name(long, "mcp") == long
     assert MCP_NAME.match(exported_name("x:" * 64, "mcp"))
+    for fmt in FORMATS:
+        assert could_be_exported(exported_name("billing:refund.v2", fmt))
+    assert not could_be_exported("billing_refund_v2") and not could_be_exported("x_1234567")
     card = ToolCard(name="billing:refund.v2", description="Refund an invoice.")
     assert from_card(card, "openai")["function"]["name"] == dotted
     assert from_card(card, "anthropic")["name"] == dotted
