@@ -1,4 +1,5 @@
-"""The `toolreach` command line: serve, migrate, import, export, eval, purge, simulate."""
+"""The `toolreach` command line: serve, migrate, import, export, eval, build-model,
+init-local, purge, simulate."""
 
 from __future__ import annotations
 
@@ -279,8 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=cli_args.port, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=cli_args.port, default=8000, help="TCP port (8000)")
     serve.set_defaults(handler=cmd_serve)
 
     sub.add_parser("migrate", help="upgrade the database schema to head").set_defaults(
