@@ -160,9 +160,9 @@ def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[s
 def check_router_config(config: RouterConfig) -> RouterConfig:
     """Refuse names the router does not know and weights it cannot use."""
     if config.fusion not in FUSION_METHODS:
-        raise ValueError(f"router fusion must be one of {FUSION_METHODS}")
+        raise ValueError(f"TOOLREACH_ROUTER__FUSION must be one of {FUSION_METHODS}")
     if config.bm25_method not in BM25_METHODS:
-        raise ValueError(f"router bm25_method must be one of {BM25_METHODS}")
+        raise ValueError(f"TOOLREACH_ROUTER__BM25_METHOD must be one of {BM25_METHODS}")
     numbers = {
         **{f.name: getattr(config, f.name) for f in dataclasses.fields(config)},
         **{
@@ -170,11 +170,17 @@ def check_router_config(config: RouterConfig) -> RouterConfig:
             for f in dataclasses.fields(config.fields)
         },
     }
-    negative = [k for k, v in numbers.items() if isinstance(v, int | float) and v < 0]
+    negative = [
+        f"TOOLREACH_ROUTER__{k.upper()}"
+        for k, v in numbers.items()
+        if isinstance(v, int | float) and v < 0
+    ]
     if negative:
-        raise ValueError(f"router settings must not be negative: {', '.join(negative)}")
-    if config.pool_size < 1 or not 0 <= config.mmr_lambda <= 1:
-        raise ValueError("router pool_size must be ≥ 1 and mmr_lambda within [0, 1]")
+        raise ValueError(f"these must not be negative: {', '.join(negative)}")
+    if config.pool_size < 1:
+        raise ValueError("TOOLREACH_ROUTER__POOL_SIZE must be 1 or more")
+    if not 0 <= config.mmr_lambda <= 1:
+        raise ValueError("TOOLREACH_ROUTER__MMR_LAMBDA must be within [0, 1]")
     return config
 
 
@@ -207,14 +213,19 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = "; ".join(
-            f"TOOLREACH_{'__'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise SettingsError(f"bad setting: {problems}") from None
     except SourceError as exc:  # e.g. TOOLREACH_ROUTER='{bad': not JSON
         cause = f" ({exc.__cause__})" if exc.__cause__ else ""
         raise SettingsError(f"bad setting: {exc}{cause}") from None
+
+
+def _problem(error: Any) -> str:
+    """One bad value, named by its variable (a message that names its own, e.g. a router
+    weight's TOOLREACH_ROUTER__POOL_SIZE, is kept as it is)."""
+    name = "TOOLREACH_" + "__".join(str(p) for p in error["loc"]).upper()
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message if "TOOLREACH_" in message else f"{name}: {message}"
 
 
 @lru_cache

@@ -47,8 +47,11 @@ def test_router_weights_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
         ("TOOLREACH_ROUTER__POOL_SIZE", "many", "TOOLREACH_ROUTER__POOL_SIZE"),
         ("TOOLREACH_ROUTER__NOPE", "1", "unknown router setting(s): nope"),
         ("TOOLREACH_ROUTER__FIELDS__NOPE", "1", "fields__nope"),
-        ("TOOLREACH_ROUTER__FUSION", "magic", "fusion must be one of"),
-        ("TOOLREACH_ROUTER__MISSING_PARAM_PENALTY", "-1", "missing_param_penalty"),
+        ("TOOLREACH_ROUTER__FUSION", "magic", "TOOLREACH_ROUTER__FUSION must be one of"),
+        ("TOOLREACH_ROUTER__MISSING_PARAM_PENALTY", "-1", "TOOLREACH_ROUTER__MISSING_PARAM_"),
+        ("TOOLREACH_ROUTER__FIELDS__NAME", "-2", "negative: TOOLREACH_ROUTER__FIELDS__NAME"),
+        ("TOOLREACH_ROUTER__POOL_SIZE", "0", "bad setting: TOOLREACH_ROUTER__POOL_SIZE must be"),
+        ("TOOLREACH_ROUTER__MMR_LAMBDA", "1.5", "TOOLREACH_ROUTER__MMR_LAMBDA must be within"),
     ],
 )
 def test_a_bad_value_is_named(
