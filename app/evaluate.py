@@ -39,6 +39,7 @@ VARIANTS: dict[str, frozenset[str]] = {
     "no_penalty": frozenset({"keyword", "embedding", "prior"}),
 }
 METRICS = ("hit@1", "recall@3", "recall@5", "ndcg@10")
+SHOWN_REJECTIONS = 10  # rejected tools the table explains; --json has them all
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
@@ -132,8 +133,9 @@ def loaded_tools(batch: ParsedBatch, path: Path) -> set[str]:
 
 def first_problem(reject: dict[str, Any]) -> str:
     """One rejected tool's first problem, as a line."""
-    problems = reject.get("problems") or [{"message": "rejected"}]
-    return f"{reject.get('name') or 'unnamed'}: {problems[0].get('message')}"
+    problem = (reject.get("problems") or [{"message": "rejected"}])[0]
+    where = ".".join(map(str, problem.get("loc") or []))
+    return f"{reject.get('name') or 'unnamed'}: {where + ': ' if where else ''}{problem['message']}"
 
 
 def unknown_labels(queries: Sequence[Query], known: set[str]) -> int:
@@ -228,6 +230,7 @@ def evaluate(
         "dataset": str(data),
         "tools": len(batch.cards),
         "rejected_tools": [r["name"] for r in batch.rejects],
+        "rejections": [first_problem(r) for r in batch.rejects],  # why, one line each
         "queries": len(queries),
         "queries_naming_unregistered_tools": unknown,
         "model": services.encoder.name,
@@ -256,6 +259,10 @@ def format_table(report: dict[str, Any]) -> str:
     ]
     for variant, values in report["results"].items():
         lines.append(f"{variant:<16}" + "".join(f"{values[m]:>10.3f}" for m in METRICS))
-    if report["rejected_tools"]:
-        lines.append(f"rejected tools: {', '.join(map(str, report['rejected_tools']))}")
+    rejections = report.get("rejections", [])
+    if rejections:
+        lines.append(f"rejected tools ({len(rejections)}, not registered):")
+        lines += [f"  {line}" for line in rejections[:SHOWN_REJECTIONS]]
+        if len(rejections) > SHOWN_REJECTIONS:
+            lines.append(f"  ... and {len(rejections) - SHOWN_REJECTIONS} more (--json lists all)")
     return "\n".join(lines)

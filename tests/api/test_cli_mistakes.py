@@ -73,7 +73,7 @@ GOOD_TOOLS, GOOD_QUERIES = lines(TOOL), lines(QUERY)
         (GOOD_TOOLS, lines({**QUERY, "relevant": "WeatherNow"}), "not a string"),
         (b"", GOOD_QUERIES, "tools.jsonl: no tools in it"),
         (GOOD_TOOLS, b"\n", "queries.jsonl: no queries in it"),
-        (lines({"name": "x"}), GOOD_QUERIES, "none of its 1 tools is a valid card (the first: x:"),
+        (lines({"name": "x"}), GOOD_QUERIES, "(the first: x: description: Field required)"),
     ],
 )
 def test_eval_names_the_file_and_line_of_a_bad_dataset(
@@ -180,3 +180,12 @@ def test_serve_on_a_port_in_use_says_so_before_loading_anything(
     env: Path, capsys: pytest.CaptureFixture[str], busy_port: int
 ) -> None:
     fails_clearly(["serve", "--port", str(busy_port)], capsys, f"127.0.0.1:{busy_port}: ")
+
+
+def test_eval_says_why_each_rejected_tool_was_left_out(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = dataset(env, lines(TOOL, {"name": "x"}), GOOD_QUERIES)
+    assert main(["eval", "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "rejected tools (1, not registered):\n  x: description: Field required" in out
