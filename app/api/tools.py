@@ -57,6 +57,16 @@ NamespaceQuery = Annotated[
 ]
 
 
+def named(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """``body`` with the path's name wherever its format puts a name and it gave none: at the
+    top, or in an OpenAI Chat Completions tool's ``function``."""
+    item = {"name": name, **body}
+    function = body.get("function")
+    if body.get("type") == "function" and isinstance(function, dict) and "name" not in function:
+        item["function"] = {"name": name, **function}
+    return item
+
+
 def parse_in_namespace(body: dict[str, Any], namespace: str | None) -> ToolCard:
     """The card in ``body``, in ``namespace`` if it names none; InvalidInput if it names
     another (which one was meant cannot be guessed)."""
@@ -125,7 +135,7 @@ def put_tool(
 
     The body may leave out the name: the path gives it.
     """
-    card = parse_in_namespace({"name": name, **body}, namespace)
+    card = parse_in_namespace(named(body, name), namespace)
     if card.name != name:
         raise InvalidInput(f"the body names {card.name!r} but the path names {name!r}")
     [status] = catalog.write_cards(session, services.encoder, [card])

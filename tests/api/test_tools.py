@@ -277,3 +277,21 @@ def test_a_query_namespace_fills_in_and_never_silently_loses_to_the_body(
         same = client.request(method, f"{path}?namespace=beta", json=body, headers=ADMIN)
         assert same.status_code in (200, 201, 409), same.text
     assert client.get("/v1/tools?namespace=beta", headers=AGENT).json()["total"] == 1
+
+
+def test_put_takes_the_name_from_the_path_in_every_format(client: TestClient) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    bodies = {
+        "native": {"description": "Native."},
+        "openai": {
+            "type": "function",
+            "function": {"description": "OpenAI.", "parameters": schema},
+        },
+        "responses": {"type": "function", "description": "Responses.", "parameters": schema},
+        "anthropic": {"description": "Anthropic.", "input_schema": schema},
+        "mcp": {"description": "MCP.", "inputSchema": schema},
+    }
+    for fmt, body in bodies.items():
+        answer = client.put(f"/v1/tools/t_{fmt}", json=body, headers=ADMIN)
+        assert answer.status_code == 201, (fmt, answer.text)
+        assert answer.json()["name"] == f"t_{fmt}"
