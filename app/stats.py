@@ -186,10 +186,13 @@ def tool_rows(session: Session, where: Where) -> list[ToolRow]:
     )
 
 
-def confusion_rows(session: Session, where: Where) -> list[Confusion]:
+def confusion_rows(
+    session: Session, where: Where, limit: int | None = CONFUSION_LIMIT
+) -> list[Confusion]:
+    """The most frequent confused pairs (``limit`` None: all of them)."""
     return [
         Confusion(namespace=namespace, offered_first=first, chosen=chosen, count=int(count))
-        for namespace, first, chosen, count in sql.confusions(session, where, CONFUSION_LIMIT)
+        for namespace, first, chosen, count in sql.confusions(session, where, limit)
     ]
 
 

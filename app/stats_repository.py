@@ -114,7 +114,7 @@ def tool_choices(
 
 
 def confusions(
-    session: Session, conditions: Sequence[ColumnElement[bool]], limit: int
+    session: Session, conditions: Sequence[ColumnElement[bool]], limit: int | None
 ) -> list[tuple[Any, ...]]:
     """(namespace, offered first, chosen instead, count), most frequent first."""
     count = func.count().label("n")

@@ -11,11 +11,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from app import stats_repository as sql
 from app.dashboard.filters import Filters
 from app.db import unit_of_work
+from app.event_models import Feedback
 from app.lookalikes import LookalikePair, lookalikes_in
 from app.services import Services
-from app.stats import Confusion, StatsFilter, StatsReport, compute_stats
+from app.stats import (
+    Confusion,
+    Misroute,
+    StatsFilter,
+    StatsReport,
+    compute_stats,
+    confusion_rows,
+    misroute_rows,
+)
 
 MAX_SLOTS = 2000  # beyond this many empty-filled buckets, plot only the buckets with data
 
@@ -114,6 +124,24 @@ def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:
     """The same key for (a, b) and (b, a)."""
     first, second = sorted((a, b))
     return namespace, first, second
+
+
+def chosen_misroutes(
+    services: Services, namespace: str, name: str, limit: int = 20
+) -> list[Misroute]:
+    """The newest misroutes in which this tool was chosen without being offered (filtered in
+    the query: a stats report's misroutes for a tool also hold those it was merely offered
+    in, and 20 of those could hide every one it was chosen in)."""
+    where = [*sql.route_conditions(namespace, None, None, None), Feedback.chosen == name]
+    with unit_of_work(services.session_factory) as session:
+        return misroute_rows(session, where, limit)
+
+
+def all_confusions(services: Services, filters: Filters) -> list[Confusion]:
+    """Every confused pair for these filters (a stats report lists the 50 most frequent)."""
+    where = sql.route_conditions(filters.namespace, None, filters.since, filters.until)
+    with unit_of_work(services.session_factory) as session:
+        return confusion_rows(session, where, limit=None)
 
 
 def confusion_counts(confusions: Iterable[Confusion]) -> dict[tuple[str, str, str], int]:

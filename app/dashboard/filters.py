@@ -81,7 +81,8 @@ def parse_filters(params: Mapping[str, str], now: datetime | None = None) -> Fil
     end = _parse_date(params.get("until", ""))
     if chosen in ("custom", "") and (start or end):
         since = _midnight(start) if start else None
-        until = _midnight(end) + timedelta(days=1) if end else None  # the whole last day
+        # the whole last day; the last day there is has no end to count to (it was a 500)
+        until = _midnight(end) + timedelta(days=1) if end and end < date.max else None
         chosen, span = "custom", (until or now) - (since or now - timedelta(days=30))
     else:
         start = end = None

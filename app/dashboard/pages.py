@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from app.dashboard import charts, gauges
 from app.dashboard.data import (
+    all_confusions,
     confusion_counts,
     load_lookalikes,
     load_stats,
@@ -22,6 +23,7 @@ from app.deps import ServicesDep
 from app.services import Services
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
+LOOKALIKES_SHOWN = 50  # the most similar pairs listed; the heading says when there are more
 
 TOOL_COLUMNS = {
     "namespace": "Namespace",
@@ -147,13 +149,15 @@ def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> H
     """Pairs of tools so alike that they get confused, with how often they were confused."""
     filters = parse_filters(request.query_params)
     threshold = parse_threshold(request.query_params.get("threshold"))
-    pairs = load_lookalikes(services, filters.namespace, threshold)
-    report = load_stats(services, filters, misroute_limit=0)
-    counts = confusion_counts(report.confusions)
+    pairs = load_lookalikes(services, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
+    counts = confusion_counts(all_confusions(services, filters))
     return render(
         "lookalikes.html",
         **page_context(request, services, viewer, "lookalikes", filters),
-        pairs=[(p, counts.get(pair_key(p.namespace, p.a, p.b), 0)) for p in pairs],
+        pairs=[
+            (p, counts.get(pair_key(p.namespace, p.a, p.b), 0)) for p in pairs[:LOOKALIKES_SHOWN]
+        ],
+        more=len(pairs) > LOOKALIKES_SHOWN,
         threshold=threshold,
     )
 

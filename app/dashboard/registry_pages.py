@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.dashboard.cards import load_card, schema_rows
-from app.dashboard.data import load_stats
+from app.dashboard.data import chosen_misroutes, load_stats
 from app.dashboard.filters import parse_filters
 from app.dashboard.pages import page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render
@@ -74,7 +74,7 @@ def card_page(
         return render(
             "not_found.html", status_code=404, **context, message=missing.message, name=name
         )
-    stats = load_stats(services, filters, tool=name, misroute_limit=20).model_dump()
+    stats = load_stats(services, filters, tool=name, misroute_limit=0).model_dump()
     routing = next((t for t in stats["tools"] if t["name"] == name), None)
     return render(
         "card.html",
@@ -84,6 +84,6 @@ def card_page(
         parameters=schema_rows(card.stored.card.parameters),
         returns=schema_rows(card.stored.card.returns),
         routing=routing,
-        misroutes=[m for m in stats["misroutes"] if m["chosen"] == name],
+        misroutes=chosen_misroutes(services, namespace, name),
         now=datetime.now(UTC),
     )

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.dashboard.auth import COOKIE_NAME, COOKIE_PATH, SESSION_SECONDS, issue, role_for_key
-from app.dashboard.web import DashboardRoute, current_viewer, render, safe_next
+from app.dashboard.web import DashboardRoute, current_viewer, render, safe_next, same_site
 from app.deps import ServicesDep
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
@@ -27,13 +27,22 @@ def login_form(
     return render("login.html", next=safe_next(next), error=None)
 
 
+CROSS_SITE = "Signing in or out from another site is refused."
+
+
 @router.post("/login", response_class=HTMLResponse, response_model=None)
 def login(
+    request: Request,
     services: ServicesDep,
     key: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/dashboard",
 ) -> HTMLResponse | RedirectResponse:
-    """Exchange an admin or dashboard key for a signed session cookie."""
+    """Exchange an admin or dashboard key for a signed session cookie.
+
+    Only from this site: a page elsewhere could otherwise sign a visitor in with its own key
+    (login CSRF) and see what they then look at as that viewer."""
+    if not same_site(request):
+        return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
     role = role_for_key(key.strip(), services.settings) if len(key) <= MAX_KEY else None
     if role is None:
         error = "That key is not an admin or dashboard key of this service."
@@ -51,9 +60,12 @@ def login(
     return response
 
 
-@router.post("/logout")
-def logout() -> RedirectResponse:
-    """Forget the session cookie."""
+@router.post("/logout", response_model=None)
+def logout(request: Request) -> RedirectResponse | HTMLResponse:
+    """Forget the session cookie (this browser's copy: the session is a signed token, valid
+    until it expires; README, "Dashboard"). Only from this site."""
+    if not same_site(request):
+        return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
     response = RedirectResponse("/dashboard/login", status_code=303)
     response.delete_cookie(
         COOKIE_NAME, path=COOKIE_PATH, secure=True, httponly=True, samesite="strict"

@@ -7,10 +7,11 @@ JSON URLs answer 401 in the project's one error shape instead.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from fastapi import Depends, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -85,16 +86,32 @@ JsonViewer = Annotated[Viewer, Depends(require_json_viewer)]
 
 
 def safe_next(target: str | None) -> str:
-    """Only a dashboard path of this site: never an open redirect to another host."""
-    if (
-        not target
-        or not target.startswith("/dashboard")
-        or target.startswith("/dashboard/login")
-        or "\\" in target
-        or any(ord(c) < 0x20 for c in target)
-    ):
+    """Only a dashboard path of this site: never an open redirect to another host, nor out of
+    the dashboard by dot segments (``/dashboard/../metrics``, also percent-encoded)."""
+    if not target or "\\" in target or any(ord(c) < 0x20 for c in target):
+        return "/dashboard"
+    path = unquote(target.partition("?")[0].partition("#")[0])
+    inside = posixpath.normpath(path) == path and (
+        path == "/dashboard" or path.startswith("/dashboard/")
+    )
+    if not inside or "//" in path or path.startswith("/dashboard/login"):
         return "/dashboard"
     return target
+
+
+def same_site(request: Request) -> bool:
+    """Whether a form post comes from this site, by what browsers send with it: a
+    ``Sec-Fetch-Site`` of same-origin (or none: typed or bookmarked); from a browser too old to
+    send that, an ``Origin`` naming this host. (Under the pages' no-referrer policy Chromium
+    sends ``Origin: null`` even from our own form, so Sec-Fetch-Site decides when present.) A
+    client that sends neither (curl) is no browser a forged page could drive."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return True
+    return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 def url(path: str, params: dict[str, str] | None = None) -> str:

@@ -136,7 +136,18 @@ def test_sign_out_clears_the_cookie(anonymous: TestClient) -> None:
     assert anonymous.get("/dashboard/tools", follow_redirects=False).status_code == 303
 
 
-@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example", "/v1/tools"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://evil.example/",
+        "//evil.example",
+        "/v1/tools",
+        "/dashboard/../metrics",  # same site, but out of the dashboard by dot segments
+        "/dashboard/%2e%2e/%2e%2e/metrics",
+        "/dashboard/..//evil.example/",
+        "/dashboardx",
+    ],
+)
 def test_login_never_redirects_off_the_dashboard(anonymous: TestClient, target: str) -> None:
     response = anonymous.post(
         "/dashboard/login", data={"key": ADMIN_KEY, "next": target}, follow_redirects=False
@@ -164,3 +175,47 @@ def test_a_missing_card_is_a_page_not_a_trace(viewer: TestClient) -> None:
     assert response.status_code == 404
     assert "no tool" in response.text and "Traceback" not in response.text
     assert viewer.get("/dashboard/registry/bad%20ns/nope").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+        {"Sec-Fetch-Site": "same-site"},  # a sibling subdomain is another site's page too
+        {"Origin": "https://evil.example"},  # a browser without Sec-Fetch-Site
+    ],
+)
+def test_signing_in_or_out_from_another_site_is_refused(
+    anonymous: TestClient, headers: dict[str, str]
+) -> None:
+    """A page elsewhere auto-posting the login form would sign the visitor in with the
+    attacker's key (login CSRF); posting the logout form would sign them out."""
+    forged = anonymous.post(
+        "/dashboard/login", data={"key": ADMIN_KEY}, headers=headers, follow_redirects=False
+    )
+    assert forged.status_code == 403 and "set-cookie" not in forged.headers
+    assert "from another site is refused" in forged.text
+    sign_in(anonymous)
+    out = anonymous.post("/dashboard/logout", headers=headers, follow_redirects=False)
+    assert out.status_code == 403 and "set-cookie" not in out.headers
+    assert anonymous.get("/dashboard/tools", follow_redirects=False).status_code == 200
+
+
+def test_our_own_form_signs_in_whatever_origin_the_browser_shows(anonymous: TestClient) -> None:
+    """Chromium sends Origin: null from our pages (their no-referrer policy), with
+    Sec-Fetch-Site: same-origin; the browser test signs in through the real form."""
+    for headers in (
+        {"Sec-Fetch-Site": "same-origin", "Origin": "null"},
+        {"Origin": "https://testserver"},
+        {},
+    ):
+        answer = anonymous.post(
+            "/dashboard/login", data={"key": ADMIN_KEY}, headers=headers, follow_redirects=False
+        )
+        assert answer.status_code == 303, (headers, answer.text)
+
+
+def test_the_last_date_there_is_is_a_filter_not_a_500(viewer: TestClient) -> None:
+    for path in ("/dashboard", "/dashboard/tools", "/dashboard/stats.json"):
+        answer = viewer.get(path, params={"since": "0001-01-01", "until": "9999-12-31"})
+        assert answer.status_code == 200, (path, answer.text[:300])

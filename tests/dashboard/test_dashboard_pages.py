@@ -199,3 +199,51 @@ def test_mangled_query_strings_still_render(seeded: tuple[TestClient, Seeded]) -
         response = client.get(url, params=params)
         assert response.status_code == 200, (url, response.text)
         assert "<x>" not in response.text
+
+
+def routed_and_reported(client: TestClient, query: str, tag: str, chosen: str) -> None:
+    """A route offering only the tools tagged ``tag`` (k=1), reported as ``chosen``."""
+    from tests.conftest import AGENT
+
+    body = {"query": query, "k": 1, "tags": [tag]}
+    route = client.post("/v1/route", json=body, headers=AGENT).json()
+    report = {"route_id": route["route_id"], "chosen": chosen, "outcome": "success"}
+    assert client.post("/v1/feedback", json=report, headers=AGENT).status_code == 200
+
+
+def test_a_card_lists_the_misroutes_it_was_chosen_in_however_many_it_was_offered_in(
+    viewer: TestClient,
+) -> None:
+    """The card took the tool's 20 newest misroutes and kept those it was chosen in: 22
+    newer ones where it was merely offered left its "chosen, not offered" list empty."""
+    for name, tag in (("track_shipment", "ship"), ("get_order_details", "order")):
+        card = {"name": name, "description": f"{name} does its job.", "tags": [tag]}
+        assert viewer.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    for i in range(3):
+        routed_and_reported(viewer, f"order question {i}", "order", "track_shipment")
+    for i in range(22):
+        routed_and_reported(viewer, f"parcel question {i}", "ship", "get_order_details")
+    viewer.app.state.services.events.flush()  # type: ignore[attr-defined]
+    html, _ = page(viewer, "/dashboard/registry/default/track_shipment")
+    for i in range(3):
+        assert f"order question {i}" in html
+    assert "parcel question" not in html
+
+
+def test_look_alike_counts_see_every_confused_pair(viewer: TestClient) -> None:
+    """A stats report lists the 50 most frequent confusions; the counts the look-alikes page
+    shows come from all of them."""
+    from app.dashboard.data import all_confusions, load_stats
+    from app.dashboard.filters import parse_filters
+
+    for i in range(8):
+        card = {"name": f"tool_{i}", "description": f"Tool {i}.", "tags": [f"t{i}"]}
+        assert viewer.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    pairs = [(i, j) for i in range(8) for j in range(8) if i != j][:52]  # 52 distinct pairs
+    for n, (i, j) in enumerate(pairs):
+        routed_and_reported(viewer, f"step {n}", f"t{i}", f"tool_{j}")
+    services = viewer.app.state.services  # type: ignore[attr-defined]
+    services.events.flush()
+    filters = parse_filters({"range": "all"})
+    assert len(load_stats(services, filters).confusions) == 50
+    assert len(all_confusions(services, filters)) == 52
