@@ -27,18 +27,14 @@ class CliError(Exception):
 
 def read_items(path: Path) -> list[Any]:
     """Tools from a JSON list, a JSONL file (one tool a line) or a YAML list."""
+    from app.jsonl import JsonlError, read_lines, read_text
+
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark is no error
-    except OSError as exc:
-        raise CliError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    if path.suffix == ".jsonl":
-        return [
-            _jsonl_line(path, n, line)
-            for n, line in enumerate(text.splitlines(), 1)
-            if line.strip()
-        ]
+        if path.suffix == ".jsonl":
+            return [item for _, item in read_lines(path)]
+        text = read_text(path)
+    except JsonlError as exc:
+        raise CliError(str(exc)) from None
     try:
         items: Any = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
@@ -49,13 +45,6 @@ def read_items(path: Path) -> list[Any]:
     if not isinstance(items, list):
         raise CliError(f"{path}: expected a list of tools (or {{'tools': [...]}})")
     return items
-
-
-def _jsonl_line(path: Path, number: int, line: str) -> Any:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
 
 
 def _write_text(path: Path, text: str) -> None:

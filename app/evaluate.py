@@ -9,7 +9,6 @@ the index is loaded from it as the service loads it, and each query is ranked by
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -26,9 +25,11 @@ from tqdm import tqdm
 from app.catalog import ParsedBatch, parse_batch, write_cards
 from app.db import unit_of_work
 from app.encoders import Encoder
+from app.jsonl import JsonlError, read_lines
 from app.routing import query_texts, route
 from app.services import Services, build_services
 from app.settings import Settings
+from registry.formats import json_kind
 
 NAMESPACE = "eval"
 VARIANTS: dict[str, frozenset[str]] = {
@@ -61,29 +62,13 @@ class DatasetError(ValueError):
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; DatasetError on the first bad one."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark is no error
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
-        if not isinstance(item, dict):
-            raise DatasetError(f"{path}:{number}: expected a JSON object, not {kind(item)}")
-        yield number, item
-
-
-def kind(value: Any) -> str:
-    """The JSON name of a value's type, for messages."""
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    return names.get(type(value), "a number" if isinstance(value, int | float) else "a value")
+        for number, item in read_lines(path):
+            if not isinstance(item, dict):
+                kind = json_kind(item)
+                raise DatasetError(f"{path}:{number}: expected a JSON object, not {kind}")
+            yield number, item
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def _tool(path: Path, number: int, item: dict[str, Any]) -> dict[str, Any]:
@@ -102,9 +87,11 @@ def _query(path: Path, number: int, item: dict[str, Any]) -> Query:
         or not relevant
         or not all(isinstance(n, str) and n for n in relevant)
     ):
+        got = "an empty array" if relevant == [] else json_kind(relevant)
+        if isinstance(relevant, list) and relevant:
+            got = "an array holding something else than names"
         raise DatasetError(
-            f"{path}:{number}: 'relevant' must be a non-empty list of tool names, "
-            f"not {kind(relevant)}"
+            f"{path}:{number}: 'relevant' must be a non-empty array of tool names, not {got}"
         )
     return Query(text, frozenset(safe_name(n) for n in relevant))
 

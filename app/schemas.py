@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validat
 from pydantic_core import PydanticCustomError
 
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
+from registry.formats import json_kind
 from registry.nul import NoNul
 
 Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
@@ -114,9 +115,7 @@ def _tool_object(value: Any) -> dict[str, Any]:
     its problems reported together by the import (app/catalog.py)."""
     if not isinstance(value, dict):
         raise PydanticCustomError(
-            "tool_object",
-            "a tool must be a JSON object, not {kind}",
-            {"kind": type(value).__name__},
+            "tool_object", "a tool must be a JSON object, not {kind}", {"kind": json_kind(value)}
         )
     return value
 

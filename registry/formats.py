@@ -27,6 +27,21 @@ _EXPECTED = (
 )
 
 
+def json_kind(value: Any) -> str:
+    """The JSON name of a value's type, for messages ("an array", not "list")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return "a string" if isinstance(value, str) else "a value"
+
+
 class FormatError(ValueError):
     """A tool in no format we know, or in more than one."""
 
@@ -34,7 +49,7 @@ class FormatError(ValueError):
 def detect_format(item: Mapping[str, Any]) -> Format:
     """Which format ``item`` is in; FormatError if it is unknown or ambiguous."""
     if not isinstance(item, Mapping):
-        raise FormatError(f"a tool must be a JSON object, not {type(item).__name__}; {_EXPECTED}")
+        raise FormatError(f"a tool must be a JSON object, not {json_kind(item)}; {_EXPECTED}")
     found = _markers(item)
     if len(found) > 1:
         signs = " and ".join(sign for _, sign in found)

@@ -69,7 +69,11 @@ GOOD_TOOLS, GOOD_QUERIES = lines(TOOL), lines(QUERY)
         (lines({"description": "no name"}), GOOD_QUERIES, "tools.jsonl:1: a tool needs a 'name'"),
         (GOOD_TOOLS, lines({"relevant": ["WeatherNow"]}), "queries.jsonl:1: a query needs"),
         (GOOD_TOOLS, lines({"query": None, "relevant": ["x"]}), "queries.jsonl:1: a query needs"),
-        (GOOD_TOOLS, lines({**QUERY, "relevant": []}), "'relevant' must be a non-empty list"),
+        (
+            GOOD_TOOLS,
+            lines({**QUERY, "relevant": []}),
+            "'relevant' must be a non-empty array of tool names, not an empty array",
+        ),
         (GOOD_TOOLS, lines({**QUERY, "relevant": "WeatherNow"}), "not a string"),
         (b"", GOOD_QUERIES, "tools.jsonl: no tools in it"),
         (GOOD_TOOLS, b"\n", "queries.jsonl: no queries in it"),
@@ -189,3 +193,17 @@ def test_eval_says_why_each_rejected_tool_was_left_out(
     assert main(["eval", "--data", str(data)]) == 0
     out = capsys.readouterr().out
     assert "rejected tools (1, not registered):\n  x: description: Field required" in out
+
+
+def test_a_line_separator_inside_a_json_string_does_not_cut_the_line(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON allows U+2028, U+0085 and their kind raw in a string; str.splitlines() cut there."""
+    tool = {**TOOL, "description": "Current weather\u2028for a city\x85 now."}
+    text = json.dumps(tool, ensure_ascii=False) + "\n"
+    data = dataset(env, text.encode(), GOOD_QUERIES)
+    assert main(["eval", "--data", str(data), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tools"] == 1
+    (env / "t.jsonl").write_text(text, encoding="utf-8")
+    assert main(["import", "t.jsonl"]) == 0
+    assert "1 created" in capsys.readouterr().out

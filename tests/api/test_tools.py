@@ -257,10 +257,10 @@ def test_the_openapi_document_describes_each_tool_format(client: TestClient) -> 
 def test_a_tool_that_is_not_an_object_is_refused_in_the_error_shape(client: TestClient) -> None:
     bulk = client.post("/v1/tools/bulk", json={"tools": [weather_card(), 5]}, headers=ADMIN)
     single = client.put("/v1/tools/get_weather", json=["get_weather"], headers=ADMIN)
-    for answer in (bulk, single):
+    for answer, kind in ((bulk, "a number"), (single, "an array")):  # JSON's names
         assert answer.status_code == 422, answer.text
         assert answer.json()["error"]["code"] == "invalid_input"
-        assert "a tool must be a JSON object, not" in answer.text
+        assert f"a tool must be a JSON object, not {kind}" in answer.text
     assert client.get("/v1/tools", headers=AGENT).json()["total"] == 0
 
 

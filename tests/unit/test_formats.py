@@ -94,7 +94,7 @@ def test_unknown_or_ambiguous_shape_says_what_was_expected(item: dict[str, Any],
 
 
 def test_not_a_mapping_is_a_format_error() -> None:
-    with pytest.raises(FormatError, match="must be a JSON object, not list"):
+    with pytest.raises(FormatError, match="must be a JSON object, not an array"):
         detect_format([1])  # type: ignore[arg-type]
 
 
