@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, insert, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.event_models import Feedback, RouteCandidate, RouteEvent
@@ -67,11 +69,16 @@ def get_feedback(session: Session, route_id: str) -> Feedback | None:
     return session.get(Feedback, route_id)
 
 
-def add_feedback(session: Session, feedback: Feedback) -> Feedback:
-    """Stage a new feedback row and flush, so a concurrent duplicate fails here."""
-    session.add(feedback)
-    session.flush()
-    return feedback
+def add_feedback(session: Session, feedback: Feedback) -> bool:
+    """Insert a new feedback row unless the route has one already (a report that landed at
+    the same moment); True if this one was inserted. INSERT ... ON CONFLICT DO NOTHING: no
+    error to recover from, so no savepoint (whose release commits on SQLite)."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    values = {c.key: getattr(feedback, c.key) for c in Feedback.__table__.columns}
+    statement = insert(Feedback).values(**values).on_conflict_do_nothing()
+    # RETURNING says whether a row went in (psycopg reports no rowcount for this statement).
+    return session.execute(statement.returning(Feedback.route_id)).first() is not None
 
 
 def usage_by_day(session: Session, since: datetime) -> list[UsageRow]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import event_repository
@@ -134,17 +133,14 @@ def record_feedback(
     if row is not None:
         changed = reconcile(row, request)
         return to_read(row), changed
-    try:
-        with session.begin_nested():  # a savepoint: the transaction survives a duplicate
-            row = event_repository.add_feedback(
-                session, new_row(route, request, from_validate=False)
-            )
-    except IntegrityError:  # the same report, sent twice at once: the other copy landed first
-        row = event_repository.get_feedback(session, route.route_id)
-        if row is None:  # not a duplicate after all
-            raise
-        return to_read(row), reconcile(row, request)
-    return to_read(row), True
+    row = new_row(route, request, from_validate=False)
+    if event_repository.add_feedback(session, row):
+        return to_read(row), True
+    # The same report, sent twice at once: the other copy landed first.
+    landed = event_repository.get_feedback(session, route.route_id)
+    if landed is None:
+        raise Conflict("another report for this route arrived at the same moment; retry")
+    return to_read(landed), reconcile(landed, request)
 
 
 def record_validated_call(
@@ -168,10 +164,10 @@ def record_validated_call(
             if event_repository.get_feedback(session, route_id) is not None:
                 return False
             request = FeedbackRequest(route_id=route_id, chosen=card.name)
-            event_repository.add_feedback(session, new_row(route, request, from_validate=True))
-    except IntegrityError:  # a report for this route landed at the same moment; it stands
-        return False
+            # False: a report for this route landed at the same moment; it stands.
+            return event_repository.add_feedback(
+                session, new_row(route, request, from_validate=True)
+            )
     except DATABASE_TROUBLE as exc:  # the validation itself needs no database
         log.warning("route %s: validated call not recorded: %s", route_id, exc.__class__.__name__)
         return False
-    return True

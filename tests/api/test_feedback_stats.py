@@ -265,3 +265,22 @@ def test_a_report_sent_twice_at_once_is_one_report(
     answer = report(loop, route_id, candidates[0], **second)
     assert answer.status_code == status, answer.text
     assert stats(loop)["feedback"] == 1
+
+
+def test_a_report_whose_transaction_fails_leaves_nothing(loop: TestClient) -> None:
+    """unit_of_work is the one place that commits: recording a report inside a transaction
+    that then fails leaves no row (a savepoint's release had committed it on SQLite)."""
+    from app import event_repository
+    from app.db import unit_of_work
+    from app.feedback import record_feedback
+    from app.schemas import FeedbackRequest
+
+    route_id, candidates = route(loop, "weather in Paris")
+    services = services_of(loop)
+    services.events.flush()
+    request = FeedbackRequest(route_id=route_id, chosen=candidates[0], outcome="success")
+    with pytest.raises(RuntimeError), unit_of_work(services.session_factory) as session:
+        record_feedback(session, services.events, services.index, request)
+        raise RuntimeError("the request failed after recording")
+    with unit_of_work(services.session_factory) as session:
+        assert event_repository.get_feedback(session, route_id) is None
