@@ -15,6 +15,7 @@ import numpy as np
 from app.encoders import Encoder
 from app.index import IndexManager, Snapshot
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
+from app.routing.pipeline import SCORE_DECIMALS
 from app.routing.signals import Cosines, gemv_rows
 from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
 from registry.formats import exported_name, from_card
@@ -121,8 +122,9 @@ def rank_step(
             RouteCandidate(
                 name=c.name,
                 summary=summaries[c.name],
-                score=round(c.score, 6),
-                stages={k: round(v, 6) + 0.0 for k, v in c.stages.items()},  # no -0.0
+                score=round(c.score, SCORE_DECIMALS),
+                # + 0.0: a part rounded to -0.0 shows as 0.0
+                stages={k: round(v, SCORE_DECIMALS) + 0.0 for k, v in c.stages.items()},
                 missing_required=list(c.missing_required),
             )
             for c in candidates

@@ -37,6 +37,10 @@ from app.routing.signals import (
 )
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 
+# Scores are shown rounded to this many decimals (app/routes_service.py); min_score is
+# compared with what the caller was shown, not with the float32 underneath.
+SCORE_DECIMALS = 6
+
 
 @dataclass(frozen=True, slots=True)
 class RuleCheck:
@@ -183,6 +187,8 @@ def route(
     eligible = index.eligible(tags)
     if k <= 0 or len(index) == 0 or (eligible is not None and eligible.size == 0):
         return []
+    if min_score is not None:  # a score shown as 0.9 (0.89999998 in float32) passes 0.9
+        min_score -= 0.5 * 10.0**-SCORE_DECIMALS
     rows = analyse_query(index, query)
     scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines)
     total = scores.total()

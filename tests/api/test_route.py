@@ -114,6 +114,9 @@ def test_min_score_returns_fewer(routed: TestClient) -> None:
     fewer = route(routed, query="weather in Paris city", k=4, min_score=between)["candidates"]
     assert [c["name"] for c in fewer] == [c["name"] for c in full[:2]]
     assert route(routed, query="weather in Paris city", k=4, min_score=10.0)["candidates"] == []
+    for shown in full:  # a score as shown passes as min_score (float32 underneath)
+        at = route(routed, query="weather in Paris city", k=4, min_score=shown["score"])
+        assert shown["name"] in [c["name"] for c in at["candidates"]], shown
 
 
 def test_nothing_matches_by_keyword_still_answers(routed: TestClient) -> None:
