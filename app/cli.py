@@ -345,13 +345,14 @@ def _expected_failure(exc: Exception) -> str | None:
     or unreachable database), else None. Imported here: these modules are heavy."""
     from sqlalchemy.exc import OperationalError
 
+    from app.errors import first_line
     from app.evaluate import DatasetError
     from app.migrate import NotMigrated
 
     if isinstance(exc, DatasetError | NotMigrated):
         return str(exc)
     if isinstance(exc, OperationalError):  # no server there, no such database, no file
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        reason = first_line(exc.orig or exc)
         return f"cannot use the database: {reason}"
     return None
 

@@ -98,11 +98,17 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
 DATABASE_RETRY_SECONDS = 5
 
 
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception's first line of text, or its class name when it has none."""
+    lines = str(exc).strip().splitlines()
+    return lines[0][:limit] if lines else type(exc).__name__
+
+
 async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
     """The database cannot be used (``DATABASE_TROUBLE``): 503, one log line. A write in such a
     request either committed or did not; every write is safe to retry (PUT and bulk are
     idempotent, POST /v1/tools answers 409 if the first one landed)."""
-    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:300]
+    reason = first_line(getattr(exc, "orig", None) or exc)
     log.warning("database unavailable during %s %s: %s", request.method, request.url.path, reason)
     return error_response(
         503,

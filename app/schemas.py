@@ -162,7 +162,13 @@ class BulkRequest(Strict):
             ]
         ],
     )
-    namespace: Namespace | None = None
+    namespace: Namespace | None = Field(
+        default=None,
+        description=(
+            "the namespace of each tool that names none; a tool naming its own keeps it "
+            "(an export of several namespaces imports as it was)"
+        ),
+    )
 
 
 class BulkResult(BaseModel):

@@ -15,6 +15,7 @@ from registry.schemas import additional_keys, json_pointer, make_validator
 MAX_ARGUMENT_DEPTH = 64  # nested objects and arrays in a call's arguments
 SIMILARITY_CUTOFF = 0.6
 _ENUM_SHOWN = 20  # enum values listed in a suggestion
+_DESCRIPTION_SHOWN = 200  # characters of a parameter's description in a suggestion
 
 FORMAT_SHAPES = {
     "date": "YYYY-MM-DD, e.g. 2025-03-14",
@@ -167,17 +168,20 @@ def _hint_alternatives(error: Any) -> str | None:
 
 
 def _hint_example(error: Any) -> str | None:
-    """The value's example or default, else what its schema says of it (a description such
-    as "e.g. AAPL" is often the only hint of what a pattern wants)."""
+    """The value's example or default; for a pattern, else what its schema says of it (a
+    description such as "e.g. AAPL" is often the only hint of what a pattern wants)."""
     if not isinstance(error.schema, dict):
         return None
     example = _example(error.schema)
     if example:
         return f"e.g. {example}"
     description = error.schema.get("description")
-    if not isinstance(description, str):
+    if error.validator != "pattern" or not isinstance(description, str):
         return None
-    return " ".join(description.split()) or None
+    line = " ".join(description.split())
+    return (
+        line[: _DESCRIPTION_SHOWN - 1] + "…" if len(line) > _DESCRIPTION_SHOWN else line
+    ) or None
 
 
 def _hint_encoded(arguments: Any) -> str | None:
@@ -264,7 +268,7 @@ def did_you_mean(name: str, names: Iterable[str], n: int = 3) -> list[str]:
         return [*exact, *same][: max(n, 0)]
     query = _Query(name)
     scored = [(-score, c) for c in candidates if (score := query.score(c)) > 0]
-    return [*exact, *same, *(c for _, c in sorted(scored))][: max(n, 0)]
+    return [c for _, c in sorted(scored)][: max(n, 0)]
 
 
 class _Query:

@@ -219,8 +219,8 @@ def list_cards(
     query = select(Tool).where(Tool.deleted_at.is_(None))
     if namespace is not None:
         query = query.where(Tool.namespace == namespace)
-    if tag:  # autoescape: '%' and '_' in a filter are characters, not wildcards
-        query = query.where(Tool.tags.contains(f"|{tag}|", autoescape=True))
+    if tag:  # autoescape: '%' and '_' are characters, not wildcards; any case, as routes
+        query = query.where(func.lower(Tool.tags).contains(f"|{tag.lower()}|", autoescape=True))
     if text:
         needle = text.lower()
         query = query.where(

@@ -21,6 +21,7 @@ import functools
 import hashlib
 import json
 import re
+import reprlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
@@ -475,13 +476,20 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
     by content), so a check is one pass."""
     if not unique or not validator.is_type(instance, "array"):
         return
-    seen: set[Any] = set()
-    for item in instance:
-        key = _json_key(item)
-        if key in seen:
-            yield ValidationError(f"{instance!r} has non-unique elements")
+    seen: dict[Any, int] = {}
+    for index, item in enumerate(instance):
+        first = seen.setdefault(_json_key(item), index)
+        if first != index:
+            shown = _SHORT.repr(instance)  # not the whole array: it may be a megabyte
+            yield ValidationError(
+                f"{shown} has non-unique elements (items {first} and {index} are equal)"
+            )
             return
-        seen.add(key)
+
+
+_SHORT = reprlib.Repr()  # attributes, not arguments: Python 3.11
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 3, 8, 4
+_SHORT.maxstring = _SHORT.maxother = 40
 
 
 def _json_key(value: Any) -> Any:

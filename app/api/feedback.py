@@ -15,7 +15,7 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
 @router.post(
     "/feedback",
     response_model=FeedbackRead,
-    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 409, 413, 422)},
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 409, 413, 422, 503)},
 )
 def report_feedback(
     request: FeedbackRequest, session: SessionDep, services: ServicesDep, _agent: AgentDep

@@ -16,7 +16,7 @@ from app.stats import StatsFilter, StatsReport, compute_stats
 from registry.errors import InvalidInput
 
 router = APIRouter(prefix="/v1", tags=["stats"])
-ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 422, 503)}
 
 
 class LookalikeList(BaseModel):

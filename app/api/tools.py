@@ -32,7 +32,7 @@ router = APIRouter(prefix="/v1/tools", tags=["tools"])
 MAX_INT32 = 2**31 - 1
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: ERROR_SHAPE for code in (400, 401, 403, 404, 409, 413, 422)
+    code: ERROR_SHAPE for code in (400, 401, 403, 404, 409, 413, 422, 503)
 }
 ToolBody = Annotated[
     ToolInput,
@@ -157,7 +157,10 @@ def list_tools(
     session: SessionDep,
     _agent: AgentDep,
     namespace: Namespace | None = None,
-    tag: Annotated[str | None, Query(max_length=64)] = None,
+    tag: Annotated[
+        str | None,
+        Query(max_length=64, pattern=r"^[^|]*$", description="tools with this tag (any case)"),
+    ] = None,
     text: Annotated[str | None, Query(max_length=200, description="in name or summary")] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,

@@ -142,3 +142,12 @@ def test_health_and_ready(client: TestClient) -> None:
     ready = client.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["status"] == "ready"
+
+
+def test_an_error_without_text_is_named_by_its_class() -> None:
+    """The 503 handler and the CLI print an exception's first line: an empty one was an
+    IndexError (a 500, a traceback)."""
+    from app.errors import first_line
+
+    assert first_line(Exception("")) == "Exception"
+    assert first_line(ValueError("  first\nsecond")) == "first"

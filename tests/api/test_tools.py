@@ -116,6 +116,9 @@ def test_list_filters_and_pages(client: TestClient) -> None:
     assert total(text="l_0") == 7
     assert total(text="o_l") == total(text="%") == total(text="tool%06") == 0
     assert total(tag="_") == total(tag="%") == total(tag="o%") == 0
+    assert total(tag="ODD") == 4  # any case, as a route's tags filter
+    across = client.get("/v1/tools", params={"tag": "odd|even"}, headers=AGENT)
+    assert across.status_code == 422  # '|' would match across two tags
     piped = client.post("/v1/tools", json=weather_card(name="p", tags=["a|b"]), headers=ADMIN)
     assert piped.status_code == 422 and "may not contain '|'" in piped.text
     assert client.get("/v1/tools?limit=0", headers=AGENT).status_code == 422
