@@ -72,6 +72,15 @@ class ToolCard(NoNul):
     examples: list[_Example] = Field(default_factory=list, max_length=50)
     pinned: bool = False
 
+    @field_validator("name", "namespace")
+    @classmethod
+    def _not_only_dots(cls, value: str, info: ValidationInfo) -> str:
+        if not _trusted(info) and set(value) == {"."}:  # '.' and '..' are path segments
+            raise PydanticCustomError(
+                "dot_segment", "a name of dots only cannot be part of a URL path"
+            )
+        return value
+
     @field_validator("summary", mode="before")
     @classmethod
     def _summary_none(cls, value: Any) -> Any:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app import stats_repository as sql
-from app.dashboard.filters import Filters
+from app.dashboard.filters import MAX_SLOTS, Filters
 from app.db import unit_of_work
 from app.event_models import Feedback
 from app.lookalikes import LookalikePair, lookalikes_in
@@ -26,8 +26,6 @@ from app.stats import (
     confusion_rows,
     misroute_rows,
 )
-
-MAX_SLOTS = 2000  # beyond this many empty-filled buckets, plot only the buckets with data
 
 
 def load_stats(
@@ -86,7 +84,7 @@ def _slots(found: list[datetime], filters: Filters, now: datetime) -> list[datet
     last = max([_floor(end, filters), *found])
     step = timedelta(seconds=filters.bucket_seconds)
     count = int((last - first) / step) + 1
-    if count > MAX_SLOTS:
+    if count > MAX_SLOTS:  # days over more than five years: the buckets with data only
         return sorted(found)
     return [first + i * step for i in range(count)]
 

@@ -29,6 +29,9 @@ RANGE_LABELS = {
     "custom": "custom dates",
 }
 DEFAULT_RANGE = "7d"
+# The most time buckets a chart draws on a regular axis (hours over 90 days would be 2,160):
+# past it, hourly buckets are asked for a range too long for them, and days are shown.
+MAX_SLOTS = 2000
 _BUCKETS: dict[str, Bucket] = {"hour": "hour", "day": "day"}
 # Lower than the 0.8 of /v1/lookalikes: on real catalogs (MiniLM) the pairs agents actually
 # confuse sit around 0.75, and this page is for looking, not alerting.
@@ -92,6 +95,8 @@ def parse_filters(params: Mapping[str, str], now: datetime | None = None) -> Fil
     bucket = _BUCKETS.get(params.get("bucket", "")) or (
         "hour" if span <= timedelta(days=7) else "day"
     )
+    if bucket == "hour" and span > timedelta(hours=MAX_SLOTS):  # a chart it cannot draw
+        bucket = "day"
     return Filters(
         namespace=namespace if _NAMESPACE.match(namespace) else None,
         range=chosen,

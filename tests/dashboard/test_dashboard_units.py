@@ -75,7 +75,11 @@ def test_filters_default_and_presets() -> None:
     month = parse_filters({"range": "30d", "namespace": "team-b"}, now)
     assert (month.bucket, month.namespace) == ("day", "team-b")
     everything = parse_filters({"range": "all", "bucket": "hour"}, now)
-    assert (everything.since, everything.bucket) == (None, "hour")
+    assert (everything.since, everything.bucket) == (None, "day")  # hours: too many to draw
+    assert parse_filters({"range": "90d", "bucket": "hour"}, now).bucket == "day"
+    assert parse_filters({"range": "30d", "bucket": "hour"}, now).bucket == "hour"
+    long = {"since": "2026-01-01", "until": "2026-11-01", "bucket": "hour"}
+    assert parse_filters(long, now).bucket == "day"
 
 
 def test_custom_dates_cover_whole_days_and_junk_falls_back() -> None:

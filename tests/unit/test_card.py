@@ -170,3 +170,13 @@ def test_content_hash_ignores_namespace_and_sees_every_content_field() -> None:
 def test_content_hash_does_not_depend_on_key_order() -> None:
     reordered = {"required": ["city"], **WEATHER["parameters"]}
     assert content_hash(card(parameters=reordered)) == content_hash(card())
+
+
+@pytest.mark.parametrize("field", ["name", "namespace"])
+@pytest.mark.parametrize("dots", [".", "..", "..."])
+def test_a_name_of_dots_only_is_refused(field: str, dots: str) -> None:
+    """Browsers and HTTP clients collapse /./ and /../ in a URL: such a tool's links and its
+    /v1/tools/{name} path led elsewhere."""
+    with pytest.raises(ValidationError, match="dots only"):
+        ToolCard(**{"name": "t", "description": "d.", field: dots})
+    assert ToolCard(name="v1.2", description="d.", namespace="a.b").name == "v1.2"
