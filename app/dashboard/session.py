@@ -9,9 +9,18 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from app.dashboard.auth import COOKIE_NAME, COOKIE_PATH, SESSION_SECONDS, issue, role_for_key
+from app.dashboard.auth import (
+    COOKIE_NAME,
+    COOKIE_PATH,
+    SESSION_SECONDS,
+    issue,
+    role_for_key,
+    verify,
+)
 from app.dashboard.web import DashboardRoute, current_viewer, render, safe_next, same_site
+from app.db import unit_of_work
 from app.deps import ServicesDep
+from app.signouts import sign_out
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 MAX_KEY = 512
@@ -61,11 +70,16 @@ def login(
 
 
 @router.post("/logout", response_model=None)
-def logout(request: Request) -> RedirectResponse | HTMLResponse:
-    """Forget the session cookie (this browser's copy: the session is a signed token, valid
-    until it expires; README, "Dashboard"). Only from this site."""
+def logout(request: Request, services: ServicesDep) -> RedirectResponse | HTMLResponse:
+    """End the session: recorded as signed out (so a copy of the cookie no longer works on
+    any replica), and the browser told to forget it. Only from this site."""
     if not same_site(request):
         return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
+    token = request.cookies.get(COOKIE_NAME)
+    viewer = verify(token, services.settings) if token else None
+    if token is not None and viewer is not None:
+        with unit_of_work(services.session_factory) as session:
+            sign_out(session, token, viewer.expires)
     response = RedirectResponse("/dashboard/login", status_code=303)
     response.delete_cookie(
         COOKIE_NAME, path=COOKIE_PATH, secure=True, httponly=True, samesite="strict"

@@ -19,7 +19,9 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from app.dashboard.auth import COOKIE_NAME, Viewer, verify
+from app.db import unit_of_work
 from app.deps import ServicesDep
+from app.signouts import signed_out
 from registry.errors import Unauthorized
 
 SECURITY_HEADERS = {
@@ -62,8 +64,14 @@ class DashboardRoute(APIRoute):
 
 
 def current_viewer(request: Request, services: ServicesDep) -> Viewer | None:
+    """Who the session cookie stands for: None if it is missing, forged, expired or signed
+    out (app/dashboard/signouts.py)."""
     token = request.cookies.get(COOKIE_NAME)
-    return verify(token, services.settings) if token else None
+    viewer = verify(token, services.settings) if token else None
+    if viewer is None or token is None:
+        return None
+    with unit_of_work(services.session_factory) as session:
+        return None if signed_out(session, token) else viewer
 
 
 def require_page_viewer(request: Request, services: ServicesDep) -> Viewer:

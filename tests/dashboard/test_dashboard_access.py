@@ -136,6 +136,24 @@ def test_sign_out_clears_the_cookie(anonymous: TestClient) -> None:
     assert anonymous.get("/dashboard/tools", follow_redirects=False).status_code == 303
 
 
+def test_sign_out_ends_the_session_for_every_copy_of_the_cookie(database_url: str) -> None:
+    """The cookie is a signed token: a copy taken before signing out (another tab, a
+    leaked header) worked until it expired. The token is now recorded as signed out."""
+    from tests.dashboard.conftest import dashboard_client
+
+    with dashboard_client(database_url) as browser, dashboard_client(database_url) as other:
+        sign_in(browser)
+        sign_in(other)  # another session of the same key
+        copy = {"Cookie": f"{auth.COOKIE_NAME}={browser.cookies[auth.COOKIE_NAME]}"}
+        anyone = dashboard_client(database_url)
+        with anyone:
+            assert anyone.get("/dashboard/tools", headers=copy).status_code == 200
+            assert browser.post("/dashboard/logout", follow_redirects=False).status_code == 303
+            again = anyone.get("/dashboard/tools", headers=copy, follow_redirects=False)
+            assert again.status_code == 303  # to the login form
+        assert other.get("/dashboard/tools", follow_redirects=False).status_code == 200
+
+
 @pytest.mark.parametrize(
     "target",
     [
