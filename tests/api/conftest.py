@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -11,6 +12,16 @@ from app.encoders import make_encoder
 from app.main import create_app
 from tests.api.loop_support import DASHBOARD_KEY, TOOLS
 from tests.conftest import ADMIN, make_settings
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """For the command line: a scratch working directory, its own SQLite file, the fake
+    encoder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOOLREACH_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("TOOLREACH_ENCODER", "fake")
+    return tmp_path
 
 
 @pytest.fixture

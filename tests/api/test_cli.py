@@ -12,14 +12,6 @@ from app.cli import main
 from tests.api.test_tools import weather_card
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("TOOLREACH_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
-    monkeypatch.setenv("TOOLREACH_ENCODER", "fake")
-    return tmp_path
-
-
 def test_import_json_jsonl_yaml_then_export(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (env / "a.json").write_text(json.dumps([weather_card()]))
     openai = {"type": "function", "function": {"name": "oa", "description": "OpenAI tool."}}

@@ -19,14 +19,6 @@ TOOL = {"name": "WeatherNow", "description": "Current weather for a city."}
 QUERY = {"query": "weather in Lyon", "relevant": ["WeatherNow"]}
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("TOOLREACH_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
-    monkeypatch.setenv("TOOLREACH_ENCODER", "fake")
-    return tmp_path
-
-
 def dataset(root: Path, tools: bytes, queries: bytes) -> Path:
     data = root / "data"
     data.mkdir(exist_ok=True)
