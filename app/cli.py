@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import secrets
 import sys
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from app.encoders import ENCODER_KINDS
 from app.settings import Settings, SettingsError, load_settings
 
 Handler = Callable[[argparse.Namespace, Settings], int]
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class CliError(Exception):
@@ -89,9 +91,7 @@ def log_config(level: str) -> dict[str, Any]:
     from uvicorn.config import LOGGING_CONFIG
 
     config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
-    config["formatters"]["service"] = {
-        "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
-    }
+    config["formatters"]["service"] = {"format": LOG_FORMAT}
     config["handlers"]["service"] = {
         "formatter": "service",
         "class": "logging.StreamHandler",
@@ -323,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _warnings_to_stderr()
     try:
         settings = load_settings()
         handler: Handler = args.handler
@@ -338,6 +339,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"toolreach: {message}", file=sys.stderr)
         return 2
+
+
+def _warnings_to_stderr() -> None:
+    """Warnings from before serve sets up its logging (an unknown TOOLREACH_* variable, a
+    model being built) carry their time, level and logger like every later line. The handler
+    itself is at WARNING: some libraries set their own loggers to DEBUG (bm25s)."""
+    root = logging.getLogger()
+    if root.handlers:  # set up already (a test's capture, an embedding program)
+        return
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root.addHandler(handler)
 
 
 def _expected_failure(exc: Exception) -> str | None:

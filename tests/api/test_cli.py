@@ -153,3 +153,36 @@ def test_serve_logs_the_service_loggers_with_time_level_and_name(
     assert err[0].endswith(" WARNING toolreach.events: writer stalled")
     assert err[1].endswith(" WARNING app.route_executor: a batch failed")
     assert err[0][:4].isdigit()  # the time first
+
+
+def test_an_early_warning_has_a_time_and_a_level_and_no_library_debug(tmp_path: Path) -> None:
+    """Before serve's logging is set up, a warning came out as a bare line; with a handler
+    of our own at WARNING it has its time and level, and bm25s's debug lines stay out."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TOOLREACH_")},
+        "TOOLREACH_AGENT_KEY": "k" * 20,  # TOOLREACH_AGENT_KEYS meant
+        "TOOLREACH_DATABASE_URL": f"sqlite:///{tmp_path}/w.db",
+        "TOOLREACH_ENCODER": "fake",
+        "PYTHONPATH": str(root),
+    }
+    (tmp_path / "t.json").write_text(json.dumps([weather_card()]))
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "import", "t.json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "TOOLREACH_AGENT_KEY" in line]
+    assert (
+        len(lines) == 1 and " WARNING toolreach: TOOLREACH_AGENT_KEY is not a setting" in lines[0]
+    )
+    assert lines[0][:4].isdigit()  # the time first
+    assert "DEBUG" not in done.stderr
