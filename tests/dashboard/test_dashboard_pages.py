@@ -247,3 +247,10 @@ def test_look_alike_counts_see_every_confused_pair(viewer: TestClient) -> None:
     filters = parse_filters({"range": "all"})
     assert len(load_stats(services, filters).confusions) == 50
     assert len(all_confusions(services, filters)) == 52
+
+
+def test_a_namespace_without_tools_shows_as_the_one_selected(viewer: TestClient) -> None:
+    """The numbers are for the namespace asked for; the filter bar said 'all namespaces'."""
+    html, _ = page(viewer, "/dashboard", namespace="ghost")
+    assert '<option value="ghost" selected>ghost (no tools now)</option>' in html
+    assert '<option value="" selected>' not in html
