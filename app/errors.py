@@ -118,8 +118,10 @@ async def _database_unavailable(request: Request, exc: Exception) -> JSONRespons
     )
 
 
-async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unexpected error", exc_info=exc)
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    """A bug: 500 with no detail for the client. One line here; the traceback is logged once,
+    by the server, to which Starlette re-raises the exception after this answer."""
+    log.error("unexpected error in %s %s: %s", request.method, request.url.path, first_line(exc))
     return error_response(500, "internal", "an internal error occurred; it has been logged")
 
 

@@ -151,3 +151,27 @@ def test_an_error_without_text_is_named_by_its_class() -> None:
 
     assert first_line(Exception("")) == "Exception"
     assert first_line(ValueError("  first\nsecond")) == "first"
+
+
+def test_a_bug_is_a_500_without_detail_and_one_log_line(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The client learns nothing of the internals; the app logs one line (the server logs the
+    traceback once, as Starlette re-raises the exception to it; it was logged twice)."""
+    from app.encoders import make_encoder
+    from app.main import create_app
+    from tests.conftest import make_settings
+
+    app = create_app(make_settings(database_url), encoder=make_encoder("fake"))
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("secret internals\nsecond line")
+
+    with TestClient(app, raise_server_exceptions=False) as client, caplog.at_level("ERROR"):
+        answer = client.get("/boom")
+    assert_error(answer, 500, "internal")
+    assert "secret" not in answer.text
+    [record] = [r for r in caplog.records if r.name == "toolreach"]
+    assert record.getMessage() == "unexpected error in GET /boom: secret internals"
+    assert record.exc_info is None
