@@ -121,7 +121,11 @@ def bulk_import(
     return BulkResult(**result)
 
 
-@router.put("/{name}", response_model=ToolRead, responses=ERRORS)
+@router.put(
+    "/{name}",
+    response_model=ToolRead,
+    responses={201: {"model": ToolRead, "description": "Created: the tool was new"}, **ERRORS},
+)
 def put_tool(
     name: str,
     body: ToolBody,

@@ -298,3 +298,14 @@ def test_put_takes_the_name_from_the_path_in_every_format(client: TestClient) ->
         answer = client.put(f"/v1/tools/t_{fmt}", json=body, headers=ADMIN)
         assert answer.status_code == 201, (fmt, answer.text)
         assert answer.json()["name"] == f"t_{fmt}"
+
+
+def test_the_openapi_document_lists_every_status_put_answers(client: TestClient) -> None:
+    """PUT answers 201 when the tool is new (schemathesis: an undocumented status code)."""
+    put = client.get("/openapi.json").json()["paths"]["/v1/tools/{name}"]["put"]["responses"]
+    assert {"200", "201", "422", "503"} <= set(put)
+    created = client.put("/v1/tools/get_weather", json=weather_card(), headers=ADMIN)
+    updated = client.put(
+        "/v1/tools/get_weather", json=weather_card(description="New text."), headers=ADMIN
+    )
+    assert (created.status_code, updated.status_code) == (201, 200)
