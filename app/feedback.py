@@ -125,8 +125,14 @@ def record_feedback(
     """Record (or confirm) the feedback; returns it and whether anything changed."""
     route = find_route(session, writer, request.route_id)
     if route is None:
-        raise NotFound(f"no route {request.route_id!r} (unknown, or older than the retention)")
-    if request.chosen is not None:  # recorded by its card name, however it was called
+        raise NotFound(
+            f"no route {request.route_id!r}: unknown, older than the retention, or answered by "
+            "another replica a moment ago and not yet written (retry in a few seconds)"
+        )
+    # A tool the route offered is real even if this replica's index has not yet caught up
+    # with the replica that answered it; any other name is checked (and recorded by its card
+    # name, however it was called).
+    if request.chosen is not None and request.chosen not in route.candidates:
         chosen = check_tool(index, route.namespace, request.chosen)
         request = request.model_copy(update={"chosen": chosen})
     row = event_repository.get_feedback(session, route.route_id)

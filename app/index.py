@@ -213,11 +213,20 @@ class IndexManager:
         """Pick up writes by other replicas every `interval` seconds, off the request path."""
 
         def loop() -> None:
+            failing = False  # the traceback once per outage, then a line per failed poll
             while not self._stop.wait(interval):
                 try:
                     self.sync()
-                except Exception:
-                    log.exception("index sync failed; will retry")
+                except Exception as exc:
+                    if failing:
+                        log.warning("index sync still failing (%s); will retry", type(exc).__name__)
+                    else:
+                        log.exception("index sync failed; will retry every %g s", interval)
+                    failing = True
+                else:
+                    if failing:
+                        log.warning("index sync works again")
+                    failing = False
 
         self._thread = threading.Thread(target=loop, name="index-sync", daemon=True)
         self._thread.start()

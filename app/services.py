@@ -74,7 +74,7 @@ def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
     metrics.watch(
         index.namespaces,
         lambda: (events.dropped, events.buffered, events.written),
-        has_tools=lambda namespace: index.get(namespace) is not None,
+        has_tools=lambda namespace: len(getattr(index.get(namespace), "cards", ())) > 0,
     )
     return metrics
 

@@ -12,6 +12,8 @@ import hashlib
 from datetime import UTC, datetime
 
 from sqlalchemy import String, delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from registry.models import Base, UTCDateTime
@@ -35,10 +37,11 @@ def sign_out(session: Session, token: str, expires: int, now: datetime | None = 
     expired records."""
     now = now or datetime.now(UTC)
     session.execute(delete(DashboardSignout).where(DashboardSignout.expires_at < now))
-    digest = token_hash(token)
-    if session.get(DashboardSignout, digest) is None:
-        until = datetime.fromtimestamp(expires, UTC)
-        session.add(DashboardSignout(token_hash=digest, expires_at=until))
+    row = {"token_hash": token_hash(token), "expires_at": datetime.fromtimestamp(expires, UTC)}
+    # ON CONFLICT DO NOTHING: the same cookie signed out on two replicas at once was a 500.
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    session.execute(insert(DashboardSignout).values(**row).on_conflict_do_nothing())
 
 
 def signed_out(session: Session, token: str) -> bool:

@@ -284,3 +284,17 @@ def test_a_report_whose_transaction_fails_leaves_nothing(loop: TestClient) -> No
         raise RuntimeError("the request failed after recording")
     with unit_of_work(services.session_factory) as session:
         assert event_repository.get_feedback(session, route_id) is None
+
+
+def test_a_tool_the_route_offered_is_accepted_before_this_replica_sees_it(
+    loop: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another replica answered the route with a tool this one's index has not polled yet
+    (up to TOOLREACH_INDEX_POLL_SECONDS): the report was a 422 'no tool'."""
+    route_id, candidates = route(loop, "weather in Paris")
+    services = services_of(loop)
+    monkeypatch.setattr(services.index, "card", lambda namespace, name: None)  # lagging
+    answer = report(loop, route_id, candidates[0], outcome="success")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["verdict"] == "hit_at_1"
+    assert report(loop, route_id, "invented_tool").status_code in (409, 422)

@@ -56,3 +56,14 @@ def test_metrics_can_require_a_viewer_key(database_url: str) -> None:
         assert client.get("/metrics").status_code == 401
         assert client.get("/metrics", headers=AGENT).status_code == 403
         assert client.get("/metrics", headers=VIEWER).status_code == 200
+
+
+def test_a_namespace_whose_tools_were_all_deleted_counts_as_no_tools(loop: TestClient) -> None:
+    from tests.conftest import ADMIN
+
+    card = {"name": "solo_tool", "description": "The only one.", "namespace": "solo"}
+    assert loop.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    assert loop.delete("/v1/tools/solo_tool?namespace=solo", headers=ADMIN).status_code == 204
+    loop.post("/v1/route", json={"query": "anything", "namespace": "solo"}, headers=AGENT)
+    text = loop.get("/metrics").text
+    assert 'toolreach_routes_total{namespace="solo"' not in text

@@ -237,3 +237,39 @@ def test_the_last_date_there_is_is_a_filter_not_a_500(viewer: TestClient) -> Non
     for path in ("/dashboard", "/dashboard/tools", "/dashboard/stats.json"):
         answer = viewer.get(path, params={"since": "0001-01-01", "until": "9999-12-31"})
         assert answer.status_code == 200, (path, answer.text[:300])
+
+
+def test_signing_out_the_same_cookie_twice_is_no_error(database_url: str) -> None:
+    """Two replicas signing out one cookie at once both inserted its record: the second
+    waited for the first's commit, then failed on the key (a 500 on Postgres)."""
+    import threading
+    import time
+
+    from app.db import make_engine, make_session_factory, unit_of_work
+    from app.signouts import sign_out, signed_out
+
+    engine = make_engine(database_url)
+    factory = make_session_factory(engine)
+    inserted, errors = threading.Event(), []
+
+    def replica(first: bool) -> None:
+        try:
+            with unit_of_work(factory) as session:
+                if not first:
+                    inserted.wait(5)
+                sign_out(session, "tok", 4_000_000_000)
+                if first:
+                    inserted.set()
+                    time.sleep(0.3)  # the other replica's insert meets this uncommitted one
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=replica, args=(f,)) for f in (True, False)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    with unit_of_work(factory) as session:
+        assert signed_out(session, "tok")
+    engine.dispose()
+    assert errors == []
