@@ -8,12 +8,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, insert, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.event_models import Feedback, RouteCandidate, RouteEvent
 from app.sqltime import as_utc, bucket_start
+from registry.models import insert_new
 
 if TYPE_CHECKING:
     from app.events import RouteEventRecord
@@ -73,10 +72,8 @@ def add_feedback(session: Session, feedback: Feedback) -> bool:
     """Insert a new feedback row unless the route has one already (a report that landed at
     the same moment); True if this one was inserted. INSERT ... ON CONFLICT DO NOTHING: no
     error to recover from, so no savepoint (whose release commits on SQLite)."""
-    dialect = session.get_bind().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
     values = {c.key: getattr(feedback, c.key) for c in Feedback.__table__.columns}
-    statement = insert(Feedback).values(**values).on_conflict_do_nothing()
+    statement = insert_new(session, Feedback).values(**values)
     # RETURNING says whether a row went in (psycopg reports no rowcount for this statement).
     return session.execute(statement.returning(Feedback.route_id)).first() is not None
 

@@ -12,11 +12,9 @@ import hashlib
 from datetime import UTC, datetime
 
 from sqlalchemy import String, delete, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from registry.models import Base, UTCDateTime
+from registry.models import Base, UTCDateTime, insert_new
 
 
 class DashboardSignout(Base):
@@ -39,9 +37,7 @@ def sign_out(session: Session, token: str, expires: int, now: datetime | None = 
     session.execute(delete(DashboardSignout).where(DashboardSignout.expires_at < now))
     row = {"token_hash": token_hash(token), "expires_at": datetime.fromtimestamp(expires, UTC)}
     # ON CONFLICT DO NOTHING: the same cookie signed out on two replicas at once was a 500.
-    dialect = session.get_bind().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    session.execute(insert(DashboardSignout).values(**row).on_conflict_do_nothing())
+    session.execute(insert_new(session, DashboardSignout).values(**row))
 
 
 def signed_out(session: Session, token: str) -> bool:

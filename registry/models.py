@@ -17,8 +17,10 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -27,6 +29,15 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
+def insert_new(session: Session, model: type[Base]) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING into ``model``'s table, in the session's dialect
+    (PostgreSQL or SQLite): for rows two writers may add at the same moment, where the one
+    already there is as good as this one."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    return insert(model).on_conflict_do_nothing()
 
 
 def utcnow() -> datetime:

@@ -8,13 +8,11 @@ from datetime import datetime
 from typing import Literal
 
 from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from registry.card import TRUSTED, ToolCard, content_hash
 from registry.errors import Conflict, NotFound
-from registry.models import Embedding, RegistryState, Tool, ToolVersion, utcnow
+from registry.models import Embedding, RegistryState, Tool, ToolVersion, insert_new, utcnow
 
 WriteStatus = Literal["created", "updated", "unchanged"]
 
@@ -312,14 +310,12 @@ def put_embeddings(session: Session, model: str, dim: int, vectors: dict[str, by
     the same text at once) is kept: the same model made it from the same text."""
     if not vectors:
         return
-    dialect = session.get_bind().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
     now = utcnow()
     rows = [
         {"model": model, "text_hash": h, "dim": dim, "vector": v, "created_at": now}
         for h, v in vectors.items()
     ]
-    session.execute(insert(Embedding).on_conflict_do_nothing(), rows)
+    session.execute(insert_new(session, Embedding), rows)
 
 
 def count_tools(session: Session, namespace: str | None = None) -> int:
