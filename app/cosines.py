@@ -78,7 +78,7 @@ class Int8Matrix:
 
     def __init__(self, matrix: np.ndarray, dims: int = 0) -> None:
         import onnxruntime as ort
-        from onnx import TensorProto, helper
+        from onnx import TensorProto
 
         self.basis = principal_basis(matrix, dims)
         n = len(matrix)
@@ -109,34 +109,77 @@ class Int8Matrix:
         tools.dims.extend(weights.shape)
         tools.data_location = TensorProto.EXTERNAL
         tools.external_data.add(key="location", value="supplied-at-load")
-        graph = helper.make_graph(
-            [helper.make_node("MatMulInteger", ["query", "tools"], ["dots"])],
-            "cosines",
-            [helper.make_tensor_value_info("query", TensorProto.UINT8, [None, dim])],
-            [helper.make_tensor_value_info("dots", TensorProto.INT32, [None, n])],
-            [tools],
+        self._session: Any = ort.InferenceSession(
+            self._graph(tools, matrix.shape[1], dim, n).SerializeToString(),
+            self._options(weights),
+            providers=["CPUExecutionProvider"],
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = min(model.ir_version, 9)  # readable by older onnxruntime builds
+
+    def _options(self, weights: np.ndarray) -> Any:
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_external_initializers(["tools"], [ort.OrtValue.ortvalue_from_numpy(weights)])
-        self._session: Any = ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        return options
+
+    def _graph(self, tools: Any, width: int, dim: int, n: int) -> Any:
+        """unit rows (r × width) → approximate cosines (r × n), in one onnxruntime call: the
+        projection, the query's 7-bit quantization, ``MatMulInteger`` and the rescaling,
+        the same operations in the same order as numpy would do them (one call instead of
+        a dozen numpy calls: ~0.04 ms less per route at 10,000 tools)."""
+        from onnx import TensorProto, helper, numpy_helper
+
+        def const(name: str, value: Any, dtype: Any = np.float32) -> Any:
+            return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
+
+        initializers = [
+            tools,
+            const("offset", self.offset),
+            const("scale", self.scale),
+            const("peak", QUERY_PEAK),
+            const("zero", float(QUERY_ZERO)),
+            const("one", 1.0),
+            const("nothing", 0.0),
+            const("axes", [1], np.int64),
+        ]
+        nodes = []
+        projected = "unit"
+        if self.basis is not None:
+            initializers.append(const("basis", np.ascontiguousarray(self.basis.T)))
+            nodes.append(helper.make_node("MatMul", ["unit", "basis"], ["projected"]))
+            projected = "projected"
+        nodes += [
+            helper.make_node("Abs", [projected], ["magnitude"]),
+            helper.make_node("ReduceMax", ["magnitude", "axes"], ["row_peak"], keepdims=1),
+            helper.make_node("Greater", ["row_peak", "nothing"], ["nonzero"]),
+            helper.make_node("Where", ["nonzero", "row_peak", "one"], ["safe_peak"]),
+            helper.make_node("Div", ["safe_peak", "peak"], ["query_scale"]),
+            helper.make_node("Div", [projected, "query_scale"], ["steps"]),
+            helper.make_node("Round", ["steps"], ["rounded"]),
+            helper.make_node("Add", ["rounded", "zero"], ["shifted"]),
+            helper.make_node("Cast", ["shifted"], ["query"], to=TensorProto.UINT8),
+            helper.make_node("MatMulInteger", ["query", "tools"], ["dots"]),
+            helper.make_node("Cast", ["dots"], ["dots_float"], to=TensorProto.FLOAT),
+            helper.make_node("Sub", ["dots_float", "offset"], ["centred"]),
+            helper.make_node("Mul", ["centred", "scale"], ["scaled"]),
+            helper.make_node("Mul", ["scaled", "query_scale"], ["cosines"]),
+        ]
+        graph = helper.make_graph(
+            nodes,
+            "cosines",
+            [helper.make_tensor_value_info("unit", TensorProto.FLOAT, [None, width])],
+            [helper.make_tensor_value_info("cosines", TensorProto.FLOAT, [None, n])],
+            initializers,
         )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = min(model.ir_version, 9)  # readable by older onnxruntime builds
+        return model
 
     def cosines(self, unit: np.ndarray) -> np.ndarray:
         """``(r, n)`` approximate cosine rows of the unit query rows ``unit``."""
-        unit = np.asarray(unit, dtype=np.float32)
-        unit = unit if self.basis is None else unit @ self.basis.T
-        peak = np.abs(unit).max(axis=1)
-        query_scale = (np.where(peak > 0, peak, 1.0) / QUERY_PEAK).astype(np.float32)
-        query = (np.rint(unit / query_scale[:, None]) + QUERY_ZERO).astype(np.uint8)
-        rows = self._session.run(None, {"query": query})[0].astype(np.float32)
-        rows -= self.offset
-        rows *= self.scale
-        rows *= query_scale[:, None]
+        rows: np.ndarray = self._session.run(None, {"unit": np.asarray(unit, np.float32)})[0]
         return rows
 
 

@@ -60,23 +60,39 @@ def query_term_ids(index: KeywordIndex, tokens: Sequence[str]) -> dict[int, int]
 
 def bm25_scores(index: KeywordIndex, tokens: Sequence[str]) -> np.ndarray:
     """BM25 score of every document for the query ``tokens`` (repeated terms count again)."""
+    return bm25_row(index, tokens)[0]
+
+
+def bm25_row(index: KeywordIndex, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``bm25_scores``, and the documents the query's terms touch: each known term's posting
+    list, one after the other (a document appears once per distinct term it contains)."""
     terms = query_term_ids(index, tokens)
     scores = np.zeros(index.n_docs, dtype=np.float32)
     if not terms:
-        return scores
+        return scores, np.zeros(0, dtype=index.indices.dtype)
     slices = [(index.indptr[t], index.indptr[t + 1], c) for t, c in terms.items()]
     rows = np.concatenate([index.indices[s:e] for s, e, _ in slices])
     weights = np.concatenate([index.data[s:e] * c for s, e, c in slices])
     scores += np.bincount(rows, weights=weights, minlength=index.n_docs).astype(np.float32)
     if index.nonoccurrence is not None:
         scores += sum(float(index.nonoccurrence[t]) * c for t, c in terms.items())
-    return scores
+    return scores, rows
 
 
 def terms_matched(index: KeywordIndex, tokens: Sequence[str]) -> np.ndarray:
-    """How many distinct query terms each document contains."""
+    """How many distinct query terms each document contains (``matched_in`` counts the same
+    for a few documents, from ``bm25_row``'s touched documents)."""
     terms = query_term_ids(index, tokens)
     if not terms:
         return np.zeros(index.n_docs, dtype=np.int64)
     rows = np.concatenate([index.indices[index.indptr[t] : index.indptr[t + 1]] for t in terms])
     return np.bincount(rows, minlength=index.n_docs)
+
+
+def matched_in(touched: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """How many distinct query terms each of ``docs`` contains, given the documents the
+    query's terms touch (``bm25_row``): ``terms_matched(...)[docs]`` for a handful of docs."""
+    docs = np.asarray(docs)
+    if not touched.size or not docs.size:
+        return np.zeros(docs.size, dtype=np.int64)
+    return (touched[None, :] == docs[:, None]).sum(axis=1)

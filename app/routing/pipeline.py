@@ -22,15 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from app.routing.bm25 import terms_matched
+from app.routing.bm25 import matched_in
 from app.routing.diversity import mmr_order, top_indices
-from app.routing.fusion import fuse, relative_to_best
+from app.routing.fusion import fuse, relative_to_best, zscore_stats
 from app.routing.index import RouterIndex
 from app.routing.penalty import QueryEvidence, missing_required, penalty, query_evidence
 from app.routing.signals import (
+    EXACT_TOP,
+    RESCORED,
     Cosines,
     QueryRows,
     analyse_query,
+    cosine_rows,
     embedding_rows,
     gemv_rows,
     prior_part,
@@ -47,7 +50,7 @@ class RuleCheck:
     """Stage 3 for one query, analysed once: its evidence and each tool's matched terms."""
 
     evidence: QueryEvidence
-    matched: np.ndarray  # distinct query terms each tool's card contains
+    touched: np.ndarray  # the tools the query's terms touch, once per term (bm25_row)
     distinct: int  # distinct query terms
 
     @classmethod
@@ -56,7 +59,7 @@ class RuleCheck:
     ) -> RuleCheck:
         return cls(
             query_evidence(query.text, query.tokens, context),
-            terms_matched(index.keyword, query.tokens),
+            query.touched,
             len(set(query.tokens)),
         )
 
@@ -66,7 +69,7 @@ class RuleCheck:
         """Penalty part and missing required parameters of each tool in ``tools``."""
         missing = [
             missing_required(index.rules[t], self.evidence, unexplained=m < self.distinct)
-            for t, m in zip(tools, self.matched[tools], strict=True)
+            for t, m in zip(tools, matched_in(self.touched, tools), strict=True)
         ]
         part = [
             penalty(m, config.missing_param_penalty, config.max_penalised_params) for m in missing
@@ -105,8 +108,15 @@ def stage_scores(
     config: RouterConfig,
     stages: frozenset[str],
     cosines: Cosines = gemv_rows,
+    depth: int = 0,
 ) -> Scores:
-    """Keyword, embedding and prior parts of every eligible tool (``None`` = all tools)."""
+    """Keyword, embedding and prior parts of the eligible tools (``None`` = all tools) that
+    can reach the top ``depth`` (all of them unless ``candidate_scores`` applies)."""
+    fast = candidate_scores(
+        index, query, query_vec, eligible, prior, config, stages, cosines, depth
+    )
+    if fast is not None:
+        return fast
     select: slice | np.ndarray = slice(None) if eligible is None else eligible
     cols = np.arange(len(index)) if eligible is None else eligible
     keyword_hit = bool(query.keyword[0, select].any())
@@ -133,6 +143,84 @@ def stage_scores(
         if not keyword_hit and index.pinned.size:
             boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
     return Scores(cols, keyword, embedding, boost, signal)
+
+
+def candidate_scores(
+    index: RouterIndex,
+    query: QueryRows,
+    query_vec: np.ndarray | None,
+    eligible: np.ndarray | None,
+    prior: Mapping[str, float] | None,
+    config: RouterConfig,
+    stages: frozenset[str],
+    cosines: Cosines,
+    depth: int,
+) -> Scores | None:
+    """``stage_scores`` for the tools that can reach the top ``depth``, the others left out:
+    the same top ``depth`` with the same scores, without normalising, adding and sorting
+    every tool's. ``None`` where it does not apply (then every tool is scored).
+
+    It applies to the common case: one query text, z-score fusion with both stages on and
+    non-negative weights, BM25 without a non-occurrence constant. A tool that no query term
+    touches then has the keyword part every such tool has, so it is outscored by each of the
+    ``depth`` best by cosine unless it is one of them; the candidates are those, every
+    keyword hit, and the tools with a prior or a pin (the fallback's). The z-score's mean
+    and spread are those of every eligible tool.
+
+    Approximate cosines (a large namespace's int8 first pass, app/cosines.py) widen the
+    cosine side to the ``EXACT_TOP`` best, and the candidates' best ``RESCORED`` by fused
+    score (at least ``depth + 16``) get their exact cosine before the final fusion: the
+    approximation picks which tools those are; the mean and spread are the approximate row's.
+    """
+    if (
+        depth < 1
+        or len(query.texts) != 1
+        or config.fusion != "zscore"
+        or not {"keyword", "embedding", "prior"} <= stages
+        or min(config.keyword_weight, config.embedding_weight) < 0
+        or index.keyword.nonoccurrence is not None
+        or query_vec is None
+        or index.embeddings.shape[1] == 0
+    ):
+        return None
+    found = cosine_rows(index, query_vec, 1, cosines)
+    if found is None:
+        return None
+    rows, unit, approximate = found
+    select: slice | np.ndarray = slice(None) if eligible is None else eligible
+    keyword, embedding = query.keyword[0, select], rows[0, select]
+    if eligible is None:  # the tools the query's terms touch (any with a BM25 score)
+        chosen = np.zeros(keyword.size, dtype=bool)
+        chosen[query.touched] = True
+    else:
+        chosen = keyword != 0
+    boost = prior_part(index, prior, config)[select]
+    if not chosen.any() and index.pinned.size:
+        cols = np.arange(len(index)) if eligible is None else eligible
+        boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
+    wide = max(depth, EXACT_TOP) if approximate else depth
+    if wide < keyword.size:
+        chosen[np.argpartition(embedding, keyword.size - wide)[keyword.size - wide :]] = True
+    else:
+        chosen[:] = True
+    chosen |= boost > 0
+    if index.pinned.size:
+        chosen |= np.isin(np.arange(len(index)) if eligible is None else eligible, index.pinned)
+    positions = np.flatnonzero(chosen)
+    kw_mean, kw_scale = zscore_stats(keyword)
+    emb_mean, emb_scale = zscore_stats(embedding)
+    kw_w, emb_w = config.keyword_weight, config.embedding_weight
+    kw_part = kw_w * ((keyword[positions] - kw_mean) / kw_scale)
+    emb_part = emb_w * ((embedding[positions] - emb_mean) / emb_scale)
+    if approximate:
+        fused = kw_part + emb_part + boost[positions]
+        best = top_indices(fused, max(RESCORED, depth + 16))
+        tools = positions[best] if eligible is None else eligible[positions[best]]
+        exact = (index.embeddings[tools] @ unit[0]).astype(np.float32)
+        emb_part[best] = emb_w * ((exact - emb_mean) / emb_scale)
+    kw_part, emb_part = relative_to_best(kw_part, emb_part)
+    cols = positions if eligible is None else eligible[positions]
+    return Scores(cols, kw_part, emb_part, boost[positions], True)
 
 
 def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray:
@@ -190,10 +278,11 @@ def route(
     if min_score is not None:  # a score shown as 0.9 (0.89999998 in float32) passes 0.9
         min_score -= 0.5 * 10.0**-SCORE_DECIMALS
     rows = analyse_query(index, query)
-    scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines)
+    depth = max(config.pool_size, k)
+    scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines, depth)
     total = scores.total()
     if scores.signal:
-        pool = top_indices(total, max(config.pool_size, k))
+        pool = top_indices(total, depth)
     else:  # nothing to go on: the pinned defaults and the most used tools only
         pool = top_indices(total, k)
         pool = pool[total[pool] > 0]

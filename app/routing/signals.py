@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.routing.bm25 import bm25_scores
+from app.routing.bm25 import bm25_row, bm25_scores
 from app.routing.index import RouterIndex
 from app.routing.segment import query_segments
 from app.routing.text import analyse
@@ -21,16 +21,21 @@ MAX_QUERY_CHARS = 8000
 # When a service's cosine rows are approximate (app/cosines.py), each row's best this many
 # tools by embedding get their exact cosine (with the pool's worth of best keyword hits).
 EXACT_TOP = 128
+# When they are, the router (``pipeline.candidate_scores``) gives the best this many of its
+# candidates by fused score their exact cosine before the final fusion.
+RESCORED = 64
 
 
 @dataclass(frozen=True, slots=True)
 class QueryRows:
-    """A query analysed once: its texts (whole query, then each ask), tokens and BM25 rows."""
+    """A query analysed once: its texts (whole query, then each ask), tokens and BM25 rows,
+    and the tools the whole query's terms touch (``bm25_row``: one entry per term and tool)."""
 
     text: str
     texts: list[str]
     tokens: list[str]
     keyword: np.ndarray
+    touched: np.ndarray
 
 
 def analyse_query(index: RouterIndex, query: str) -> QueryRows:
@@ -39,8 +44,9 @@ def analyse_query(index: RouterIndex, query: str) -> QueryRows:
     segments = query_segments(text)
     texts = [text] if len(segments) < 2 else [text, *segments]
     tokens = [analyse(t) for t in texts]
-    rows = np.stack([bm25_scores(index.keyword, t) for t in tokens])
-    return QueryRows(text, texts, tokens[0], rows)
+    whole, touched = bm25_row(index.keyword, tokens[0])
+    rows = np.stack([whole, *(bm25_scores(index.keyword, t) for t in tokens[1:])])
+    return QueryRows(text, texts, tokens[0], rows, touched)
 
 
 Cosines = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -76,31 +82,52 @@ def embedding_rows(
     keyword: np.ndarray | None = None,
     eligible: np.ndarray | None = None,
     keyword_top: int = 50,
+    hits: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """Cosine rows over all tools: one per text, or a single row when one vector is given.
 
     ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
     raises ValueError. ``cosines`` does the product (a service may batch it across requests,
     or approximate it: then ``exact_where_it_counts`` fixes the rows that matter, using the
-    ``keyword`` rows and the ``eligible`` tools).
+    ``keyword`` rows, the ``eligible`` tools and, if the caller has them, the keyword
+    ``hits``).
     """
+    found = cosine_rows(index, query_vec, n_texts, cosines)
+    if found is None:
+        return None
+    rows, unit, approximate = found
+    if approximate:
+        exact_where_it_counts(index.embeddings, unit, rows, keyword, eligible, keyword_top, hits)
+    return rows
+
+
+def cosine_rows(
+    index: RouterIndex, query_vec: np.ndarray, n_texts: int, cosines: Cosines = gemv_rows
+) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """The rows ``cosines`` gives (one per text, or a single row), the unit query rows, and
+    whether the rows are approximate (then they are a copy the caller may change); ``None``
+    if the vector is unusable."""
     unit = unit_rows(query_vec, n_texts, index.embeddings.shape[1])
     if unit is None:
         return None
     rows = cosines(index.embeddings, unit)
     approximate = getattr(cosines, "approximate", None)
     if approximate is not None and approximate(index.embeddings):
-        rows = np.array(rows, dtype=np.float32)  # ours to change
-        exact_where_it_counts(index.embeddings, unit, rows, keyword, eligible, keyword_top)
-    return rows
+        return np.array(rows, dtype=np.float32), unit, True
+    return rows, unit, False
 
 
 def decisive_tools(
-    rows: np.ndarray, keyword: np.ndarray | None, eligible: np.ndarray | None, keyword_top: int
+    rows: np.ndarray,
+    keyword: np.ndarray | None,
+    eligible: np.ndarray | None,
+    keyword_top: int,
+    hits: np.ndarray | None = None,
 ) -> np.ndarray:
     """Positions of the tools whose cosines can decide a route: among the eligible ones, each
     cosine row's ``EXACT_TOP`` best and the ``keyword_top`` best by keyword (best row); a
-    tool may be named more than once."""
+    tool may be named more than once. ``hits``: the positions (among the eligible) of every
+    tool with a keyword score, when the caller knows them already."""
     sub = rows if eligible is None else rows[:, eligible]
     n = sub.shape[1]
     top = min(EXACT_TOP, n)
@@ -110,7 +137,7 @@ def decisive_tools(
         best = best if eligible is None else best[eligible]
         # Among the tools some query term touches (argpartition over a row of mostly equal
         # zeros took 0.47 ms at 10,000 tools, this 0.12).
-        hits = np.flatnonzero(best)
+        hits = np.flatnonzero(best) if hits is None else hits
         if hits.size > keyword_top:
             scores = best[hits]
             hits = hits[np.argpartition(scores, scores.size - keyword_top)[-keyword_top:]]
@@ -128,6 +155,7 @@ def exact_where_it_counts(
     keyword: np.ndarray | None,
     eligible: np.ndarray | None,
     keyword_top: int,
+    hits: np.ndarray | None = None,
 ) -> None:
     """Replace, in ``rows``, approximate cosines by exact ones for the ``decisive_tools``.
 
@@ -135,7 +163,7 @@ def exact_where_it_counts(
     either kind carry exact scores, so the approximation only chooses which tools those are
     (and moves the fusion's mean and spread a little).
     """
-    tools = decisive_tools(rows, keyword, eligible, keyword_top)
+    tools = decisive_tools(rows, keyword, eligible, keyword_top, hits)
     if tools.size:
         rows[:, tools] = (matrix[tools] @ unit.T).T
 
