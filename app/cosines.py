@@ -274,6 +274,16 @@ class CosineBatcher(LeaderFollower):
         return (matrix @ unit.T).T  # one pass over the tool matrix
 
     def __call__(self, matrix: np.ndarray, unit: np.ndarray) -> np.ndarray:
+        with self._cond:  # alone: lead at once, without a queued request
+            alone = not self._queue and self._running < self.parallel
+            self._running += alone
+        if alone:
+            try:
+                return self.product(matrix, unit)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
         request = _Request(matrix, unit)
         with self._cond:
             self._queue.append(request)

@@ -155,6 +155,7 @@ class RouteExecutor:
                     job.started,
                     services,
                     products.get(i, services.cosines),
+                    texts[i],
                 )
             except BaseException as exc:  # this request's failure only
                 self._post(job, None, exc)

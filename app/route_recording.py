@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -68,9 +69,10 @@ def rank_and_record(
     started: float,
     services: Services,
     cosines: Cosines | None = None,
+    texts: Sequence[str] | None = None,
 ) -> RouteResponse:
-    """As route_and_record, with the step's vectors already made (app/route_executor.py),
-    and the cosine product too if ``cosines`` hands it back."""
+    """As route_and_record, with the step's vectors already made (app/route_executor.py)
+    from its ``texts``, and the cosine product too if ``cosines`` hands it back."""
     config = services.index.config
     result = rank_step(
         request,
@@ -81,6 +83,7 @@ def rank_and_record(
         services.prior.get(request.namespace),
         cosines or services.cosines,
         embed_seconds,
+        texts,
     )
     return record(request, result, started, services)
 

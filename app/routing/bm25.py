@@ -67,13 +67,12 @@ def bm25_row(index: KeywordIndex, tokens: Sequence[str]) -> tuple[np.ndarray, np
     """``bm25_scores``, and the documents the query's terms touch: each known term's posting
     list, one after the other (a document appears once per distinct term it contains)."""
     terms = query_term_ids(index, tokens)
-    scores = np.zeros(index.n_docs, dtype=np.float32)
     if not terms:
-        return scores, np.zeros(0, dtype=index.indices.dtype)
+        return np.zeros(index.n_docs, dtype=np.float32), np.zeros(0, dtype=index.indices.dtype)
     slices = [(index.indptr[t], index.indptr[t + 1], c) for t, c in terms.items()]
     rows = np.concatenate([index.indices[s:e] for s, e, _ in slices])
     weights = np.concatenate([index.data[s:e] * c for s, e, c in slices])
-    scores += np.bincount(rows, weights=weights, minlength=index.n_docs).astype(np.float32)
+    scores = np.bincount(rows, weights=weights, minlength=index.n_docs).astype(np.float32)
     if index.nonoccurrence is not None:
         scores += sum(float(index.nonoccurrence[t]) * c for t, c in terms.items())
     return scores, rows

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from app.routing.text import STOPWORDS, analyse, required_params, schema_properties, stems, words
-from app.routing.values import FILLS, example_values, value_kind, value_kinds, word_set
+from app.routing.values import FILLS, VisibleKinds, example_values, value_kind, word_set
 
 # Name parts that say nothing about what the value is ("user_id" is mentioned by "user").
 _GENERIC = word_set(
@@ -77,7 +77,7 @@ class QueryEvidence:
     """What a query offers: its stems and the kinds of values visible in it."""
 
     stems: frozenset[str]
-    kinds: frozenset[str]
+    kinds: VisibleKinds
     context_keys: frozenset[str]
 
 
@@ -116,7 +116,7 @@ def query_evidence(
 ) -> QueryEvidence:
     """Analyse a query once for the rule check."""
     keys = frozenset(context_key(str(k)) for k in (context or {}))
-    return QueryEvidence(frozenset(query_stems), value_kinds(query[:4000]), keys)
+    return QueryEvidence(frozenset(query_stems), VisibleKinds(query[:4000]), keys)
 
 
 def supplies(rule: ParamRule, evidence: QueryEvidence, unexplained: bool = False) -> bool:
@@ -129,8 +129,9 @@ def supplies(rule: ParamRule, evidence: QueryEvidence, unexplained: bool = False
         return True
     if any(value <= evidence.stems for value in rule.values):
         return True
-    fills = FILLS.get(rule.kind, frozenset())
-    return bool(fills & evidence.kinds) or (unexplained and rule.kind == "string")
+    if unexplained and rule.kind == "string":
+        return True
+    return evidence.kinds.any_of(FILLS.get(rule.kind, frozenset()))
 
 
 def missing_required(

@@ -194,8 +194,9 @@ def candidate_scores(
         chosen[query.touched] = True
     else:
         chosen = keyword != 0
+    hits = np.flatnonzero(chosen)
     boost = prior_part(index, prior, config)[select]
-    if not chosen.any() and index.pinned.size:
+    if not hits.size and index.pinned.size:
         cols = np.arange(len(index)) if eligible is None else eligible
         boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
     wide = max(depth, EXACT_TOP) if approximate else depth
@@ -207,17 +208,18 @@ def candidate_scores(
     if index.pinned.size:
         chosen |= np.isin(np.arange(len(index)) if eligible is None else eligible, index.pinned)
     positions = np.flatnonzero(chosen)
-    kw_mean, kw_scale = zscore_stats(keyword)
+    kw_mean, kw_scale = zscore_stats(keyword[hits], keyword.size)  # zeros elsewhere
     emb_mean, emb_scale = zscore_stats(embedding)
     kw_w, emb_w = config.keyword_weight, config.embedding_weight
-    kw_part = kw_w * ((keyword[positions] - kw_mean) / kw_scale)
-    emb_part = emb_w * ((embedding[positions] - emb_mean) / emb_scale)
+    kw_part = (keyword[positions] - np.float32(kw_mean)) * np.float32(kw_w / kw_scale)
+    emb_part = (embedding[positions] - np.float32(emb_mean)) * np.float32(emb_w / emb_scale)
     if approximate:
         fused = kw_part + emb_part + boost[positions]
-        best = top_indices(fused, max(RESCORED, depth + 16))
+        rescored = min(max(RESCORED, depth + 16), fused.size)
+        best = np.argpartition(fused, fused.size - rescored)[fused.size - rescored :]
         tools = positions[best] if eligible is None else eligible[positions[best]]
         exact = (index.embeddings[tools] @ unit[0]).astype(np.float32)
-        emb_part[best] = emb_w * ((exact - emb_mean) / emb_scale)
+        emb_part[best] = (exact - np.float32(emb_mean)) * np.float32(emb_w / emb_scale)
     kw_part, emb_part = relative_to_best(kw_part, emb_part)
     cols = positions if eligible is None else eligible[positions]
     return Scores(cols, kw_part, emb_part, boost[positions], True)
@@ -265,11 +267,13 @@ def route(
     config: RouterConfig,
     stages: frozenset[str] = ALL_STAGES,
     cosines: Cosines = gemv_rows,
+    texts: Sequence[str] | None = None,
 ) -> list[Candidate]:
     """The top-``k`` tools for ``query``, each with its score explained stage by stage.
 
     ``cosines`` computes the embedding stage's matrix product; the default is plain numpy,
     a service passes one that shares the product with concurrent routes (app/cosines.py).
+    ``texts``: ``query_texts(query)``, when the caller has segmented the query already.
     """
     check_stages(stages)
     eligible = index.eligible(tags)
@@ -277,7 +281,7 @@ def route(
         return []
     if min_score is not None:  # a score shown as 0.9 (0.89999998 in float32) passes 0.9
         min_score -= 0.5 * 10.0**-SCORE_DECIMALS
-    rows = analyse_query(index, query)
+    rows = analyse_query(index, query, texts)
     depth = max(config.pool_size, k)
     scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines, depth)
     total = scores.total()

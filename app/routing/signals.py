@@ -6,7 +6,7 @@ whole query, rows 1… its asks when ``segment.query_segments`` finds several.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,11 +38,16 @@ class QueryRows:
     touched: np.ndarray
 
 
-def analyse_query(index: RouterIndex, query: str) -> QueryRows:
-    """Segment, tokenise and BM25-score the query (one row per text, over all tools)."""
+def analyse_query(index: RouterIndex, query: str, texts: Sequence[str] | None = None) -> QueryRows:
+    """Segment, tokenise and BM25-score the query (one row per text, over all tools).
+
+    ``texts``: the query's texts as ``query_texts(query)`` gives them, if the caller has them
+    already (a service segments a step once, to embed it)."""
     text = (query or "")[:MAX_QUERY_CHARS]
-    segments = query_segments(text)
-    texts = [text] if len(segments) < 2 else [text, *segments]
+    if texts is None or len(query) > MAX_QUERY_CHARS or (texts and texts[0] != query):
+        segments = query_segments(text)
+        texts = [text] if len(segments) < 2 else [text, *segments]
+    texts = list(texts) or [text]
     tokens = [analyse(t) for t in texts]
     whole, touched = bm25_row(index.keyword, tokens[0])
     rows = np.stack([whole, *(bm25_scores(index.keyword, t) for t in tokens[1:])])
@@ -64,13 +69,19 @@ def unit_rows(query_vec: np.ndarray, n_texts: int, dim: int) -> np.ndarray | Non
     unusable (empty, NaN); a dimension other than ``dim`` is a caller bug: ValueError."""
     vectors = np.asarray(query_vec, dtype=np.float32)
     vectors = vectors.reshape(1, -1) if vectors.ndim == 1 else vectors
-    if vectors.ndim != 2 or vectors.size == 0 or not np.isfinite(vectors).all():
+    if vectors.ndim != 2 or vectors.size == 0:
         return None
+    squares = np.einsum("ij,ij->i", vectors, vectors)  # NaN or inf if any value is
+    if not np.isfinite(squares).all():
+        if not np.isfinite(vectors).all():
+            return None
+        squares = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64)  # huge values
     if vectors.shape[1] != dim:
         raise ValueError(f"query_vec has dimension {vectors.shape[1]}, the index {dim}")
-    vectors = vectors if vectors.shape[0] == n_texts else vectors[:1]
-    norms = np.linalg.norm(vectors, axis=1)
-    unit: np.ndarray = vectors / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
+    if vectors.shape[0] != n_texts:
+        vectors, squares = vectors[:1], squares[:1]
+    norms = np.sqrt(squares)
+    unit: np.ndarray = (vectors / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
     return unit
 
 

@@ -100,27 +100,42 @@ def _values(scalars: tuple[str, ...], description: str) -> tuple[frozenset[str],
     return tuple(dict.fromkeys(v for v in values if v))
 
 
-def value_kinds(query: str) -> frozenset[str]:
-    """The kinds of values visible in a query text."""
-    found = {
-        kind
-        for kind, pattern in (
-            ("number", _NUMBER),
-            ("date", _DATE),
-            ("time", _TIME),
-            ("email", _EMAIL),
-            ("url", _URL),
-            ("ip", _IP),
-            ("phone", _PHONE),
-            ("quoted", _QUOTED),
-            ("id", _ID_TOKEN),
-            ("proper", _PROPER),
-            ("boolean", _BOOLEAN),
-            ("words", _WORD),
-        )
-        if pattern.search(query)
-    }
-    return frozenset(found)
+_KIND_PATTERNS: dict[str, re.Pattern[str]] = {
+    "number": _NUMBER,
+    "date": _DATE,
+    "time": _TIME,
+    "email": _EMAIL,
+    "url": _URL,
+    "ip": _IP,
+    "phone": _PHONE,
+    "quoted": _QUOTED,
+    "id": _ID_TOKEN,
+    "proper": _PROPER,
+    "boolean": _BOOLEAN,
+    "words": _WORD,
+}
+
+
+class VisibleKinds:
+    """The kinds of values visible in one query text, each looked for only when a rule asks
+    for it (a route checks a few tools: most of the twelve searches are never needed)."""
+
+    __slots__ = ("_query", "_seen")
+
+    def __init__(self, query: str) -> None:
+        self._query = query
+        self._seen: dict[str, bool] = {}
+
+    def any_of(self, kinds: frozenset[str]) -> bool:
+        """Whether the query shows a value of any of ``kinds``."""
+        for kind in kinds:
+            seen = self._seen.get(kind)
+            if seen is None:
+                pattern = _KIND_PATTERNS.get(kind)
+                seen = self._seen[kind] = bool(pattern and pattern.search(self._query))
+            if seen:
+                return True
+        return False
 
 
 # Which visible value kinds can fill a parameter of each kind.

@@ -27,16 +27,16 @@ class Gate:
     def __init__(self, batcher: CosineBatcher) -> None:
         self.entered, self.release = threading.Event(), threading.Event()
         self.batches: list[int] = []
-        original = batcher._run
+        original = batcher.product
 
-        def run(batch: list) -> None:  # type: ignore[type-arg]
-            self.batches.append(len(batch))
+        def product(matrix: np.ndarray, unit: np.ndarray, requests: int = 1) -> np.ndarray:
+            self.batches.append(requests)  # how many routes' rows this one product serves
             if len(self.batches) == 1:
                 self.entered.set()
                 assert self.release.wait(10)
-            original(batch)
+            return original(matrix, unit, requests)
 
-        batcher._run = run  # type: ignore[method-assign]
+        batcher.product = product  # type: ignore[method-assign]
 
 
 def test_concurrent_requests_share_one_product_per_matrix() -> None:
