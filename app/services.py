@@ -128,7 +128,9 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         parallel=settings.encoder_parallel_batches,
     )
     cosines = CosineBatcher(
-        int8_min_tools=settings.cosine_int8_min_tools, int8_dims=settings.cosine_int8_dims
+        int8_min_tools=settings.cosine_int8_min_tools,
+        int8_dims=settings.cosine_int8_dims,
+        moment_dims=settings.cosine_moment_dims,
     )
     index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)

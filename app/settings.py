@@ -70,9 +70,12 @@ class Settings(BaseSettings):
     # Namespaces with at least this many tools score cosines first on an approximate copy of
     # their tool matrix: projected on its `cosine_int8_dims` principal directions (0: all of
     # them) and quantized to int8 (app/cosines.py); the cosines that can decide the answer are
-    # then recomputed in float32 (docs/ROUTING.md). 0 tools turns it off.
+    # then recomputed in float32, and each query's mean and spread over the tools (for the
+    # z-score) are estimated from `cosine_moment_dims` directions (docs/ROUTING.md).
+    # 0 tools turns it off.
     cosine_int8_min_tools: int = Field(default=5000, ge=0)
-    cosine_int8_dims: int = Field(default=256, ge=0, le=65536)
+    cosine_int8_dims: int = Field(default=128, ge=0, le=65536)
+    cosine_moment_dims: int = Field(default=256, ge=0, le=65536)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

@@ -27,10 +27,16 @@ FUSION_METHODS: tuple[str, ...] = ("zscore", "minmax", "rrf")
 _EPS = 1e-9
 
 
-def zscore(rows: np.ndarray) -> np.ndarray:
-    """Row-wise standard score; a constant row becomes all zeros."""
-    mean = rows.mean(axis=1, keepdims=True)
-    std = rows.std(axis=1, keepdims=True)
+def zscore(rows: np.ndarray, moments: np.ndarray | None = None) -> np.ndarray:
+    """Row-wise standard score; a constant row becomes all zeros. ``moments``: each row's
+    mean and spread, ``(r, 2)``, when known better than the row itself tells (the exact
+    ones of an approximate row: app/cosines.py)."""
+    if moments is None:
+        mean = rows.mean(axis=1, keepdims=True)
+        std = rows.std(axis=1, keepdims=True)
+    else:
+        mean = moments[:, :1].astype(rows.dtype)
+        std = moments[:, 1:].astype(rows.dtype)
     return (rows - mean) / np.where(std > _EPS, std, np.inf).astype(rows.dtype)
 
 
@@ -67,11 +73,14 @@ def rrf(rows: np.ndarray, k: float) -> np.ndarray:
     return 1.0 / (k + ranks)
 
 
-def normalise(rows: np.ndarray, method: str, rrf_k: float = 60.0) -> np.ndarray:
-    """Normalise each row of scores with the method named ``method``; unknown → ValueError."""
+def normalise(
+    rows: np.ndarray, method: str, rrf_k: float = 60.0, moments: np.ndarray | None = None
+) -> np.ndarray:
+    """Normalise each row of scores with the method named ``method``; unknown → ValueError.
+    ``moments``: see ``zscore`` (the other methods do not use them)."""
     rows = np.asarray(rows, dtype=np.float32)
     if method == "zscore":
-        return zscore(rows)
+        return zscore(rows, moments)
     if method == "minmax":
         return minmax(rows)
     if method == "rrf":
@@ -80,12 +89,15 @@ def normalise(rows: np.ndarray, method: str, rrf_k: float = 60.0) -> np.ndarray:
 
 
 def weighted_rows(
-    rows: np.ndarray | None, weight: float, config: RouterConfig
+    rows: np.ndarray | None,
+    weight: float,
+    config: RouterConfig,
+    moments: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """``weight · normalise(rows)``, or ``None`` when the stage is off."""
     if rows is None or weight == 0.0:
         return None
-    return weight * normalise(rows, config.fusion, config.rrf_k)
+    return weight * normalise(rows, config.fusion, config.rrf_k, moments)
 
 
 def best_segment(
@@ -107,7 +119,10 @@ def best_segment(
 
 
 def fuse(
-    keyword: np.ndarray | None, embedding: np.ndarray | None, config: RouterConfig
+    keyword: np.ndarray | None,
+    embedding: np.ndarray | None,
+    config: RouterConfig,
+    embedding_moments: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-tool keyword and embedding parts of the fused score.
 
@@ -120,7 +135,7 @@ def fuse(
     if present is None:
         raise ValueError("fuse needs at least one of keyword or embedding scores")
     kw = weighted_rows(keyword, config.keyword_weight, config)
-    emb = weighted_rows(embedding, config.embedding_weight, config)
+    emb = weighted_rows(embedding, config.embedding_weight, config, embedding_moments)
     zeros = np.zeros(present.shape[1], dtype=np.float32)
     kw_whole = zeros if kw is None else kw[0]
     emb_whole = zeros if emb is None else emb[0]

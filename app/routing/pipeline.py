@@ -16,6 +16,7 @@ when nothing reaches it, the answer is empty (fewer than k, as asked).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from app.routing.signals import (
     QueryRows,
     analyse_query,
     cosine_rows,
-    embedding_rows,
+    exact_where_it_counts,
     gemv_rows,
     prior_part,
 )
@@ -121,22 +122,26 @@ def stage_scores(
     cols = np.arange(len(index)) if eligible is None else eligible
     keyword_hit = bool(query.keyword[0, select].any())
     kw_rows = query.keyword[:, select] if "keyword" in stages else None
-    emb_rows = None
+    emb_rows, moments = None, None
     if "embedding" in stages and query_vec is not None and index.embeddings.shape[1] > 0:
-        emb_all = embedding_rows(
-            index,
-            query_vec,
-            len(query.texts),
-            cosines,
-            query.keyword if "keyword" in stages else None,
-            eligible,
-            config.pool_size,
-        )
-        emb_rows = emb_all[:, select] if emb_all is not None else None
+        found = cosine_rows(index, query_vec, len(query.texts), cosines)
+        if found is not None:
+            if found.approximate:
+                exact_where_it_counts(
+                    index.embeddings,
+                    found.unit,
+                    found.rows,
+                    query.keyword if "keyword" in stages else None,
+                    eligible,
+                    config.pool_size,
+                )
+            emb_rows = found.rows[:, select]
+            # Estimated moments are those over every tool: a tag filter's subset has its own.
+            moments = found.moments if eligible is None else None
     signal = (kw_rows is not None and keyword_hit) or emb_rows is not None
     keyword, embedding = np.zeros(cols.size), np.zeros(cols.size)
     if signal:
-        keyword, embedding = relative_to_best(*fuse(kw_rows, emb_rows, config))
+        keyword, embedding = relative_to_best(*fuse(kw_rows, emb_rows, config, moments))
     boost = np.zeros(cols.size)
     if "prior" in stages:
         boost = prior_part(index, prior, config)[select]
@@ -186,7 +191,7 @@ def candidate_scores(
     found = cosine_rows(index, query_vec, 1, cosines)
     if found is None:
         return None
-    rows, unit, approximate = found
+    rows, unit, approximate = found.rows, found.unit, found.approximate
     select: slice | np.ndarray = slice(None) if eligible is None else eligible
     keyword, embedding = query.keyword[0, select], rows[0, select]
     if eligible is None:  # the tools the query's terms touch (any with a BM25 score)
@@ -209,7 +214,11 @@ def candidate_scores(
         chosen |= np.isin(np.arange(len(index)) if eligible is None else eligible, index.pinned)
     positions = np.flatnonzero(chosen)
     kw_mean, kw_scale = zscore_stats(keyword[hits], keyword.size)  # zeros elsewhere
-    emb_mean, emb_scale = zscore_stats(embedding)
+    if found.moments is not None and eligible is None:  # over every tool, not a subset
+        emb_mean, emb_std = (float(x) for x in found.moments[0])
+        emb_scale = emb_std if emb_std > 1e-9 else math.inf
+    else:
+        emb_mean, emb_scale = zscore_stats(embedding)
     kw_w, emb_w = config.keyword_weight, config.embedding_weight
     kw_part = (keyword[positions] - np.float32(kw_mean)) * np.float32(kw_w / kw_scale)
     emb_part = (embedding[positions] - np.float32(emb_mean)) * np.float32(emb_w / emb_scale)

@@ -106,26 +106,50 @@ def embedding_rows(
     found = cosine_rows(index, query_vec, n_texts, cosines)
     if found is None:
         return None
-    rows, unit, approximate = found
-    if approximate:
-        exact_where_it_counts(index.embeddings, unit, rows, keyword, eligible, keyword_top, hits)
-    return rows
+    if found.approximate:
+        exact_where_it_counts(
+            index.embeddings, found.unit, found.rows, keyword, eligible, keyword_top, hits
+        )
+    return found.rows
+
+
+@dataclass(frozen=True, slots=True)
+class CosineRows:
+    """What ``cosines`` gave for a query: its rows (one per text, or a single row), the
+    unit query rows, whether the rows are approximate (then ``rows`` is a copy the caller
+    may change), and, if the product estimates them, each approximate row's exact mean and
+    spread over every tool (``(r, 2)``)."""
+
+    rows: np.ndarray
+    unit: np.ndarray
+    approximate: bool
+    moments: np.ndarray | None
 
 
 def cosine_rows(
     index: RouterIndex, query_vec: np.ndarray, n_texts: int, cosines: Cosines = gemv_rows
-) -> tuple[np.ndarray, np.ndarray, bool] | None:
-    """The rows ``cosines`` gives (one per text, or a single row), the unit query rows, and
-    whether the rows are approximate (then they are a copy the caller may change); ``None``
-    if the vector is unusable."""
+) -> CosineRows | None:
+    """The query's ``CosineRows``; ``None`` if the vector is unusable.
+
+    A ``cosines`` with a ``with_moments(matrix, unit) -> (rows, moments)`` method gives the
+    moments too (app/cosines.py); one with ``approximate(matrix) -> True`` says its rows are
+    approximate."""
     unit = unit_rows(query_vec, n_texts, index.embeddings.shape[1])
     if unit is None:
         return None
-    rows = cosines(index.embeddings, unit)
+    with_moments = getattr(cosines, "with_moments", None)
+    rows, moments = (
+        with_moments(index.embeddings, unit)
+        if with_moments
+        else (
+            cosines(index.embeddings, unit),
+            None,
+        )
+    )
     approximate = getattr(cosines, "approximate", None)
     if approximate is not None and approximate(index.embeddings):
-        return np.array(rows, dtype=np.float32), unit, True
-    return rows, unit, False
+        return CosineRows(np.array(rows, dtype=np.float32), unit, True, moments)
+    return CosineRows(rows, unit, False, None)
 
 
 def decisive_tools(

@@ -167,3 +167,41 @@ def test_int8_products_do_not_saturate_on_cpus_without_vnni() -> None:
     rows = prepared.cosines(query)
     exact = (matrix @ query.T).T
     assert np.abs(rows - exact).max() < 0.01
+
+
+def decaying_rows(n: int, dim: int, seed: int) -> np.ndarray:
+    """Unit rows whose energy falls off with the direction (1/k), as embeddings' does, with a
+    common offset (they share a mean direction)."""
+    rng = np.random.default_rng(seed)
+    axes = np.linalg.qr(np.random.default_rng(0).standard_normal((dim, dim)))[0].T
+    rows = (rng.standard_normal((n, dim)) / np.sqrt(np.arange(1, dim + 1))) @ axes
+    rows += 0.5 * axes[3]
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_moments_estimate_the_exact_rows_mean_and_spread() -> None:
+    """8 int8 directions give rough cosines; 32 of 64 directions, a close mean and spread."""
+    matrix, queries = decaying_rows(7000, 64, 8), decaying_rows(5, 64, 9)
+    exact = queries @ matrix.T
+    prepared = Int8Matrix(matrix, dims=8, moment_dims=32)
+    rows, moments = prepared.product(queries)
+    assert moments is not None and moments.shape == (5, 2)
+    np.testing.assert_allclose(moments[:, 0], exact.mean(axis=1), atol=1e-6)  # exact
+    spread = np.abs(moments[:, 1] / exact.std(axis=1) - 1)
+    rows_spread = np.abs(rows.std(axis=1) / exact.std(axis=1) - 1)
+    assert spread.max() < 0.005 and spread.mean() < rows_spread.mean() / 10
+    # No projection, no estimate: the int8 rows of every dimension are close already.
+    assert Int8Matrix(matrix).product(queries)[1] is None
+
+
+def test_the_batcher_hands_each_route_its_own_moments() -> None:
+    matrix, queries = decaying_rows(6000, 64, 10), decaying_rows(4, 64, 11)
+    batcher = CosineBatcher(int8_min_tools=5000, int8_dims=8, moment_dims=32)
+    batcher.prepare(matrix)
+    alone = [batcher.with_moments(matrix, q[None]) for q in queries]
+    stacked = batcher.shared(matrix, [q[None] for q in queries])
+    for (rows, moments), shared, q in zip(alone, stacked, queries, strict=True):
+        again, again_moments = shared.with_moments(matrix, q[None])  # type: ignore[attr-defined]
+        np.testing.assert_array_equal(again, rows)  # int8 products: exact integers
+        np.testing.assert_allclose(again_moments, moments, rtol=1e-6)
+    assert batcher.with_moments(matrix.copy(), queries)[1] is None  # not prepared: exact rows
