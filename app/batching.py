@@ -113,9 +113,20 @@ class BatchingEncoder(LeaderFollower):
         by default a call with more than ``INTERACTIVE_TEXTS`` texts is bulk.
         """
         bulk = len(texts) > INTERACTIVE_TEXTS if interactive is None else not interactive
-        slots = [_Slot(text, bulk) for text in texts]
-        if not slots:
+        if not texts:
             return self.inner.encode([])
+        if not bulk and len(texts) <= self.max_batch:
+            with self._cond:  # alone, with a model slot free: embed now, without queueing
+                alone = not self._queue and self._running < self.parallel
+                self._running += alone
+            if alone:
+                try:
+                    return self._embed(list(texts), bulk=False)
+                finally:
+                    with self._cond:
+                        self._running -= 1
+                        self._cond.notify_all()
+        slots = [_Slot(text, bulk) for text in texts]
         with self._cond:
             if bulk:  # chunks of similar lengths pad less; rows are read back from `slots`
                 self._bulk.extend(sorted(slots, key=lambda slot: len(slot.text)))
@@ -138,16 +149,18 @@ class BatchingEncoder(LeaderFollower):
             batch, self._bulk = self._bulk[: self.bulk_batch], self._bulk[self.bulk_batch :]
         return batch
 
-    def _run(self, batch: list[_Slot]) -> None:
+    def _embed(self, texts: list[str], bulk: bool) -> np.ndarray:
         # Bulk chunks use bulk_threads when calls run one at a time (torch); an encoder with
         # parallel batches gets its cores from them instead (app/catalog.py::CardEmbedding).
-        bulk = batch[0].bulk and self.parallel == 1
-        threads = self.bulk_threads if bulk else self.query_threads
+        threads = self.bulk_threads if bulk and self.parallel == 1 else self.query_threads
         set_threads = getattr(self.inner, "set_threads", None)
+        if threads is not None and set_threads is not None:
+            set_threads(threads)
+        return np.asarray(self.inner.encode(texts))
+
+    def _run(self, batch: list[_Slot]) -> None:
         try:
-            if threads is not None and set_threads is not None:
-                set_threads(threads)
-            rows = self.inner.encode([slot.text for slot in batch])
+            rows = self._embed([slot.text for slot in batch], batch[0].bulk)
         except BaseException as exc:  # every caller in the batch sees the failure
             for slot in batch:
                 slot.error, slot.done = exc, True

@@ -120,13 +120,13 @@ def test_steps_waiting_together_are_embedded_in_one_call(
 ) -> None:
     built, encoder = services
     products: list[int] = []  # query rows per int8 product
-    original = Int8Matrix.cosines
+    original = Int8Matrix.product
 
-    def counted(self: Int8Matrix, unit: np.ndarray) -> np.ndarray:
+    def counted(self: Int8Matrix, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         products.append(len(unit))
         return original(self, unit)
 
-    monkeypatch.setattr(Int8Matrix, "cosines", counted)
+    monkeypatch.setattr(Int8Matrix, "product", counted)
     answers = route_together(built, encoder, STEPS)
     assert encoder.calls == [[STEPS[0]], STEPS[1:]]  # one call for the four that waited
     int8 = built.cosines.prepared(built.index.get("default").index.embeddings)  # type: ignore[union-attr]
