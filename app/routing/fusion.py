@@ -40,21 +40,28 @@ def zscore(rows: np.ndarray, moments: np.ndarray | None = None) -> np.ndarray:
     return (rows - mean) / np.where(std > _EPS, std, np.inf).astype(rows.dtype)
 
 
-def zscore_stats(values: np.ndarray, size: int | None = None) -> tuple[float, float]:
+def zscore_stats(row: np.ndarray) -> tuple[float, float]:
     """The mean and the divisor ``zscore`` uses for a 1-d row (``inf`` for a constant row),
-    so that ``(row[some] - mean) / divisor`` are those tools' standard scores.
-
-    ``size``: the row is ``values`` followed by zeros up to ``size`` (a BM25 row given by its
-    hits). Two passes, sums in float64, scalars as Python floats (numpy scalars cost ~1 µs an
-    operation); equal to ``zscore``'s float32 to rounding.
-    """
-    size = values.size if size is None else size
-    if size == 0:
+    so that ``(row[some] - mean) / divisor`` are those tools' standard scores. Two passes,
+    scalars as Python floats (numpy scalars cost ~1 µs an operation); equal to ``zscore``'s
+    to float32 rounding."""
+    if row.size == 0:
         return 0.0, math.inf
-    mean = float(values.sum(dtype=np.float64)) / size
-    centred = values - np.float32(mean)
-    squares = float(np.dot(centred, centred)) + (size - values.size) * mean * mean
-    std = math.sqrt(squares / size)
+    mean = float(row.sum()) / row.size
+    centred = row - np.float32(mean)
+    std = math.sqrt(float(np.dot(centred, centred)) / row.size)
+    return mean, std if std > _EPS else math.inf
+
+
+def sparse_zscore_stats(row: np.ndarray) -> tuple[float, float]:
+    """``zscore_stats`` of a row that is mostly zeros (BM25's): one pass for the sum and one
+    BLAS dot for the sum of squares (the mean's square is small beside the mean square, so
+    the difference loses nothing that matters), in ~5 µs at 10,000 tools."""
+    if row.size == 0:
+        return 0.0, math.inf
+    mean = float(row.sum()) / row.size
+    variance = max(float(np.dot(row, row)) / row.size - mean * mean, 0.0)
+    std = math.sqrt(variance)
     return mean, std if std > _EPS else math.inf
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from app.routing.bm25 import matched_in
 from app.routing.diversity import mmr_order, top_indices
-from app.routing.fusion import fuse, relative_to_best, zscore_stats
+from app.routing.fusion import fuse, relative_to_best, sparse_zscore_stats, zscore_stats
 from app.routing.index import RouterIndex
 from app.routing.penalty import QueryEvidence, missing_required, penalty, query_evidence
 from app.routing.signals import (
@@ -68,10 +68,16 @@ class RuleCheck:
         self, index: RouterIndex, tools: np.ndarray, config: RouterConfig
     ) -> tuple[np.ndarray, list[tuple[str, ...]]]:
         """Penalty part and missing required parameters of each tool in ``tools``."""
-        missing = [
-            missing_required(index.rules[t], self.evidence, unexplained=m < self.distinct)
-            for t, m in zip(tools, matched_in(self.touched, tools), strict=True)
-        ]
+        missing: list[tuple[str, ...]] = []
+        for tool in tools.tolist():
+            rules = index.rules[tool]
+            absent = missing_required(rules, self.evidence) if rules else ()
+            # A query word the card does not explain supplies a plain string parameter: the
+            # terms the card matches are counted only when that can change the answer.
+            strings = [r.name for r in rules if r.kind == "string" and r.name in absent]
+            if strings and matched_in(self.touched, np.array([tool]))[0] < self.distinct:
+                absent = tuple(name for name in absent if name not in strings)
+            missing.append(absent)
         part = [
             penalty(m, config.missing_param_penalty, config.max_penalised_params) for m in missing
         ]
@@ -194,14 +200,10 @@ def candidate_scores(
     rows, unit, approximate = found.rows, found.unit, found.approximate
     select: slice | np.ndarray = slice(None) if eligible is None else eligible
     keyword, embedding = query.keyword[0, select], rows[0, select]
-    if eligible is None:  # the tools the query's terms touch (any with a BM25 score)
-        chosen = np.zeros(keyword.size, dtype=bool)
-        chosen[query.touched] = True
-    else:
-        chosen = keyword != 0
-    hits = np.flatnonzero(chosen)
+    chosen = keyword != 0  # the keyword hits
+    keyword_hit = bool(chosen.any())
     boost = prior_part(index, prior, config)[select]
-    if not hits.size and index.pinned.size:
+    if not keyword_hit and index.pinned.size:
         cols = np.arange(len(index)) if eligible is None else eligible
         boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
     wide = max(depth, EXACT_TOP) if approximate else depth
@@ -213,7 +215,7 @@ def candidate_scores(
     if index.pinned.size:
         chosen |= np.isin(np.arange(len(index)) if eligible is None else eligible, index.pinned)
     positions = np.flatnonzero(chosen)
-    kw_mean, kw_scale = zscore_stats(keyword[hits], keyword.size)  # zeros elsewhere
+    kw_mean, kw_scale = sparse_zscore_stats(keyword)
     if found.moments is not None and eligible is None:  # over every tool, not a subset
         emb_mean, emb_std = (float(x) for x in found.moments[0])
         emb_scale = emb_std if emb_std > 1e-9 else math.inf
