@@ -163,7 +163,7 @@ class Int8Matrix:
             const("scale", self.scale),
             const("peak", QUERY_PEAK),
             const("zero", float(QUERY_ZERO)),
-            const("one", 1.0),
+            const("tiny", 1e-30),
             const("nothing", 0.0),
             const("axes", [1], np.int64),
         ]
@@ -184,8 +184,7 @@ class Int8Matrix:
         nodes += [
             helper.make_node("Abs", [projected], ["magnitude"]),
             helper.make_node("ReduceMax", ["magnitude", "axes"], ["row_peak"], keepdims=1),
-            helper.make_node("Greater", ["row_peak", "nothing"], ["nonzero"]),
-            helper.make_node("Where", ["nonzero", "row_peak", "one"], ["safe_peak"]),
+            helper.make_node("Max", ["row_peak", "tiny"], ["safe_peak"]),  # a zero row: 0s
             helper.make_node("Div", ["safe_peak", "peak"], ["query_scale"]),
             helper.make_node("Div", [projected, "query_scale"], ["steps"]),
             helper.make_node("Round", ["steps"], ["rounded"]),

@@ -39,8 +39,9 @@ def _stemmer() -> Stemmer.Stemmer:
 
 def split_identifier(text: str) -> str:
     """Break camelCase, acronym and letter/digit boundaries with spaces (separators stay)."""
-    text = _CAMEL_LOWER_UPPER.sub(" ", text)
-    text = _CAMEL_ACRONYM.sub(" ", text)
+    if not text.islower():  # (a lower-case text has no camelCase or acronym to split)
+        text = _CAMEL_LOWER_UPPER.sub(" ", text)
+        text = _CAMEL_ACRONYM.sub(" ", text)
     return _LETTER_DIGIT.sub(" ", text)
 
 
@@ -55,7 +56,7 @@ def words(text: str) -> list[str]:
     """Lower-cased word tokens after identifier splitting; CJK runs become bigrams."""
     out: list[str] = []
     for piece in _TOKEN.findall(split_identifier(text)):
-        if _IS_CJK.match(piece):
+        if piece[0] >= "\u3040" and _IS_CJK.match(piece):  # (no CJK below U+3040)
             out.extend(cjk_bigrams(piece))
         else:
             out.append(piece.lower())
