@@ -202,7 +202,7 @@ def candidate_scores(
     keyword, embedding = query.keyword[0, select], rows[0, select]
     chosen = keyword != 0  # the keyword hits
     keyword_hit = bool(chosen.any())
-    boost = prior_part(index, prior, config)[select]
+    boost = prior_part(index, prior, config)[select] if prior else np.zeros(keyword.size)
     if not keyword_hit and index.pinned.size:
         cols = np.arange(len(index)) if eligible is None else eligible
         boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
@@ -211,7 +211,8 @@ def candidate_scores(
         chosen[np.argpartition(embedding, keyword.size - wide)[keyword.size - wide :]] = True
     else:
         chosen[:] = True
-    chosen |= boost > 0
+    if prior or not keyword_hit:
+        chosen |= boost > 0
     if index.pinned.size:
         chosen |= np.isin(np.arange(len(index)) if eligible is None else eligible, index.pinned)
     positions = np.flatnonzero(chosen)
@@ -314,7 +315,10 @@ def route(
         pool, pen, missing = rule_check(index, scores, pool, rules, config, stages)
         fallback = candidates(index, scores, pool, pen, missing)
         return [c for c in fallback if min_score is None or c.score >= min_score]
-    order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
+    if lam >= 1.0 or k <= 1:  # plain top k: no vectors to read
+        order = keep[top_indices(final[keep], k)]
+    else:
+        order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
     return candidates(index, scores, pool[order], pen[order], [missing[i] for i in order])
 
 

@@ -50,7 +50,11 @@ def analyse_query(index: RouterIndex, query: str, texts: Sequence[str] | None = 
     texts = list(texts) or [text]
     tokens = [analyse(t) for t in texts]
     whole, touched = bm25_row(index.keyword, tokens[0])
-    rows = np.stack([whole, *(bm25_scores(index.keyword, t) for t in tokens[1:])])
+    rows = (
+        whole[None]
+        if len(tokens) == 1
+        else np.stack([whole, *(bm25_scores(index.keyword, t) for t in tokens[1:])])
+    )
     return QueryRows(text, texts, tokens[0], rows, touched)
 
 
