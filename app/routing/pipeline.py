@@ -132,16 +132,18 @@ def stage_scores(
     if "embedding" in stages and query_vec is not None and index.embeddings.shape[1] > 0:
         found = cosine_rows(index, query_vec, len(query.texts), cosines)
         if found is not None:
+            rows = found.rows
             if found.approximate:
+                rows = np.array(rows, dtype=np.float32)  # ours to change
                 exact_where_it_counts(
                     index.embeddings,
                     found.unit,
-                    found.rows,
+                    rows,
                     query.keyword if "keyword" in stages else None,
                     eligible,
                     config.pool_size,
                 )
-            emb_rows = found.rows[:, select]
+            emb_rows = rows[:, select]
             # Estimated moments are those over every tool: a tag filter's subset has its own.
             moments = found.moments if eligible is None else None
     signal = (kw_rows is not None and keyword_hit) or emb_rows is not None

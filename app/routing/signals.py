@@ -110,19 +110,19 @@ def embedding_rows(
     found = cosine_rows(index, query_vec, n_texts, cosines)
     if found is None:
         return None
-    if found.approximate:
-        exact_where_it_counts(
-            index.embeddings, found.unit, found.rows, keyword, eligible, keyword_top, hits
-        )
-    return found.rows
+    if not found.approximate:
+        return found.rows
+    rows = np.array(found.rows, dtype=np.float32)  # ours to change
+    exact_where_it_counts(index.embeddings, found.unit, rows, keyword, eligible, keyword_top, hits)
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
 class CosineRows:
     """What ``cosines`` gave for a query: its rows (one per text, or a single row), the
-    unit query rows, whether the rows are approximate (then ``rows`` is a copy the caller
-    may change), and, if the product estimates them, each approximate row's exact mean and
-    spread over every tool (``(r, 2)``)."""
+    unit query rows, whether the rows are approximate (``rows`` may be the product's own:
+    copy them before changing them), and, if the product estimates them, each approximate
+    row's exact mean and spread over every tool (``(r, 2)``)."""
 
     rows: np.ndarray
     unit: np.ndarray
@@ -152,7 +152,7 @@ def cosine_rows(
     )
     approximate = getattr(cosines, "approximate", None)
     if approximate is not None and approximate(index.embeddings):
-        return CosineRows(np.array(rows, dtype=np.float32), unit, True, moments)
+        return CosineRows(rows, unit, True, moments)
     return CosineRows(rows, unit, False, None)
 
 
