@@ -8,19 +8,19 @@ rows into one GEMM, which reads the matrix once for all of them, and hands each 
 Alone, a route is its own leader at once.
 
 A large matrix also gets an approximate copy when the index is built (``prepare``): its rows
-projected on their ``dims`` principal directions (256 of 896 by default) and quantized to
-int8, with products on onnxruntime's integer GEMM (VNNI where the CPU has it). That is 256
+projected on their ``dims`` principal directions (128 of 896 by default) and quantized to
+int8, with products on onnxruntime's integer GEMM (VNNI where the CPU has it). That is 128
 bytes per tool instead of 3,584 (float32) or 896 (int8, every dimension): at 10,000 tools
-2.6 MB instead of 36 or 9 MB.
-Measured on an AVX2-only machine, one thread, cold cache (docs/BENCHMARKS.md): 10,000 tools
-1.2 ms (int8, all 896 dimensions) → 0.6 ms; 100,000: 8.5 → 3.1 ms.
+1.3 MB instead of 36 or 9 MB. The projection, the query's quantization, the product and the
+rescaling are one onnxruntime call.
 
-Such rows are approximate (on Seal-Tools' 4,076 tools and 2,054 queries with the default
-encoder: mean error 0.006, 99th percentile 0.022; the row's spread 0.7 % smaller), so the
-router recomputes in float32 the cosines that can decide its answer (the best by embedding
-and the best by keyword; ``app/routing/signals.py``, ``exact_where_it_counts``): the
-approximation only picks which tools those are, and leaves the fusion's mean and spread a
-hair off.
+Such rows are approximate, so the router recomputes in float32 the cosines that can decide
+its answer (``app/routing/pipeline.py``, ``candidate_scores``; ``app/routing/signals.py``,
+``exact_where_it_counts``): the approximation only picks which tools those are. The z-score
+also needs each row's mean and spread over every tool, which an approximate row tells badly
+(3 % off at 128 dimensions on Seal-Tools): the copy estimates them from ``moment_dims`` (256)
+principal directions instead (``Int8Matrix._moment_nodes``: the mean exact, the spread
+within 0.3 %), and the batcher hands them over with the rows (``with_moments``).
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ class Int8Matrix:
         from onnx import TensorProto
 
         n, width = matrix.shape
-        found = principal_directions(matrix, max(dims, moment_dims)) if dims else None
+        kept = max(dims, min(moment_dims, width - 1))  # (all of them: no projection)
+        found = principal_directions(matrix, kept) if 0 < dims < width else None
         # The int8 rows keep the first ``dims`` coordinates; all of them (up to moment_dims)
         # estimate each query row's mean and spread over the tools (``moments``).
         self.basis = None if found is None else found[0]
@@ -164,7 +165,6 @@ class Int8Matrix:
             const("peak", QUERY_PEAK),
             const("zero", float(QUERY_ZERO)),
             const("tiny", 1e-30),
-            const("nothing", 0.0),
             const("axes", [1], np.int64),
         ]
         nodes = []
@@ -234,6 +234,7 @@ class Int8Matrix:
             const("mean_row", self._mean_row[:, None]),
             const("energy", self._energy[:, None]),
             const("rest_energy", self._rest),
+            const("nothing", 0.0),
         ]
         node = helper.make_node
         return [

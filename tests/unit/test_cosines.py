@@ -205,3 +205,14 @@ def test_the_batcher_hands_each_route_its_own_moments() -> None:
         np.testing.assert_array_equal(again, rows)  # int8 products: exact integers
         np.testing.assert_allclose(again_moments, moments, rtol=1e-6)
     assert batcher.with_moments(matrix.copy(), queries)[1] is None  # not prepared: exact rows
+
+
+def test_moment_directions_beyond_the_matrix_keep_all_but_one() -> None:
+    matrix, queries = decaying_rows(6000, 64, 12), decaying_rows(2, 64, 13)
+    prepared = Int8Matrix(matrix, dims=8, moment_dims=1000)
+    assert prepared.basis is not None and prepared.basis.shape == (63, 64)
+    exact = queries @ matrix.T
+    _, moments = prepared.product(queries)
+    assert moments is not None
+    np.testing.assert_allclose(moments[:, 1], exact.std(axis=1), rtol=2e-3)
+    assert Int8Matrix(matrix, dims=64, moment_dims=32).basis is None  # every dimension in int8
