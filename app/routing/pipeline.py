@@ -183,7 +183,9 @@ def candidate_scores(
     Approximate cosines (a large namespace's int8 first pass, app/cosines.py) widen the
     cosine side to the ``EXACT_TOP`` best, and the candidates' best ``RESCORED`` by fused
     score (at least ``depth + 16``) get their exact cosine before the final fusion: the
-    approximation picks which tools those are; the mean and spread are the approximate row's.
+    approximation picks which tools those are. The embedding's mean and spread are then the
+    product's estimate of the exact ones (``CosineRows.moments``), or else the approximate
+    row's; for a tag filter's subset, always the row's.
     """
     if (
         depth < 1
