@@ -78,19 +78,9 @@ def bm25_row(index: KeywordIndex, tokens: Sequence[str]) -> tuple[np.ndarray, np
     return scores, rows
 
 
-def terms_matched(index: KeywordIndex, tokens: Sequence[str]) -> np.ndarray:
-    """How many distinct query terms each document contains (``matched_in`` counts the same
-    for a few documents, from ``bm25_row``'s touched documents)."""
-    terms = query_term_ids(index, tokens)
-    if not terms:
-        return np.zeros(index.n_docs, dtype=np.int64)
-    rows = np.concatenate([index.indices[index.indptr[t] : index.indptr[t + 1]] for t in terms])
-    return np.bincount(rows, minlength=index.n_docs)
-
-
 def matched_in(touched: np.ndarray, docs: np.ndarray) -> np.ndarray:
     """How many distinct query terms each of ``docs`` contains, given the documents the
-    query's terms touch (``bm25_row``): ``terms_matched(...)[docs]`` for a handful of docs."""
+    query's terms touch (``bm25_row``), counted for a handful of docs."""
     docs = np.asarray(docs)
     if not touched.size or not docs.size:
         return np.zeros(docs.size, dtype=np.int64)

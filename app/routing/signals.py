@@ -89,34 +89,6 @@ def unit_rows(query_vec: np.ndarray, n_texts: int, dim: int) -> np.ndarray | Non
     return unit
 
 
-def embedding_rows(
-    index: RouterIndex,
-    query_vec: np.ndarray,
-    n_texts: int,
-    cosines: Cosines = gemv_rows,
-    keyword: np.ndarray | None = None,
-    eligible: np.ndarray | None = None,
-    keyword_top: int = 50,
-    hits: np.ndarray | None = None,
-) -> np.ndarray | None:
-    """Cosine rows over all tools: one per text, or a single row when one vector is given.
-
-    ``None`` if the vector is unusable (empty, NaN); a dimension mismatch is a caller bug and
-    raises ValueError. ``cosines`` does the product (a service may batch it across requests,
-    or approximate it: then ``exact_where_it_counts`` fixes the rows that matter, using the
-    ``keyword`` rows, the ``eligible`` tools and, if the caller has them, the keyword
-    ``hits``).
-    """
-    found = cosine_rows(index, query_vec, n_texts, cosines)
-    if found is None:
-        return None
-    if not found.approximate:
-        return found.rows
-    rows = np.array(found.rows, dtype=np.float32)  # ours to change
-    exact_where_it_counts(index.embeddings, found.unit, rows, keyword, eligible, keyword_top, hits)
-    return rows
-
-
 @dataclass(frozen=True, slots=True)
 class CosineRows:
     """What ``cosines`` gave for a query: its rows (one per text, or a single row), the
@@ -161,12 +133,10 @@ def decisive_tools(
     keyword: np.ndarray | None,
     eligible: np.ndarray | None,
     keyword_top: int,
-    hits: np.ndarray | None = None,
 ) -> np.ndarray:
     """Positions of the tools whose cosines can decide a route: among the eligible ones, each
     cosine row's ``EXACT_TOP`` best and the ``keyword_top`` best by keyword (best row); a
-    tool may be named more than once. ``hits``: the positions (among the eligible) of every
-    tool with a keyword score, when the caller knows them already."""
+    tool may be named more than once."""
     sub = rows if eligible is None else rows[:, eligible]
     n = sub.shape[1]
     top = min(EXACT_TOP, n)
@@ -176,7 +146,7 @@ def decisive_tools(
         best = best if eligible is None else best[eligible]
         # Among the tools some query term touches (argpartition over a row of mostly equal
         # zeros took 0.47 ms at 10,000 tools, this 0.12).
-        hits = np.flatnonzero(best) if hits is None else hits
+        hits = np.flatnonzero(best)
         if hits.size > keyword_top:
             scores = best[hits]
             hits = hits[np.argpartition(scores, scores.size - keyword_top)[-keyword_top:]]
@@ -194,7 +164,6 @@ def exact_where_it_counts(
     keyword: np.ndarray | None,
     eligible: np.ndarray | None,
     keyword_top: int,
-    hits: np.ndarray | None = None,
 ) -> None:
     """Replace, in ``rows``, approximate cosines by exact ones for the ``decisive_tools``.
 
@@ -202,7 +171,7 @@ def exact_where_it_counts(
     either kind carry exact scores, so the approximation only chooses which tools those are
     (and moves the fusion's mean and spread a little).
     """
-    tools = decisive_tools(rows, keyword, eligible, keyword_top, hits)
+    tools = decisive_tools(rows, keyword, eligible, keyword_top)
     if tools.size:
         rows[:, tools] = (matrix[tools] @ unit.T).T
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi, BM25Plus
 
-from app.routing.bm25 import bm25_scores, build_keyword_index, terms_matched
+from app.routing.bm25 import bm25_row, bm25_scores, build_keyword_index, matched_in
 
 CORPUS = [
     ["weather", "forecast", "city", "rain"],
@@ -80,5 +80,6 @@ def test_unknown_method_is_refused() -> None:
 
 def test_terms_matched_counts_distinct_query_terms_per_document() -> None:
     index = build_keyword_index(CORPUS)
-    counts = terms_matched(index, ["book", "city", "city", "zebra"])
+    touched = bm25_row(index, ["book", "city", "city", "zebra"])[1]
+    counts = matched_in(touched, np.arange(index.n_docs))
     assert counts.tolist() == [1, 2, 1, 0, 0, 0, 0, 0]
