@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 HOST    ?= 127.0.0.1
 PORT    ?= 8000
 
-.PHONY: install run test lint format typecheck unit migrate eval bench docker-check clean
+.PHONY: install system-packages run test lint format typecheck unit migrate eval bench docker-check clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,13 +19,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
-install: $(STAMP)
+install: system-packages $(STAMP)  ## the virtual environment, the models, and the Debian packages the tests need
+
+system-packages:  ## Chromium and CJK fonts for the browser test: installed if missing (as root or with sudo)
+	@bash scripts/system-packages.sh
 
 run: $(STAMP)  ## serve on http://$(HOST):$(PORT) with a SQLite file and the demo catalog
 	$(BIN)/toolreach init-local
 	$(BIN)/toolreach serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP) lint typecheck  ## ruff, mypy and the whole pytest suite (needs Postgres on 127.0.0.1:5432)
+test: install lint typecheck  ## ruff, mypy and the whole pytest suite (needs Postgres on 127.0.0.1:5432)
 	HF_HUB_OFFLINE=1 $(BIN)/pytest
 
 lint: $(STAMP)
@@ -45,9 +48,10 @@ unit: $(STAMP)  ## the fast tests only
 migrate: $(STAMP)  ## upgrade the database in TOOLREACH_DATABASE_URL to head
 	$(BIN)/toolreach migrate
 
-eval: $(STAMP)  ## routing quality on both public benchmarks
-	$(BIN)/toolreach eval --data ../shared/data/metatool
-	$(BIN)/toolreach eval --data ../shared/data/seal-tools
+DATA ?=
+eval: $(STAMP)  ## routing quality on a labelled dataset: make eval DATA=dir/with/tools.jsonl+queries.jsonl
+	@test -n "$(DATA)" || { echo "make eval needs DATA=<directory holding tools.jsonl and queries.jsonl>" >&2; exit 2; }
+	$(BIN)/toolreach eval --data $(DATA)
 
 bench: $(STAMP)  ## latency, throughput and memory at 1k/10k/100k tools
 	$(BIN)/python bench/route_bench.py

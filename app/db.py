@@ -12,7 +12,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 # The database cannot be used right now (down, restarting, refusing connections, the pool
-# exhausted, SQLite locked past its busy timeout): the API answers 503 (app/errors.py).
+# exhausted, SQLite locked past its busy timeout): the API answers 503 (app/api/error_handlers.py).
 DATABASE_TROUBLE = (OperationalError, PoolTimeout)
 
 

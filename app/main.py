@@ -10,9 +10,9 @@ from fastapi import FastAPI
 
 from app import dashboard
 from app.api import feedback, health, metrics, route, stats, tools, validate
-from app.encoders import Encoder
-from app.errors import install_error_handlers
-from app.limits import BodySizeLimit, NoNulInUrl
+from app.api.error_handlers import install_error_handlers
+from app.api.middleware import BodySizeLimit, NoNulInUrl
+from app.embedding.encoders import Encoder
 from app.services import build_services
 from app.settings import Settings, get_settings
 

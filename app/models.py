@@ -1,7 +1,7 @@
 """Every table of the service on one metadata: the registry's, and the service's own."""
 
-from app.event_models import Feedback, RouteCandidate, RouteEvent
-from app.signouts import DashboardSignout
+from app.dashboard.signouts import DashboardSignout
+from app.loop.models import Feedback, RouteCandidate, RouteEvent
 from registry.models import Base, Embedding, RegistryState, Tool, ToolVersion
 
 __all__ = [

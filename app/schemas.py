@@ -112,7 +112,7 @@ class MCPTool(BaseModel):
 
 def _tool_object(value: Any) -> dict[str, Any]:
     """Only the JSON-object check here: each item is parsed, in whichever format it is, and
-    its problems reported together by the import (app/catalog.py)."""
+    its problems reported together by the import (app/tools/catalog.py)."""
     if not isinstance(value, dict):
         raise PydanticCustomError(
             "tool_object", "a tool must be a JSON object, not {kind}", {"kind": json_kind(value)}

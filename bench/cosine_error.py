@@ -1,7 +1,8 @@
 """How far the int8 first pass's cosines are from float32 ones, on a real dataset.
 
 Embeds a dataset's tools and queries with the service's encoder (as ``toolreach eval`` does),
-then, for each ``--dims``, builds the int8 copy of ``app/cosines.py`` and reports, over every
+then, for each ``--dims``, builds the int8 copy of
+``app/embedding/cosines.py`` and reports, over every
 query × tool pair: the cosine error (mean, 99th percentile, max), how much smaller the row's
 spread is (the z-score's divisor), and the share of each query's exact top 50 found in its
 approximate top 128 (the best that ``exact_where_it_counts`` rescores):
@@ -20,13 +21,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.catalog import parse_batch, write_cards
-from app.cosines import Int8Matrix
+from app.cli.evaluate import NAMESPACE, _encode_queries, load_dataset, throwaway_services
 from app.db import unit_of_work
-from app.evaluate import NAMESPACE, _encode_queries, load_dataset, throwaway_services
+from app.embedding.cosines import Int8Matrix
 from app.routing.signals import EXACT_TOP
 from app.services import build_encoder
 from app.settings import Settings
+from app.tools.catalog import parse_batch, write_cards
 
 TOP = 50  # the router's pool
 

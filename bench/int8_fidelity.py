@@ -2,7 +2,7 @@
 
 Registers a dataset's tools as ``toolreach eval`` does, then routes every query twice through
 the same ``route`` call: with exact float32 cosines, and with the service's int8 first pass
-forced on (``app/cosines.py``: ``--dims`` int8 directions, ``--moment-dims`` for the rows'
+forced on (``app/embedding/cosines.py``: ``--dims`` int8 directions, ``--moment-dims`` for the rows'
 mean and spread). Reports, for the top 1, the top 3 and the top 10, the share of queries whose
 tools are the same (in order), split into one-ask and several-ask queries, and hit@1 /
 recall@3 of both:
@@ -20,14 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.catalog import parse_batch, write_cards
-from app.cosines import CosineBatcher
+from app.cli.evaluate import NAMESPACE, _encode_queries, load_dataset, score, throwaway_services
 from app.db import unit_of_work
-from app.evaluate import NAMESPACE, _encode_queries, load_dataset, score, throwaway_services
+from app.embedding.cosines import CosineBatcher
 from app.routing import route
 from app.routing.signals import gemv_rows
 from app.services import build_encoder
 from app.settings import Settings
+from app.tools.catalog import parse_batch, write_cards
 
 
 def main() -> None:

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jsonschema import Draft202012Validator
 
-from app.catalog import parse_batch
+from app.tools.catalog import parse_batch
 from bench.route_bench import synthetic_card
-from registry.schemas import _FAST_META
+from registry.json_schema import _FAST_META
 
 
 def main() -> None:

@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import app.cosines as cosines_module
-import app.routes_service as routes_service
+import app.embedding.cosines as cosines_module
+import app.route.service as routes_service
 import app.routing.pipeline as pipeline
 import app.routing.signals as signals
 from app.schemas import RouteRequest

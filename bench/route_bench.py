@@ -42,11 +42,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.catalog import import_items  # noqa: E402
 from app.db import unit_of_work  # noqa: E402
 from app.schemas import RouteRequest  # noqa: E402
 from app.services import Services, build_encoder, build_services  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from app.tools.catalog import import_items  # noqa: E402
 from bench.load_client import QUERIES, route_request  # noqa: E402
 from registry.card import ToolCard  # noqa: E402
 
@@ -227,7 +227,7 @@ def embedding_and_route(
     alike. (Until 2026-11-30 22:30 they were two blocks one after the other: the same code's
     ratio then ranged 1.28-1.63 within an hour at 10,000 tools.)
     """
-    from app.routes_service import route_step
+    from app.route.service import route_step
 
     settings = Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
     services = build_services(settings, encoder)

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.encoders import Encoder, make_encoder
+from app.embedding.encoders import Encoder, make_encoder
 from app.routing import (
     ALL_STAGES,
     RouterConfig,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from registry.card import ErrorEntry, ToolCard
-from registry.schemas import additional_keys, json_pointer, make_validator
+from registry.json_schema import additional_keys, json_pointer, make_validator
 
 MAX_ARGUMENT_DEPTH = 64  # nested objects and arrays in a call's arguments
 SIMILARITY_CUTOFF = 0.6

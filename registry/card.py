@@ -20,8 +20,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from registry.json_schema import SchemaError, check_schema
 from registry.nul import NoNul
-from registry.schemas import SchemaError, check_schema
 
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"

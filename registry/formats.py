@@ -148,7 +148,7 @@ def exported_name(name: str, fmt: str) -> str:
     """``name`` as tools in ``fmt`` may be named: itself when it already fits; otherwise each
     character the format refuses becomes '_', cut to fit, and '_' plus 8 hex digits of the
     name's sha256 are added, so 'billing:refund.v2' and 'billing_refund_v2' stay apart.
-    ``/v1/validate`` and ``/v1/feedback`` accept either name (app/index.py)."""
+    ``/v1/validate`` and ``/v1/feedback`` accept either name (app/tools/live_index.py)."""
     refused, longest = _NAME_RULES[fmt]
     if len(name) <= longest and not refused.search(name):
         return name

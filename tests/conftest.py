@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from app import migrate
 from app.db import make_engine
-from app.encoders import make_encoder
+from app.embedding.encoders import make_encoder
 from app.main import create_app
 from app.settings import Settings
 from registry.models import Base

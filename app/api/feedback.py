@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep, SessionDep
-from app.errors import ERROR_SHAPE
-from app.feedback import record_feedback
+from app.loop.feedback import record_feedback
 from app.schemas import FeedbackRead, FeedbackRequest
 
 router = APIRouter(prefix="/v1", tags=["feedback"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep
-from app.errors import ERROR_SHAPE
 from app.schemas import RouteRequest, RouteResponse
 from registry.errors import Unavailable
 

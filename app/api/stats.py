@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
+from app.api.error_handlers import ERROR_SHAPE
 from app.deps import ServicesDep, SessionDep, ViewerDep
-from app.errors import ERROR_SHAPE
-from app.lookalikes import LookalikePair, lookalikes_in
+from app.loop.stats import StatsFilter, StatsReport, compute_stats
 from app.schemas import Namespace
-from app.stats import StatsFilter, StatsReport, compute_stats
+from app.tools.lookalikes import LookalikePair, lookalikes_in
 from registry.errors import InvalidInput
 
 router = APIRouter(prefix="/v1", tags=["stats"])

@@ -6,9 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
 
-from app import catalog
+from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AdminDep, AgentDep, ServicesDep, SessionDep
-from app.errors import ERROR_SHAPE
 from app.schemas import (
     BulkRequest,
     BulkResult,
@@ -18,6 +17,7 @@ from app.schemas import (
     ToolList,
     ToolRead,
 )
+from app.tools import catalog
 from registry import repository
 from registry.card import ToolCard
 from registry.errors import InvalidInput

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep
-from app.errors import ERROR_SHAPE
-from app.feedback import record_validated_call
+from app.loop.feedback import record_validated_call
 from app.schemas import CallProblem, ValidateRequest, ValidateResult
 from registry.calls import did_you_mean, validate_arguments
 

@@ -11,13 +11,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app import stats_repository as sql
 from app.dashboard.filters import MAX_SLOTS, Filters
 from app.db import unit_of_work
-from app.event_models import Feedback
-from app.lookalikes import LookalikePair, lookalikes_in
-from app.services import Services
-from app.stats import (
+from app.loop import stats_repository as sql
+from app.loop.models import Feedback
+from app.loop.stats import (
     Confusion,
     Misroute,
     StatsFilter,
@@ -26,6 +24,8 @@ from app.stats import (
     confusion_rows,
     misroute_rows,
 )
+from app.services import Services
+from app.tools.lookalikes import LookalikePair, lookalikes_in
 
 
 def load_stats(

@@ -19,9 +19,9 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from app.dashboard.auth import COOKIE_NAME, Viewer, verify
+from app.dashboard.signouts import signed_out
 from app.db import unit_of_work
 from app.deps import ServicesDep
-from app.signouts import signed_out
 from registry.errors import Unauthorized
 
 SECURITY_HEADERS = {

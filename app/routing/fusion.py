@@ -30,7 +30,7 @@ _EPS = 1e-9
 def zscore(rows: np.ndarray, moments: np.ndarray | None = None) -> np.ndarray:
     """Row-wise standard score; a constant row becomes all zeros. ``moments``: each row's
     mean and spread, ``(r, 2)``, when known better than the row itself tells (the exact
-    ones of an approximate row: app/cosines.py)."""
+    ones of an approximate row: app/embedding/cosines.py)."""
     if moments is None:
         mean = rows.mean(axis=1, keepdims=True)
         std = rows.std(axis=1, keepdims=True)

@@ -41,7 +41,7 @@ from app.routing.signals import (
 )
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 
-# Scores are shown rounded to this many decimals (app/routes_service.py); min_score is
+# Scores are shown rounded to this many decimals (app/route/service.py); min_score is
 # compared with what the caller was shown, not with the float32 underneath.
 SCORE_DECIMALS = 6
 
@@ -180,7 +180,7 @@ def candidate_scores(
     keyword hit, and the tools with a prior or a pin (the fallback's). The z-score's mean
     and spread are those of every eligible tool.
 
-    Approximate cosines (a large namespace's int8 first pass, app/cosines.py) widen the
+    Approximate cosines (a large namespace's int8 first pass, app/embedding/cosines.py) widen the
     cosine side to the ``EXACT_TOP`` best, and the candidates' best ``RESCORED`` by fused
     score (at least ``depth + 16``) get their exact cosine before the final fusion: the
     approximation picks which tools those are. The embedding's mean and spread are then the
@@ -288,7 +288,7 @@ def route(
     """The top-``k`` tools for ``query``, each with its score explained stage by stage.
 
     ``cosines`` computes the embedding stage's matrix product; the default is plain numpy,
-    a service passes one that shares the product with concurrent routes (app/cosines.py).
+    a service passes one that shares the product with concurrent routes (app/embedding/cosines.py).
     ``texts``: ``query_texts(query)``, when the caller has segmented the query already.
     """
     check_stages(stages)

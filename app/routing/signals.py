@@ -18,7 +18,7 @@ from app.routing.text import analyse
 from app.routing.types import RouterConfig
 
 MAX_QUERY_CHARS = 8000
-# When a service's cosine rows are approximate (app/cosines.py), each row's best this many
+# When a service's cosine rows are approximate (app/embedding/cosines.py), each row's best this many
 # tools by embedding get their exact cosine (with the pool's worth of best keyword hits).
 EXACT_TOP = 128
 # When they are, the router (``pipeline.candidate_scores``) gives the best this many of its
@@ -108,8 +108,8 @@ def cosine_rows(
     """The query's ``CosineRows``; ``None`` if the vector is unusable.
 
     A ``cosines`` with a ``with_moments(matrix, unit) -> (rows, moments)`` method gives the
-    moments too (app/cosines.py); one with ``approximate(matrix) -> True`` says its rows are
-    approximate."""
+    moments too (app/embedding/cosines.py); one with ``approximate(matrix) -> True`` says its
+    rows are approximate."""
     unit = unit_rows(query_vec, n_texts, index.embeddings.shape[1])
     if unit is None:
         return None

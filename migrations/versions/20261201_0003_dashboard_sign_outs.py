@@ -1,4 +1,4 @@
-"""dashboard sign-outs: session tokens signed out before they expire (app/signouts.py)
+"""dashboard sign-outs: session tokens signed out before they expire (app/dashboard/signouts.py)
 
 Revision ID: 0003
 Revises: 0002

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.encoders import make_encoder
+from app.embedding.encoders import make_encoder
 from app.main import create_app
 from tests.api.loop_support import DASHBOARD_KEY, TOOLS
 from tests.conftest import ADMIN, make_settings

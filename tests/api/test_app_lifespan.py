@@ -6,7 +6,7 @@ import gc
 
 from fastapi.testclient import TestClient
 
-from app.encoders import make_encoder
+from app.embedding.encoders import make_encoder
 from app.main import create_app
 from tests.conftest import make_settings
 

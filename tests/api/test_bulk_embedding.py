@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from app.catalog import EMBED_BATCH, card_to_doc, text_hash, write_cards
 from app.db import unit_of_work
-from app.encoders import FakeEncoder, make_encoder
+from app.embedding.encoders import FakeEncoder, make_encoder
 from app.routing import embedding_text
 from app.services import build_services
+from app.tools.catalog import EMBED_BATCH, card_to_doc, text_hash, write_cards
 from registry import repository
 from registry.card import ToolCard
 from tests.conftest import make_settings
@@ -92,7 +92,7 @@ def items(n: int, bad: set[int] = frozenset()) -> list[dict[str, object]]:  # ty
 def test_an_import_embeds_the_first_cards_while_the_rest_are_parsed(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.catalog as catalog
+    import app.tools.catalog as catalog
 
     parsed = 0
     parse_card = catalog.parse_card
@@ -128,7 +128,7 @@ def test_an_import_embeds_the_first_cards_while_the_rest_are_parsed(
 
 
 def test_an_import_with_a_bad_item_writes_nothing_and_stops_the_model(database_url: str) -> None:
-    import app.catalog as catalog
+    import app.tools.catalog as catalog
 
     encoder = SlowConcurrentEncoder()
     calls: list[int] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from tests.api.test_tools import weather_card
 
 
@@ -134,14 +134,14 @@ def test_serve_logs_the_service_loggers_with_time_level_and_name(
     import logging
     import logging.config
 
-    from app.cli import log_config
+    from app.cli.main import log_config
 
     config = log_config("warning")
     assert config["loggers"]["uvicorn"]["handlers"] == ["default"]  # uvicorn's own, kept
     logging.config.dictConfig(config)
     try:
         logging.getLogger("toolreach.events").warning("writer %s", "stalled")
-        logging.getLogger("app.route_executor").warning("a batch failed")
+        logging.getLogger("app.route.executor").warning("a batch failed")
         logging.getLogger("toolreach.index").info("not at warning level")
         err = capfd.readouterr().err.splitlines()
     finally:
@@ -151,7 +151,7 @@ def test_serve_logs_the_service_loggers_with_time_level_and_name(
             logger.propagate, logger.level = True, logging.NOTSET
     assert len(err) == 2, err
     assert err[0].endswith(" WARNING toolreach.events: writer stalled")
-    assert err[1].endswith(" WARNING app.route_executor: a batch failed")
+    assert err[1].endswith(" WARNING app.route.executor: a batch failed")
     assert err[0][:4].isdigit()  # the time first
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli.main import main
 from tests.api.test_cli import free_port
 from tests.api.test_tools import weather_card
 

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from app import migrate
 from app.db import make_engine
-from app.event_models import RouteEvent
+from app.loop.models import RouteEvent
 from app.main import create_app
 from app.services import make_encoder
 from tests.api.loop_support import services_of

@@ -45,7 +45,7 @@ def test_reads_need_an_agent_key_when_agent_keys_are_set(client: TestClient) -> 
 
 
 def test_agent_endpoints_open_without_agent_keys(database_url: str) -> None:
-    from app.encoders import make_encoder
+    from app.embedding.encoders import make_encoder
     from app.main import create_app
 
     app = create_app(make_settings(database_url, agent_keys=()), encoder=make_encoder("fake"))
@@ -111,7 +111,7 @@ def test_invalid_cards(client: TestClient, overrides: dict[str, object], needle:
 
 
 def test_body_over_the_limit(database_url: str) -> None:
-    from app.encoders import make_encoder
+    from app.embedding.encoders import make_encoder
     from app.main import create_app
 
     app = create_app(make_settings(database_url, max_body_bytes=2048), encoder=make_encoder("fake"))
@@ -147,7 +147,7 @@ def test_health_and_ready(client: TestClient) -> None:
 def test_an_error_without_text_is_named_by_its_class() -> None:
     """The 503 handler and the CLI print an exception's first line: an empty one was an
     IndexError (a 500, a traceback)."""
-    from app.errors import first_line
+    from app.api.error_handlers import first_line
 
     assert first_line(Exception("")) == "Exception"
     assert first_line(ValueError("  first\nsecond")) == "first"
@@ -158,7 +158,7 @@ def test_a_bug_is_a_500_without_detail_and_one_log_line(
 ) -> None:
     """The client learns nothing of the internals; the app logs one line (the server logs the
     traceback once, as Starlette re-raises the exception to it; it was logged twice)."""
-    from app.encoders import make_encoder
+    from app.embedding.encoders import make_encoder
     from app.main import create_app
     from tests.conftest import make_settings
 

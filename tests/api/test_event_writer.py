@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
 from app.db import make_engine, make_session_factory
-from app.encoders import make_encoder
-from app.event_models import RouteCandidate, RouteEvent
-from app.events import CandidateRecord, EventWriter, RouteEventRecord, stored_query
+from app.embedding.encoders import make_encoder
+from app.loop.events import CandidateRecord, EventWriter, RouteEventRecord, stored_query
+from app.loop.models import RouteCandidate, RouteEvent
 from app.main import create_app
 from tests.api.test_tools import weather_card
 from tests.conftest import (

@@ -144,7 +144,7 @@ def test_scripted_routes_and_feedback(loop: TestClient) -> None:
 
 
 def route_candidates(client: TestClient, route_id: str) -> list[str]:
-    from app.event_repository import find_route
+    from app.loop.repository import find_route
 
     with services_of(client).session_factory() as session:
         facts = find_route(session, route_id)
@@ -243,9 +243,9 @@ def test_a_report_sent_twice_at_once_is_one_report(
 ) -> None:
     """The copy that loses the insert race is reconciled with the one that landed (it was a
     409 'retry'): the same report is a 200, a contradicting one the usual 409."""
-    from app import event_repository
     from app.db import unit_of_work
-    from app.feedback import record_feedback
+    from app.loop import repository as event_repository
+    from app.loop.feedback import record_feedback
 
     route_id, candidates = route(loop, "weather in Paris")
     services = services_of(loop)
@@ -270,9 +270,9 @@ def test_a_report_sent_twice_at_once_is_one_report(
 def test_a_report_whose_transaction_fails_leaves_nothing(loop: TestClient) -> None:
     """unit_of_work is the one place that commits: recording a report inside a transaction
     that then fails leaves no row (a savepoint's release had committed it on SQLite)."""
-    from app import event_repository
     from app.db import unit_of_work
-    from app.feedback import record_feedback
+    from app.loop import repository as event_repository
+    from app.loop.feedback import record_feedback
     from app.schemas import FeedbackRequest
 
     route_id, candidates = route(loop, "weather in Paris")

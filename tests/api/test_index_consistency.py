@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.catalog import delete_card, write_cards
 from app.db import unit_of_work
-from app.encoders import make_encoder
-from app.routes_service import route_step
+from app.embedding.encoders import make_encoder
+from app.route.service import route_step
 from app.schemas import RouteRequest
 from app.services import Services, build_services
+from app.tools.catalog import delete_card, write_cards
 from registry.card import ToolCard
 from tests.conftest import make_settings
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from app.lookalikes import differing_fields, hint, keywords
+from app.tools.lookalikes import differing_fields, hint, keywords
 from registry.card import ToolCard
 from tests.api.loop_support import VIEWER
 from tests.api.test_tools import weather_card

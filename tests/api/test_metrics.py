@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from app.encoders import make_encoder
+from app.embedding.encoders import make_encoder
 from app.main import create_app
 from tests.api.loop_support import VIEWER, services_of
 from tests.conftest import AGENT, make_settings

@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-import app.route_executor as route_executor
-from app.catalog import write_cards
-from app.cosines import Int8Matrix
+import app.route.executor as route_executor
 from app.db import unit_of_work
-from app.encoders import FakeEncoder
+from app.embedding.cosines import Int8Matrix
+from app.embedding.encoders import FakeEncoder
 from app.main import create_app
-from app.route_executor import RouteExecutor
-from app.route_recording import route_and_record
+from app.route.executor import RouteExecutor
+from app.route.recording import route_and_record
 from app.schemas import RouteRequest
 from app.services import Services, build_services
+from app.tools.catalog import write_cards
 from registry.card import ToolCard
 from registry.errors import Unavailable
 from tests.conftest import ADMIN, AGENT, make_settings

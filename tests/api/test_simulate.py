@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import main
-from app.simulate import SimulateOptions, pick_choice, simulate
+from app.cli.main import main
+from app.cli.simulate import SimulateOptions, pick_choice, simulate
 from tests.api.loop_support import VIEWER, services_of
 from tests.conftest import ADMIN_KEY, AGENT_KEY
 

@@ -9,11 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.cli import main
+from app.cli.main import main
 from app.db import unit_of_work
-from app.event_models import Feedback, RouteEvent
-from app.events import CandidateRecord, RouteEventRecord
-from app.feedback import record_feedback
+from app.loop.events import CandidateRecord, RouteEventRecord
+from app.loop.feedback import record_feedback
+from app.loop.models import Feedback, RouteEvent
 from app.schemas import FeedbackRequest
 from tests.api.loop_support import VIEWER, services_of
 

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 import pytest
 from fastapi.testclient import TestClient
 
-from app.encoders import make_encoder
+from app.embedding.encoders import make_encoder
 from app.main import create_app
 from tests.conftest import ADMIN_KEY, make_settings
 

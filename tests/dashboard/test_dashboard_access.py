@@ -245,8 +245,8 @@ def test_signing_out_the_same_cookie_twice_is_no_error(database_url: str) -> Non
     import threading
     import time
 
+    from app.dashboard.signouts import sign_out, signed_out
     from app.db import make_engine, make_session_factory, unit_of_work
-    from app.signouts import sign_out, signed_out
 
     engine = make_engine(database_url)
     factory = make_session_factory(engine)

@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from app.encoders import make_encoder
+from app.embedding.encoders import make_encoder
 from app.main import create_app
 from tests.conftest import ADMIN, make_settings
 from tests.dashboard.conftest import VIEWER_KEY

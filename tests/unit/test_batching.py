@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from app.batching import BatchingEncoder
-from app.encoders import make_encoder
+from app.embedding.batching import BatchingEncoder
+from app.embedding.encoders import make_encoder
 
 
 class GatedEncoder:

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from app.cosines import CosineBatcher, Int8Matrix, principal_basis
+from app.embedding.cosines import CosineBatcher, Int8Matrix, principal_basis
 from app.routing.signals import gemv_rows
 
 RNG = np.random.default_rng(3)

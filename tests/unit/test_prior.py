@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.event_repository import UsageRow
-from app.prior import SATURATION, decay, saturate, usage_priors
+from app.loop.prior import SATURATION, decay, saturate, usage_priors
+from app.loop.repository import UsageRow
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from app.encoders import make_encoder
-from app.eval_prior import format_replay, replay_prior
+from app.cli.eval_prior import format_replay, replay_prior
+from app.embedding.encoders import make_encoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
 from tests.conftest import make_settings
 

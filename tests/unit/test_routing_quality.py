@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.encoders import Encoder, make_encoder
+from app.embedding.encoders import Encoder, make_encoder
 from app.routing import (
     ALL_STAGES,
     Candidate,

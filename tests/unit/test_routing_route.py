@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.encoders import FakeEncoder
+from app.embedding.encoders import FakeEncoder
 from app.routing import ALL_STAGES, RouterConfig, RouterIndex, ToolDoc, embedding_text, route
 from app.routing.segment import query_texts
 

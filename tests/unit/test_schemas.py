@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from registry.schemas import (
+from registry.json_schema import (
     MAX_ENUM_ENTRIES,
     MAX_SUBSCHEMAS,
     SchemaError,
@@ -414,7 +414,7 @@ def test_the_fast_metaschema_check_agrees_with_python_jsonschema() -> None:
     from jsonschema.exceptions import SchemaError as MetaSchemaError
     from jsonschema.validators import validator_for
 
-    from registry.schemas import _DRAFT_URIS, _FAST_META
+    from registry.json_schema import _DRAFT_URIS, _FAST_META
 
     rng = random.Random(0)
     drafts = [None, *sorted(_DRAFT_URIS)]
@@ -448,7 +448,7 @@ def test_a_schema_only_the_fast_check_refuses_is_still_refused(
     import jsonschema_rs
     from jsonschema import Draft202012Validator
 
-    from registry import schemas
+    from registry import json_schema as schemas
 
     stricter = jsonschema_rs.Draft202012Validator(
         {"type": "object", "properties": {"properties": {"required": ["city"]}}}

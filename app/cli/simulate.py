@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 
-from app.catalog import parse_batch
-from app.evaluate import Query, load_dataset, loaded_tools
+from app.cli.evaluate import Query, load_dataset, loaded_tools
+from app.tools.catalog import parse_batch
 
 BULK_CHUNK = 200  # tools per bulk request: well under the default body limit
 ERROR_CODE = "SIMULATED_FAILURE"

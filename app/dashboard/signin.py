@@ -17,10 +17,10 @@ from app.dashboard.auth import (
     role_for_key,
     verify,
 )
+from app.dashboard.signouts import sign_out
 from app.dashboard.web import DashboardRoute, current_viewer, render, safe_next, same_site
 from app.db import unit_of_work
 from app.deps import ServicesDep
-from app.signouts import sign_out
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 MAX_KEY = 512

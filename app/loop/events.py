@@ -26,8 +26,8 @@ from typing import Any
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app import event_repository
 from app.db import unit_of_work
+from app.loop import repository as event_repository
 
 log = logging.getLogger("toolreach.events")
 

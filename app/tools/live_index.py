@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.catalog import card_to_doc, embed_cards, text_hash
 from app.db import unit_of_work
-from app.encoders import Encoder
+from app.embedding.encoders import Encoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
+from app.tools.catalog import card_to_doc, embed_cards, text_hash
 from registry import repository
 from registry.card import TRUSTED, ToolCard
 from registry.formats import FORMATS, could_be_exported, exported_name

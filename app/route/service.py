@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from app.encoders import Encoder
-from app.index import IndexManager, Snapshot
+from app.embedding.encoders import Encoder
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
 from app.routing.pipeline import SCORE_DECIMALS
 from app.routing.signals import Cosines, gemv_rows
 from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
+from app.tools.live_index import IndexManager, Snapshot
 from registry.formats import exported_name, from_card
 
 TOKEN_METHOD = "ceil(characters / 4) of the compact JSON of the tool list (OpenAI's rule of thumb)"
@@ -162,7 +162,7 @@ def rank_step(
         ],
     )
     if request.format != "raw" and snapshot is not None:
-        # Each returned card decoded once (the snapshot keeps cards as JSON: app/index.py).
+        # Each returned card decoded once (the snapshot keeps them as JSON: tools/live_index.py).
         tools = [from_card(snapshot.cards[c.name], request.format) for c in candidates]
         returned = estimate_tokens(tools)
         total = _namespace_tokens(snapshot, request.format)

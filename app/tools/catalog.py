@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.encoders import Encoder
+from app.embedding.encoders import Encoder
 from app.routing import ToolDoc, embedding_text
 from registry import repository
 from registry.card import ToolCard, first_sentence

@@ -3,7 +3,7 @@
 A route's embedding stage multiplies the namespace's tool matrix by its query vector: at
 10,000 tools × 896 dimensions that streams 36 MB through the CPU for one row, ~2 ms of a
 ~3.8 ms route, bound by memory bandwidth. Concurrent routes against the same matrix are
-coalesced (leader/follower, as in app/batching.py): the leader stacks every waiting request's
+coalesced (leader/follower, as in batching.py): the leader stacks every waiting request's
 rows into one GEMM, which reads the matrix once for all of them, and hands each its rows.
 Alone, a route is its own leader at once.
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from app.batching import LeaderFollower
+from app.embedding.batching import LeaderFollower
 from app.routing.signals import Cosines, gemv_rows
 
 log = logging.getLogger(__name__)

@@ -26,9 +26,9 @@ from types import MappingProxyType
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app import event_repository
 from app.db import unit_of_work
-from app.event_repository import UsageRow
+from app.loop import repository as event_repository
+from app.loop.repository import UsageRow
 
 log = logging.getLogger("toolreach.prior")
 

@@ -2,7 +2,7 @@
 
 The queries are split by a seeded shuffle. A share ``F`` of them is replayed as an agent
 would: routed through the service's own path (the event writer records each route) and
-reported as feedback (the labelled tool, outcome success). :class:`app.prior.PriorCache`
+reported as feedback (the labelled tool, outcome success). :class:`app.loop.prior.PriorCache`
 then computes the prior from those rows exactly as a serving process does, and the held-out
 queries are scored by the full pipeline with and without it — overall, and split into
 queries whose tool was reported in the feedback ("seen") and those whose tool never was
@@ -21,10 +21,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from app.catalog import parse_batch, write_cards
-from app.db import unit_of_work
-from app.encoders import Encoder
-from app.evaluate import (
+from app.cli.evaluate import (
     METRICS,
     NAMESPACE,
     DatasetError,
@@ -35,13 +32,16 @@ from app.evaluate import (
     score,
     throwaway_services,
 )
-from app.feedback import record_feedback
-from app.route_recording import route_and_record
+from app.cli.simulate import pick_choice
+from app.db import unit_of_work
+from app.embedding.encoders import Encoder
+from app.loop.feedback import record_feedback
+from app.route.recording import route_and_record
 from app.routing import ALL_STAGES, query_texts, route
 from app.schemas import FeedbackRequest, RouteRequest
 from app.services import Services
 from app.settings import Settings
-from app.simulate import pick_choice
+from app.tools.catalog import parse_batch, write_cards
 
 GROUPS = ("all", "seen", "unseen")
 

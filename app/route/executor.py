@@ -2,7 +2,7 @@
 
 ``POST /v1/route`` is an ``async`` endpoint that hands its request to this executor and awaits
 the answer. Each worker takes every request waiting (up to ``max_batch``), embeds all their
-texts in one encoder call (route texts go before bulk card writes: app/batching.py), ranks
+texts in one encoder call (route texts go before bulk card writes: app/embedding/batching.py), ranks
 each request, records it, and resolves each request's future on its event loop.
 
 Why not a thread per request (FastAPI's default for a plain ``def`` endpoint): with 16 clients,
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.batching import BatchingEncoder
-from app.route_recording import rank_and_record
-from app.routes_service import step_texts
+from app.embedding.batching import BatchingEncoder
+from app.route.recording import rank_and_record
+from app.route.service import step_texts
 from app.routing.signals import Cosines, unit_rows
 from app.schemas import RouteRequest, RouteResponse
 from registry.errors import Overloaded, Unavailable

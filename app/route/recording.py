@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from app.events import CandidateRecord, RouteEventRecord, stored_query
-from app.routes_service import RouteResult, rank_step, route_step
+from app.loop.events import CandidateRecord, RouteEventRecord, stored_query
+from app.route.service import RouteResult, rank_step, route_step
 from app.routing import RouterConfig
 from app.routing.signals import Cosines
 from app.schemas import RouteRequest, RouteResponse
@@ -71,7 +71,7 @@ def rank_and_record(
     cosines: Cosines | None = None,
     texts: Sequence[str] | None = None,
 ) -> RouteResponse:
-    """As route_and_record, with the step's vectors already made (app/route_executor.py)
+    """As route_and_record, with the step's vectors already made (app/route/executor.py)
     from its ``texts``, and the cosine product too if ``cosines`` hands it back."""
     config = services.index.config
     result = rank_step(

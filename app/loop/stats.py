@@ -7,7 +7,7 @@ Definitions, over the feedback of the routes the filter selects:
 * miss — the agent chose a tool the route did not offer (a misroute);
 * none-fit — the agent reported that no candidate fit (``chosen`` null).
 
-Counts come from SQL aggregates (:mod:`app.stats_repository`); only latency percentiles are
+Counts come from SQL aggregates (:mod:`app.loop.stats_repository`); only latency percentiles are
 computed here, over the newest ``LATENCY_SAMPLE`` routes of the window.
 """
 
@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 from typing_extensions import TypedDict
 
-from app import stats_repository as sql
-from app.sqltime import as_utc
+from app.loop import stats_repository as sql
+from app.loop.sqltime import as_utc
 
 LATENCY_SAMPLE = 100_000
 CONFUSION_LIMIT = 50

@@ -14,8 +14,8 @@ from sqlalchemy import and_, case, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.event_models import Feedback, RouteCandidate, RouteEvent
-from app.sqltime import bucket_start
+from app.loop.models import Feedback, RouteCandidate, RouteEvent
+from app.loop.sqltime import bucket_start
 
 E, C, F = RouteEvent, RouteCandidate, Feedback
 

@@ -20,13 +20,13 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app import event_repository
 from app.db import DATABASE_TROUBLE, unit_of_work
-from app.event_models import Feedback
-from app.event_repository import RouteFacts
-from app.events import EventWriter
-from app.index import IndexManager
+from app.loop import repository as event_repository
+from app.loop.events import EventWriter
+from app.loop.models import Feedback
+from app.loop.repository import RouteFacts
 from app.schemas import FeedbackRead, FeedbackRequest, Verdict
+from app.tools.live_index import IndexManager
 from registry.calls import did_you_mean
 from registry.errors import Conflict, InvalidInput, NotFound
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from app import cli_args
+from app.cli import args as cli_args
 from app.settings import Settings
 
 
 def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     from app.db import make_session_factory
-    from app.retention import count_purgeable, purge
+    from app.loop.retention import count_purgeable, purge
     from app.services import open_database
 
     days = args.older_than or settings.event_retention_days
@@ -44,8 +44,8 @@ def _first(keys: tuple[str, ...]) -> str | None:
 def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
     import httpx
 
-    from app.cli import CliError
-    from app.simulate import SimulateOptions, SimulationError, simulate
+    from app.cli.main import CliError
+    from app.cli.simulate import SimulateOptions, SimulationError, simulate
 
     data = Path(args.data)
     if not (data / "tools.jsonl").is_file() or not (data / "queries.jsonl").is_file():

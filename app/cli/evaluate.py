@@ -1,7 +1,7 @@
 """`toolreach eval`: route a labelled dataset through a throw-away registry and score it.
 
-The dataset format is that of ../shared/data: ``tools.jsonl`` (name, description,
-parameters) and ``queries.jsonl`` (query, relevant tool names). The tools go through the
+The dataset format is that of the public benchmarks (MetaTool, Seal-Tools): ``tools.jsonl``
+(name, description, parameters) and ``queries.jsonl`` (query, relevant tool names). The tools go through the
 same write path as the admin API (parse, check, embed, store) into a temporary SQLite file,
 the index is loaded from it as the service loads it, and each query is ranked by the same
 ``route`` call as ``POST /v1/route`` — once for the full pipeline and once per ablation.
@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from app.catalog import ParsedBatch, parse_batch, write_cards
+from app.cli.jsonl import JsonlError, read_lines
 from app.db import unit_of_work
-from app.encoders import Encoder
-from app.jsonl import JsonlError, read_lines
+from app.embedding.encoders import Encoder
 from app.routing import query_texts, route
 from app.services import Services, build_services
 from app.settings import Settings
+from app.tools.catalog import ParsedBatch, parse_batch, write_cards
 from registry.formats import json_kind
 
 NAMESPACE = "eval"

@@ -1,0 +1,1 @@
+"""Sentence encoders, batching of model calls, and the cosine products."""

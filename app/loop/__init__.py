@@ -1,0 +1,1 @@
+"""The feedback loop: route events, feedback, statistics, the usage prior, retention."""

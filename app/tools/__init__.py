@@ -1,0 +1,1 @@
+"""Writing tool cards, the live per-namespace index, and look-alike tools."""

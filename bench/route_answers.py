@@ -1,0 +1,121 @@
+"""The route-answer regression: every query of a labelled dataset, routed through the public
+API of an in-process service, written as one JSON line per query (candidates, scores, stages,
+missing parameters).
+
+Run it before and after a change that must not change an answer, then compare:
+
+    python bench/route_answers.py --data DIR --out before.jsonl
+    ... change ...
+    python bench/route_answers.py --data DIR --out after.jsonl --compare before.jsonl
+
+It speaks only to ``app.main.create_app`` and HTTP, so it survives any reorganisation of the
+service's inside. The default encoder is the service's default (the real model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+
+KEY = "route-answers-admin-key-0123456789"
+HEADERS = {"Authorization": f"Bearer {KEY}"}
+NAMESPACE = "answers"
+BULK = 500  # tools per bulk request (each well under the body limit)
+_INVALID = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def register(client: TestClient, tools: list[dict[str, Any]]) -> None:
+    for start in range(0, len(tools), BULK):
+        chunk = [
+            {**tool, "name": _INVALID.sub("_", tool["name"])[:128]}
+            for tool in tools[start : start + BULK]
+        ]
+        body = {"tools": chunk, "namespace": NAMESPACE}
+        response = client.post("/v1/tools/bulk", json=body, headers=HEADERS)
+        if response.status_code != 200:
+            sys.exit(f"bulk import failed: {response.status_code} {response.text[:500]}")
+
+
+def answer(client: TestClient, query: str, k: int) -> dict[str, Any]:
+    body = {"query": query, "namespace": NAMESPACE, "k": k, "format": "raw"}
+    response = client.post("/v1/route", json=body, headers=HEADERS)
+    if response.status_code != 200:
+        return {"status": response.status_code, "error": response.json().get("error", {})}
+    return {
+        "candidates": [
+            {key: c[key] for key in ("name", "score", "stages", "missing_required")}
+            for c in response.json()["candidates"]
+        ]
+    }
+
+
+def run(data: Path, k: int, limit: int | None) -> list[dict[str, Any]]:
+    tools = read_jsonl(data / "tools.jsonl")
+    queries = read_jsonl(data / "queries.jsonl")[:limit]
+    with tempfile.TemporaryDirectory() as scratch:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None,
+            database_url=f"sqlite:///{scratch}/answers.db",
+            admin_keys=(KEY,),
+            index_poll_seconds=3600,
+        )
+        with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+            register(client, tools)
+            rows = []
+            for number, item in enumerate(queries):
+                rows.append(
+                    {"n": number, "query": item["query"], **answer(client, item["query"], k)}
+                )
+                if number % 500 == 0:
+                    print(f"{number}/{len(queries)} queries", file=sys.stderr, flush=True)
+    return rows
+
+
+def compare(rows: list[dict[str, Any]], before: Path) -> int:
+    """How many answers differ from the file's; each difference is printed."""
+    old = read_jsonl(before)
+    if len(old) != len(rows):
+        print(f"{before}: {len(old)} answers, now {len(rows)}")
+        return max(len(old), len(rows))
+    differ = 0
+    for was, now in zip(old, rows, strict=True):
+        if was != now:
+            differ += 1
+            if differ <= 10:
+                print(f"query {now['n']} differs:\n  was {was}\n  now {now}")
+    return differ
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="tools.jsonl + queries.jsonl")
+    parser.add_argument("--out", type=Path, required=True, help="where to write the answers")
+    parser.add_argument("--compare", type=Path, help="answers of an earlier run to compare with")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--limit", type=int, help="only the first N queries")
+    args = parser.parse_args()
+    rows = run(args.data, args.k, args.limit)
+    args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    print(f"{len(rows)} answers written to {args.out}")
+    if args.compare:
+        differ = compare(rows, args.compare)
+        print(f"{differ} of {len(rows)} answers differ from {args.compare}")
+        sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()
