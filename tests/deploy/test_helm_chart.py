@@ -6,7 +6,6 @@ hook, secrets by reference only, and a non-root, read-only container."""
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +13,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.deploy.tools import ROOT, tool
+from tests.deploy.tools import CHART, ROOT, helm
 
-CHART = ROOT / "deploy" / "helm" / "toolreach"
 EVERYTHING = CHART / "ci" / "everything-values.yaml"
 # The oldest version Chart.yaml's kubeVersion admits, and the pinned current one.
 KUBE_FLOOR = "1.25.0"
@@ -32,11 +30,6 @@ SECRET_SETTINGS = {
 }
 
 Manifest = dict[str, Any]
-
-
-def helm(*args: str) -> subprocess.CompletedProcess[str]:
-    binary = tool("helm", "run `make install` (deploy/install-helm.sh puts it in .venv/bin)")
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
 
 
 def render(*args: str, kube: str = KUBE_PINNED) -> list[Manifest]:

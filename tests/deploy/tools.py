@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "toolreach"
 
 
 def tool(name: str, install_hint: str, *, required_in_ci: bool = True) -> str:
@@ -26,3 +28,8 @@ def tool(name: str, install_hint: str, *, required_in_ci: bool = True) -> str:
     if required_in_ci and os.environ.get("CI"):
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
+
+
+def helm(*args: str) -> subprocess.CompletedProcess[str]:
+    binary = tool("helm", "run `make install` (deploy/install-helm.sh puts it in .venv/bin)")
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
