@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
-install: system-packages $(STAMP)  ## the virtual environment, the models, and the Debian packages the tests need
+install: system-packages $(STAMP) $(BIN)/helm  ## the virtual environment, the models, helm, and the Debian packages the tests need
 
 system-packages:  ## Chromium and CJK fonts for the browser test: installed if missing (as root or with sudo)
 	@bash scripts/system-packages.sh
@@ -56,11 +56,18 @@ eval: $(STAMP)  ## routing quality on a labelled dataset: make eval DATA=dir/wit
 bench: $(STAMP)  ## latency, throughput and memory at 1k/10k/100k tools
 	$(BIN)/python bench/route_bench.py
 
-docker-check: $(STAMP)  ## validate the compose file and the Dockerfile without a Docker engine
+# helm renders the chart in tests/deploy; deploy/install-helm.sh pins the binary's sha256.
+$(BIN)/helm: deploy/install-helm.sh | $(BIN)/python
+	PYTHON=$(BIN)/python bash deploy/install-helm.sh $(BIN)
+	@touch $@
+
+docker-check: $(STAMP) $(BIN)/helm  ## validate the compose file, the Dockerfile and the Helm chart without Docker or a cluster
 	# The two required variables get placeholders if unset: this checks the file, not a deployment.
 	TOOLREACH_ADMIN_KEYS="$${TOOLREACH_ADMIN_KEYS:-placeholder-admin-key-for-the-check}" \
 	TORCH_INDEX_URL="$${TORCH_INDEX_URL:-file:///wheels}" $(BIN)/docker-compose config -q
 	$(BIN)/hadolint Dockerfile
+	$(BIN)/helm lint --strict deploy/helm/toolreach
+	$(BIN)/pytest tests/deploy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache toolreach.db*
