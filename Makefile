@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: system-packages $(STAMP) $(BIN)/helm  ## the virtual environment, the models, helm, and the Debian packages the tests need
 
-system-packages:  ## Chromium and CJK fonts for the browser test: installed if missing (as root or with sudo)
+system-packages:  ## Chromium, CJK fonts and HAProxy for the tests: installed if missing (as root or with sudo)
 	@bash scripts/system-packages.sh
 
 run: $(STAMP)  ## serve on http://$(HOST):$(PORT) with a SQLite file and the demo catalog

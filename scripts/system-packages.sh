@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Debian packages the tests need (a real Chromium for the dashboard's browser test, CJK
-# fonts for its pages): installed when missing and this user can, otherwise one line that
+# fonts for its pages, HAProxy to check the compose balancer's configuration): installed when missing and this user can, otherwise one line that
 # names them and the command, at once.
 set -euo pipefail
-PACKAGES=(chromium fonts-wqy-zenhei)
+PACKAGES=(chromium fonts-wqy-zenhei haproxy)
 
 missing=()
 for package in "${PACKAGES[@]}"; do
