@@ -15,7 +15,7 @@ from app.dashboard.pages import page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render
 from app.db import unit_of_work
 from app.deps import ServicesDep
-from registry import repository
+from app.tools.service import list_tools
 from registry.errors import NotFound
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
@@ -35,7 +35,7 @@ def registry(request: Request, services: ServicesDep, viewer: PageViewer) -> HTM
     q = request.query_params.get("q", "")[:200]
     page = positive_int(request.query_params.get("page")) or 1
     with unit_of_work(services.session_factory) as session:
-        cards, total = repository.list_cards(
+        cards, total = list_tools(
             session,
             namespace=filters.namespace,
             text=q.strip() or None,

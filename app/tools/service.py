@@ -6,6 +6,7 @@ a page of them. The endpoints only parse the request and shape the answer
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -14,7 +15,7 @@ from app.embedding.encoders import Encoder
 from app.tools import catalog
 from registry import repository
 from registry.card import ToolCard
-from registry.errors import InvalidInput
+from registry.errors import InvalidInput, NotFound
 from registry.repository import StoredCard, WriteStatus
 
 
@@ -80,6 +81,17 @@ def import_tools(
 def read_tool(session: Session, namespace: str, name: str, version: int | None) -> StoredCard:
     """A tool's current card, or version ``version`` of it; NotFound if there is none."""
     return repository.get_card(session, namespace, name, version)
+
+
+def read_history(
+    session: Session, namespace: str, name: str, version: int | None
+) -> tuple[StoredCard, list[tuple[int, datetime]]]:
+    """A tool's card at ``version`` (else its latest: a deleted tool shows its last), and
+    every version's number and time, newest first; NotFound if the tool never existed."""
+    versions = repository.list_versions(session, namespace, name)
+    if not versions:
+        raise NotFound(f"no tool {name!r} in namespace {namespace!r}")
+    return repository.get_card(session, namespace, name, version or versions[0][0]), versions
 
 
 def list_tools(
