@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse
 
 from app.dashboard.cards import load_card, schema_rows
 from app.dashboard.data import chosen_misroutes, load_stats
-from app.dashboard.filters import parse_filters
+from app.dashboard.filters import parse_filters, positive_int
 from app.dashboard.pages import page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render
 from app.db import unit_of_work
@@ -21,11 +21,6 @@ from registry.errors import NotFound
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 PAGE_SIZE = 50
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-
-
-def positive_int(text: str | None) -> int | None:
-    """A page or version number from the query string; anything else is None."""
-    return int(text) if text and text.isdigit() and 0 < int(text) <= 1_000_000 else None
 
 
 @router.get("/registry", response_class=HTMLResponse)
