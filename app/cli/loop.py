@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from app.cli import args as cli_args
+from app.cli.progress import progress_bar, progress_iter
 from app.settings import Settings
 
 
@@ -25,7 +23,7 @@ def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     factory = make_session_factory(engine)
     try:
         total = count_purgeable(factory, before)
-        with tqdm(total=total, desc="purging route events", unit="route", file=sys.stderr) as bar:
+        with progress_bar(total, "purging route events", unit="route") as bar:
             result = purge(factory, before, progress=bar.update)
     finally:
         engine.dispose()
@@ -66,7 +64,7 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
     )
 
     def progress(queries: Any) -> Any:
-        return tqdm(queries, desc="replaying queries", unit="query", file=sys.stderr)
+        return progress_iter(queries, "replaying queries", unit="query")
 
     try:
         with httpx.Client(base_url=args.url, timeout=60) as client:

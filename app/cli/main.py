@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tqdm import tqdm
 
 from app.cli import args as cli_args
+from app.cli.progress import progress_bar
 from app.embedding.encoders import ENCODER_KINDS
 from app.settings import Settings, SettingsError, load_settings
 
@@ -159,7 +159,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     services = _services(settings)
     with (
-        tqdm(total=len(batch.cards), desc="embedding", unit="tool", file=sys.stderr) as bar,
+        progress_bar(len(batch.cards), "embedding", unit="tool") as bar,
         unit_of_work(services.session_factory) as session,
     ):
         statuses = write_cards(session, services.encoder, batch.cards, progress=bar.update)
