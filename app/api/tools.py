@@ -121,7 +121,8 @@ def list_tools(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     format: ExportFormat | None = None,
 ) -> ToolList:
-    """List live tools, paged and filtered; `format` exports them for a model API."""
+    """List live tools, paged and filtered; `format` exports them for a model API (`native`,
+    as no format: the stored cards)."""
     page, total = tools.list_tools(
         session, namespace=namespace, tag=tag, text=text, offset=offset, limit=limit
     )
@@ -137,5 +138,6 @@ def get_tool(
     version: Annotated[int | None, Query(ge=1, le=MAX_INT32)] = None,
     format: ExportFormat | None = None,
 ) -> Any:
-    """One tool's current card, or an earlier version; `format` exports it."""
+    """One tool's current card, or an earlier version; `format` exports it (`native`, as no
+    format: the stored card)."""
     return tool_in_format(tools.read_tool(session, namespace, name, version), format)
