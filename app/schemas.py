@@ -46,6 +46,7 @@ class ToolRead(BaseModel):
 
     @classmethod
     def from_stored(cls, stored: StoredCard) -> ToolRead:
+        """The native answer for a stored card: its content, version and times."""
         return cls(
             **stored.card.model_dump(),
             version=stored.version,
