@@ -18,7 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from app.db import unit_of_work
-from registry.errors import Forbidden, Unauthorized
+from app.errors import Forbidden, Unauthorized
 
 if TYPE_CHECKING:
     from app.services import Services

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
-from registry.formats import json_kind
+from registry.formats import from_card, json_kind
 from registry.nul import NoNul
+
+if TYPE_CHECKING:
+    from registry.repository import StoredCard
 
 Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
 ToolName = Annotated[str, Field(pattern=NAME_PATTERN)]
-ExportFormat = Literal["openai", "anthropic", "mcp"]
+# How a tool is answered: native is the stored card with its version and times (also what no
+# format gives); the others are the tool as that model API takes it.
+ExportFormat = Literal["native", "openai", "anthropic", "mcp"]
 
 
 class Strict(NoNul):
@@ -39,6 +44,24 @@ class ToolRead(BaseModel):
     updated_at: datetime
     deleted: bool = False
 
+    @classmethod
+    def from_stored(cls, stored: StoredCard) -> ToolRead:
+        """The native answer for a stored card: its content, version and times."""
+        return cls(
+            **stored.card.model_dump(),
+            version=stored.version,
+            created_at=stored.created_at,
+            updated_at=stored.updated_at,
+            deleted=stored.deleted,
+        )
+
+
+def tool_in_format(stored: StoredCard, format: ExportFormat | None) -> ToolRead | dict[str, Any]:
+    """One tool as ``GET /v1/tools/{name}`` answers it: native (no format) or exported."""
+    if format is None or format == "native":
+        return ToolRead.from_stored(stored)
+    return from_card(stored.card, format)
+
 
 class ToolList(BaseModel):
     """One page of tools: native cards, or tools in the requested format."""
@@ -47,7 +70,25 @@ class ToolList(BaseModel):
     total: int
     offset: int
     limit: int
-    format: Literal["native", "openai", "anthropic", "mcp"] = "native"
+    format: ExportFormat = "native"
+
+    @classmethod
+    def from_page(
+        cls,
+        page: list[StoredCard],
+        total: int,
+        *,
+        offset: int,
+        limit: int,
+        format: ExportFormat | None,
+    ) -> ToolList:
+        """The page in ``format`` (no format: native cards)."""
+        items: list[ToolRead] | list[dict[str, Any]]
+        if format is None or format == "native":
+            items = [ToolRead.from_stored(stored) for stored in page]
+        else:
+            items = [from_card(stored.card, format) for stored in page]
+        return cls(items=items, total=total, offset=offset, limit=limit, format=format or "native")
 
 
 class OpenAIFunction(BaseModel):

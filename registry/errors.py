@@ -1,24 +1,23 @@
-"""The error hierarchy of ToolReach. Each error carries its HTTP status and a stable code.
+"""The base of every ToolReach error, and the errors about tools and the data sent.
+
+Each error carries its HTTP status and a stable code:
 
     ToolReachError            500 internal
     ├── BadRequest            400 bad_request
     │   └── InvalidInput      422 invalid_input        (a card, a call or a query is wrong)
-    ├── Unauthorized          401 unauthorized          (no or unknown key)
-    ├── Forbidden             403 forbidden             (a known key without the right)
     ├── NotFound              404 not_found
     ├── Conflict              409 conflict
-    ├── PayloadTooLarge       413 payload_too_large
-    └── Unavailable           503 unavailable           (the database or the index is not ready)
-        └── Overloaded        503 overloaded            (too many steps waiting: retry later)
+    └── PayloadTooLarge       413 payload_too_large
 
-The web layer renders every one of them, and every other error, in one JSON shape:
+The service's own errors (a missing key, a busy router) subclass ``ToolReachError`` in
+app/errors.py, whose docstring draws the whole tree. The web layer renders every one of
+them, and every other error, in one JSON shape:
 ``{"error": {"code": ..., "message": ..., "details": ...}}``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 
@@ -43,17 +42,6 @@ class InvalidInput(BadRequest):
     code = "invalid_input"
 
 
-class Unauthorized(ToolReachError):
-    status_code = 401
-    code = "unauthorized"
-    headers = MappingProxyType({"WWW-Authenticate": "Bearer"})
-
-
-class Forbidden(ToolReachError):
-    status_code = 403
-    code = "forbidden"
-
-
 class NotFound(ToolReachError):
     status_code = 404
     code = "not_found"
@@ -67,15 +55,3 @@ class Conflict(ToolReachError):
 class PayloadTooLarge(ToolReachError):
     status_code = 413
     code = "payload_too_large"
-
-
-class Unavailable(ToolReachError):
-    status_code = 503
-    code = "unavailable"
-
-
-class Overloaded(Unavailable):
-    """Refused before any work, so a retry is safe; the answer carries ``Retry-After``."""
-
-    code = "overloaded"
-    headers = MappingProxyType({"Retry-After": "1"})

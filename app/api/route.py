@@ -6,8 +6,8 @@ from fastapi import APIRouter
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep
+from app.errors import Unavailable
 from app.schemas import RouteRequest, RouteResponse
-from registry.errors import Unavailable
 
 router = APIRouter(prefix="/v1", tags=["route"])
 

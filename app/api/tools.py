@@ -16,13 +16,10 @@ from app.schemas import (
     ToolInput,
     ToolList,
     ToolRead,
+    tool_in_format,
 )
 from app.tools import catalog
-from registry import repository
-from registry.card import ToolCard
-from registry.errors import InvalidInput
-from registry.formats import from_card
-from registry.repository import StoredCard
+from app.tools import service as tools
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -57,37 +54,6 @@ NamespaceQuery = Annotated[
 ]
 
 
-def named(body: dict[str, Any], name: str) -> dict[str, Any]:
-    """``body`` with the path's name wherever its format puts a name and it gave none: at the
-    top, or in an OpenAI Chat Completions tool's ``function``."""
-    item = {"name": name, **body}
-    function = body.get("function")
-    if body.get("type") == "function" and isinstance(function, dict) and "name" not in function:
-        item["function"] = {"name": name, **function}
-    return item
-
-
-def parse_in_namespace(body: dict[str, Any], namespace: str | None) -> ToolCard:
-    """The card in ``body``, in ``namespace`` if it names none; InvalidInput if it names
-    another (which one was meant cannot be guessed)."""
-    card = catalog.parse_card(body, namespace)
-    if namespace is not None and card.namespace != namespace:
-        raise InvalidInput(
-            f"the body names namespace {card.namespace!r} but the query names {namespace!r}"
-        )
-    return card
-
-
-def to_read(stored: StoredCard) -> ToolRead:
-    return ToolRead(
-        **stored.card.model_dump(),
-        version=stored.version,
-        created_at=stored.created_at,
-        updated_at=stored.updated_at,
-        deleted=stored.deleted,
-    )
-
-
 @router.post("", status_code=201, response_model=ToolRead, responses=ERRORS)
 def create_tool(
     body: ToolBody,
@@ -97,9 +63,7 @@ def create_tool(
     namespace: NamespaceQuery = None,
 ) -> ToolRead:
     """Register a new tool; 409 if the name exists in its namespace."""
-    card = parse_in_namespace(body, namespace)
-    catalog.write_cards(session, services.encoder, [card], create_only=True)
-    return to_read(repository.get_card(session, card.namespace, card.name))
+    return ToolRead.from_stored(tools.create_tool(session, services.encoder, body, namespace))
 
 
 @router.post("/bulk", response_model=BulkResult, responses=ERRORS)
@@ -107,18 +71,8 @@ def bulk_import(
     request: BulkRequest, session: SessionDep, services: ServicesDep, _admin: AdminDep
 ) -> BulkResult:
     """Import many tools in any mix of formats: all land, or (on any bad item) none."""
-    batch, statuses = catalog.import_items(
-        session, services.encoder, request.tools, request.namespace
-    )
-    if statuses is None:
-        raise InvalidInput(
-            f"{len(batch.rejects)} of {len(request.tools)} tools are invalid; nothing was written",
-            batch.rejects,
-        )
-    result: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
-    for card, status in zip(batch.cards, statuses, strict=True):
-        result[status].append(card.name)
-    return BulkResult(**result)
+    names = tools.import_tools(session, services.encoder, request.tools, request.namespace)
+    return BulkResult(**names)
 
 
 @router.put(
@@ -139,12 +93,9 @@ def put_tool(
 
     The body may leave out the name: the path gives it.
     """
-    card = parse_in_namespace(named(body, name), namespace)
-    if card.name != name:
-        raise InvalidInput(f"the body names {card.name!r} but the path names {name!r}")
-    [status] = catalog.write_cards(session, services.encoder, [card])
+    stored, status = tools.put_tool(session, services.encoder, name, body, namespace)
     response.status_code = 201 if status == "created" else 200
-    return to_read(repository.get_card(session, card.namespace, card.name))
+    return ToolRead.from_stored(stored)
 
 
 @router.delete("/{name}", status_code=204, responses=ERRORS)
@@ -170,16 +121,12 @@ def list_tools(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     format: ExportFormat | None = None,
 ) -> ToolList:
-    """List live tools, paged and filtered; `format` exports them for a model API."""
-    page, total = repository.list_cards(
+    """List live tools, paged and filtered; `format` exports them for a model API (`native`,
+    as no format: the stored cards)."""
+    page, total = tools.list_tools(
         session, namespace=namespace, tag=tag, text=text, offset=offset, limit=limit
     )
-    items: list[ToolRead] | list[dict[str, Any]]
-    if format is None:
-        items = [to_read(stored) for stored in page]
-    else:
-        items = [from_card(stored.card, format) for stored in page]
-    return ToolList(items=items, total=total, offset=offset, limit=limit, format=format or "native")
+    return ToolList.from_page(page, total, offset=offset, limit=limit, format=format)
 
 
 @router.get("/{name}", responses=ERRORS)
@@ -191,6 +138,6 @@ def get_tool(
     version: Annotated[int | None, Query(ge=1, le=MAX_INT32)] = None,
     format: ExportFormat | None = None,
 ) -> Any:
-    """One tool's current card, or an earlier version; `format` exports it."""
-    stored = repository.get_card(session, namespace, name, version)
-    return to_read(stored) if format is None else from_card(stored.card, format)
+    """One tool's current card, or an earlier version; `format` exports it (`native`, as no
+    format: the stored card)."""
+    return tool_in_format(tools.read_tool(session, namespace, name, version), format)

@@ -13,13 +13,11 @@ the prior computed before any feedback existed, which must equal no prior at all
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from app.cli.evaluate import (
     METRICS,
@@ -32,6 +30,7 @@ from app.cli.evaluate import (
     score,
     throwaway_services,
 )
+from app.cli.progress import progress_iter
 from app.cli.simulate import pick_choice
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
@@ -59,7 +58,7 @@ def split(queries: Sequence[Query], fraction: float, seed: int) -> tuple[list[Qu
 def replay_feedback(services: Services, queries: Sequence[Query]) -> None:
     """Route each query as the API does, then report its labelled tool as a success."""
     reports = []
-    for query in tqdm(queries, desc="replaying feedback", file=sys.stderr):
+    for query in progress_iter(queries, "replaying feedback", unit="query"):
         request = RouteRequest(query=query.text, namespace=NAMESPACE, k=10)
         response = route_and_record(request, services)
         chosen = pick_choice(query.relevant, [c.name for c in response.candidates])
@@ -76,7 +75,7 @@ def encode_queries(encoder: Encoder, queries: Sequence[Query]) -> list[np.ndarra
     """As route_step does: row 0 embeds the whole query, further rows its separate asks."""
     return [
         np.asarray(encoder.encode(query_texts(q.text)), dtype=np.float32)
-        for q in tqdm(queries, desc="embedding queries", file=sys.stderr)
+        for q in progress_iter(queries, "embedding queries", unit="query")
     ]
 
 

@@ -1,11 +1,10 @@
 """`toolreach eval`: route a labelled dataset through a throw-away registry and score it.
 
 The dataset format is that of the public benchmarks (MetaTool, Seal-Tools): ``tools.jsonl``
-(name, description, parameters) and ``queries.jsonl`` (query, relevant tool names). The
-tools go through the same write path as the admin API (parse, check, embed, store) into a
-temporary SQLite file,
-the index is loaded from it as the service loads it, and each query is ranked by the same
-``route`` call as ``POST /v1/route`` — once for the full pipeline and once per ablation.
+(name, description, parameters) and ``queries.jsonl`` (query, relevant tool names). The tools
+go through the same write path as the admin API (parse, check, embed, store) into a temporary
+SQLite file, the index is loaded from it as the service loads it, and each query is ranked by
+the same ``route`` call as ``POST /v1/route`` — once for the full pipeline and once per ablation.
 """
 
 from __future__ import annotations
@@ -21,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from app.cli.jsonl import JsonlError, read_lines
+from app.cli.progress import progress_bar, progress_iter
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.routing import query_texts, route
@@ -190,7 +189,7 @@ def evaluate(
         batch = parse_batch(tools, NAMESPACE)
         unknown = unknown_labels(queries, loaded_tools(batch, data / "tools.jsonl"))
         with (
-            tqdm(total=len(batch.cards), desc="embedding tools", file=sys.stderr) as bar,
+            progress_bar(len(batch.cards), "embedding tools", unit="tool") as bar,
             unit_of_work(services.session_factory) as session,
         ):
             write_cards(session, services.encoder, batch.cards, progress=bar.update)
@@ -200,8 +199,8 @@ def evaluate(
             raise RuntimeError("the evaluation registry is empty after writing its tools")
         vectors = _encode_queries(services.encoder, [q.text for q in queries])
         per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
-        for query, vector in tqdm(
-            list(zip(queries, vectors, strict=True)), desc="routing", file=sys.stderr
+        for query, vector in progress_iter(
+            list(zip(queries, vectors, strict=True)), "routing", unit="query"
         ):
             for variant, stages in VARIANTS.items():
                 ranked = route(
@@ -232,7 +231,7 @@ def _encode_queries(encoder: Encoder, queries: list[str], batch: int = 256) -> l
     flat = [text for group in groups for text in group]
     parts = [
         np.asarray(encoder.encode(flat[start : start + batch]), dtype=np.float32)
-        for start in tqdm(range(0, len(flat), batch), desc="embedding queries", file=sys.stderr)
+        for start in progress_iter(range(0, len(flat), batch), "embedding queries", unit="batch")
     ]
     rows = np.vstack(parts) if parts else np.zeros((0, encoder.dim), dtype=np.float32)
     bounds = np.cumsum([0, *(len(g) for g in groups)])

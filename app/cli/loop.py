@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from app.cli import args as cli_args
+from app.cli.progress import progress_bar, progress_iter
 from app.settings import Settings
 
 
@@ -25,7 +23,7 @@ def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     factory = make_session_factory(engine)
     try:
         total = count_purgeable(factory, before)
-        with tqdm(total=total, desc="purging route events", unit="route", file=sys.stderr) as bar:
+        with progress_bar(total, "purging route events", unit="route") as bar:
             result = purge(factory, before, progress=bar.update)
     finally:
         engine.dispose()
@@ -66,7 +64,7 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
     )
 
     def progress(queries: Any) -> Any:
-        return tqdm(queries, desc="replaying queries", unit="query", file=sys.stderr)
+        return progress_iter(queries, "replaying queries", unit="query")
 
     try:
         with httpx.Client(base_url=args.url, timeout=60) as client:
@@ -93,13 +91,25 @@ def add_commands(sub: Any) -> None:
 
     sim = sub.add_parser("simulate", help="replay a dataset as an agent against a running service")
     sim.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")
-    sim.add_argument("--url", default="http://127.0.0.1:8000")
-    sim.add_argument("--namespace", default="simulated")
     sim.add_argument(
-        "--failure-rate", type=cli_args.share, default=0.1, help="share of outcome=error"
+        "--url",
+        default="http://127.0.0.1:8000",
+        help="base URL of the running service (default: http://127.0.0.1:8000)",
+    )
+    sim.add_argument(
+        "--namespace",
+        default="simulated",
+        help="namespace the dataset's tools are registered and routed in, kept apart from "
+        "real tools (default: simulated)",
+    )
+    sim.add_argument(
+        "--failure-rate",
+        type=cli_args.share,
+        default=0.1,
+        help="share of reports with outcome=error, 0 to 1 (default: 0.1)",
     )
     sim.add_argument("--limit", type=cli_args.at_least_one, help="only the first N queries")
     sim.add_argument("--key", help="agent key (default: TOOLREACH_AGENT_KEYS, else the admin key)")
     sim.add_argument("--admin-key", help="admin key (default: TOOLREACH_ADMIN_KEYS)")
-    sim.add_argument("--seed", type=int, default=0, help="for the failures drawn")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the failures drawn (default: 0)")
     sim.set_defaults(handler=cmd_simulate)

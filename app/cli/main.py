@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tqdm import tqdm
 
 from app.cli import args as cli_args
+from app.cli.progress import progress_bar
 from app.embedding.encoders import ENCODER_KINDS
 from app.settings import Settings, SettingsError, load_settings
 
@@ -159,7 +159,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     services = _services(settings)
     with (
-        tqdm(total=len(batch.cards), desc="embedding", unit="tool", file=sys.stderr) as bar,
+        progress_bar(len(batch.cards), "embedding", unit="tool") as bar,
         unit_of_work(services.session_factory) as session,
     ):
         statuses = write_cards(session, services.encoder, batch.cards, progress=bar.update)
@@ -278,22 +278,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     imp = sub.add_parser("import", help="import tools from JSON, JSONL or YAML files")
-    imp.add_argument("files", nargs="+", metavar="FILE")
+    imp.add_argument(
+        "files", nargs="+", metavar="FILE", help="a .json, .jsonl, .yaml or .yml file of tools"
+    )
     imp.add_argument("--namespace", help="namespace for tools that name none")
     imp.add_argument("--skip-invalid", action="store_true", help="import the valid ones anyway")
     imp.set_defaults(handler=cmd_import)
 
     exp = sub.add_parser("export", help="export live tools as JSON")
-    exp.add_argument("--namespace")
-    exp.add_argument("--format", choices=["native", "openai", "anthropic", "mcp"], default="native")
-    exp.add_argument("-o", "--output")
+    exp.add_argument("--namespace", help="only this namespace's tools (default: every namespace)")
+    exp.add_argument(
+        "--format",
+        choices=["native", "openai", "anthropic", "mcp"],
+        default="native",
+        help="native cards, which keep every name as it is (default), or a model API's tools",
+    )
+    exp.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     exp.set_defaults(handler=cmd_export)
 
     ev = sub.add_parser("eval", help="route a labelled dataset and print quality metrics")
     ev.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")
     ev.add_argument("--json", action="store_true", help="machine-readable output")
     ev.add_argument("--limit", type=cli_args.at_least_one, help="only the first N queries")
-    ev.add_argument("--encoder", choices=list(ENCODER_KINDS))
+    ev.add_argument(
+        "--encoder",
+        choices=list(ENCODER_KINDS),
+        help="the encoder to score with (default: TOOLREACH_ENCODER)",
+    )
     ev.add_argument(
         "--replay-feedback",
         type=cli_args.fraction,
@@ -312,7 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     model.set_defaults(handler=cmd_build_model)
 
     init = sub.add_parser("init-local", help="create .env with a local admin key (make run)")
-    init.add_argument("--env-file", default=".env")
+    init.add_argument(
+        "--env-file", default=".env", metavar="FILE", help="the file to create or add to (.env)"
+    )
 
     from app.cli.loop import add_commands
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from registry import repository
-from registry.errors import NotFound
+from app.tools.service import read_history
 from registry.repository import StoredCard
 
 MAX_DEPTH = 3
@@ -85,9 +84,5 @@ def schema_rows(schema: dict[str, Any] | None, prefix: str = "", depth: int = 0)
 
 def load_card(session: Session, namespace: str, name: str, version: int | None) -> CardPage:
     """A card (a deleted tool shows its last version), with every version; NotFound if none."""
-    versions = repository.list_versions(session, namespace, name)
-    if not versions:
-        raise NotFound(f"no tool {name!r} in namespace {namespace!r}")
-    latest = versions[0][0]
-    stored = repository.get_card(session, namespace, name, version or latest)
-    return CardPage(stored, versions, latest, stored.deleted)
+    stored, versions = read_history(session, namespace, name, version)
+    return CardPage(stored, versions, versions[0][0], stored.deleted)

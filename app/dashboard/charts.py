@@ -20,6 +20,10 @@ LEFT, RIGHT, TOP, BOTTOM = 52, 16, 14, 40
 MAX_X_LABELS = 8
 MAX_DOTS = 90
 MAX_BAR = 28
+# A point label (dashboard.css: 12px, bold): the distance between two labels' baselines that
+# keeps them apart, and a generous width per character, to keep a label inside the chart.
+LABEL_GAP = 14
+LABEL_CHAR_WIDTH = 7.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +144,78 @@ def _point_title(series: Series, start: datetime, i: int, text: str) -> str:
     return escape(f"{series.label}, {start:%Y-%m-%d %H:%M}: {text}{detail}")
 
 
+@dataclass(frozen=True, slots=True)
+class PointLabel:
+    """The value written beside a point no line passes through (one with no neighbours)."""
+
+    i: int
+    y: float  # where the point is
+    text: str
+    css: str
+
+
+def spread(wanted: Sequence[float], gap: float, low: float, high: float) -> list[float]:
+    """Baselines for labels wanted at ``wanted``, each at least ``gap`` from the others and
+    within ``low``..``high`` when they fit, each as near its point as that allows; in the
+    order given. Two series with the same value at a point get their labels one above the
+    other instead of one on top of the other."""
+    order = sorted(range(len(wanted)), key=lambda k: wanted[k])
+    placed: list[float] = []
+    for k in order:  # downwards: each below the one before it
+        placed.append(max(wanted[k], low, placed[-1] + gap if placed else low))
+    for n in range(len(placed) - 1, -1, -1):  # upwards, from the bottom edge, if pushed past it
+        limit = high if n == len(placed) - 1 else placed[n + 1] - gap
+        placed[n] = min(placed[n], limit)
+    out = [0.0] * len(wanted)
+    for k, y in zip(order, placed, strict=True):
+        out[k] = y
+    return out
+
+
+def _lone(values: Sequence[float | None], i: int) -> bool:
+    """Whether the value at ``i`` has no value beside it (so no line is drawn through it)."""
+    before = i == 0 or values[i - 1] is None
+    after = i == len(values) - 1 or values[i + 1] is None
+    return values[i] is not None and before and after
+
+
+def _series_path(frame: _Frame, s: Series) -> str:
+    path, pen_down = [], False
+    for i, value in enumerate(s.values):
+        if value is None:
+            pen_down = False
+            continue
+        path.append(f"{'L' if pen_down else 'M'}{frame.x(i):.1f} {frame.y(value):.1f}")
+        pen_down = True
+    return f'<path class="line {s.css}" d="{" ".join(path)}"/>'
+
+
+def _series_dots(frame: _Frame, s: Series, starts: Sequence[datetime]) -> list[str]:
+    return [
+        f'<circle class="dot {s.css}" cx="{frame.x(i):.1f}" cy="{frame.y(value):.1f}" r="3.5">'
+        f"<title>{_point_title(s, starts[i], i, percent(value))}</title></circle>"
+        for i, value in enumerate(s.values)
+        if value is not None and (len(starts) <= MAX_DOTS or _lone(s.values, i))
+    ]
+
+
+def _point_labels(frame: _Frame, labels: Sequence[PointLabel]) -> list[str]:
+    """The labels of lone points, those of one bucket spread apart so none covers another;
+    right of the point, or left of it where the chart's edge is near."""
+    out = []
+    for i in sorted({label.i for label in labels}):
+        here = [label for label in labels if label.i == i]
+        ys = spread([label.y + 4 for label in here], LABEL_GAP, TOP + 10, frame.y(0) - 2)
+        for label, y in zip(here, ys, strict=True):
+            x = frame.x(i)
+            fits = x + 8 + len(label.text) * LABEL_CHAR_WIDTH <= frame.width - RIGHT
+            anchor = f'x="{x + 8:.1f}"' if fits else f'x="{x - 8:.1f}" text-anchor="end"'
+            out.append(
+                f'<text class="point {label.css}" {anchor} y="{y:.1f}">{escape(label.text)}</text>'
+            )
+    return out
+
+
 def line_chart(
     starts: Sequence[datetime],
     series: Sequence[Series],
@@ -155,32 +231,16 @@ def line_chart(
     frame = _Frame(width, height, len(starts), 1.0)
     parts = svg_open(width, height, title)
     parts += frame.axes([0, 0.25, 0.5, 0.75, 1.0], percent, starts, bucket)
+    labels: list[PointLabel] = []
     for s in series:
-        path, pen_down = [], False
-        for i, value in enumerate(s.values):
-            if value is None:
-                pen_down = False
-                continue
-            path.append(f"{'L' if pen_down else 'M'}{frame.x(i):.1f} {frame.y(value):.1f}")
-            pen_down = True
-        parts.append(f'<path class="line {s.css}" d="{" ".join(path)}"/>')
-        for i, value in enumerate(s.values):
-            if value is None:
-                continue
-            lone = (i == 0 or s.values[i - 1] is None) and (
-                i == len(s.values) - 1 or s.values[i + 1] is None
-            )
-            if len(starts) <= MAX_DOTS or lone:
-                parts.append(
-                    f'<circle class="dot {s.css}" cx="{frame.x(i):.1f}" '
-                    f'cy="{frame.y(value):.1f}" r="3.5"><title>'
-                    f"{_point_title(s, starts[i], i, percent(value))}</title></circle>"
-                )
-            if lone:  # no line through it: say its value
-                parts.append(
-                    f'<text class="point {s.css}" x="{frame.x(i) + 8:.1f}" '
-                    f'y="{frame.y(value) + 4:.1f}">{escape(f"{s.label} {value:.1%}")}</text>'
-                )
+        parts.append(_series_path(frame, s))
+        parts += _series_dots(frame, s, starts)
+        labels += [
+            PointLabel(i, frame.y(value), f"{s.label} {value:.1%}", s.css)
+            for i, value in enumerate(s.values)
+            if value is not None and _lone(s.values, i)
+        ]
+    parts += _point_labels(frame, labels)
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -13,16 +13,14 @@ from typing import Any
 
 from app.dashboard.filters import MAX_SLOTS, Filters
 from app.db import unit_of_work
-from app.loop import stats_repository as sql
-from app.loop.models import Feedback
 from app.loop.stats import (
     Confusion,
     Misroute,
     StatsFilter,
     StatsReport,
     compute_stats,
-    confusion_rows,
-    misroute_rows,
+    every_confusion,
+    misroutes_choosing,
 )
 from app.services import Services
 from app.tools.lookalikes import LookalikePair, lookalikes_in
@@ -127,19 +125,15 @@ def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:
 def chosen_misroutes(
     services: Services, namespace: str, name: str, limit: int = 20
 ) -> list[Misroute]:
-    """The newest misroutes in which this tool was chosen without being offered (filtered in
-    the query: a stats report's misroutes for a tool also hold those it was merely offered
-    in, and 20 of those could hide every one it was chosen in)."""
-    where = [*sql.route_conditions(namespace, None, None, None), Feedback.chosen == name]
+    """The newest misroutes in which this tool was chosen without being offered."""
     with unit_of_work(services.session_factory) as session:
-        return misroute_rows(session, where, limit)
+        return misroutes_choosing(session, namespace, name, limit)
 
 
 def all_confusions(services: Services, filters: Filters) -> list[Confusion]:
     """Every confused pair for these filters (a stats report lists the 50 most frequent)."""
-    where = sql.route_conditions(filters.namespace, None, filters.since, filters.until)
     with unit_of_work(services.session_factory) as session:
-        return confusion_rows(session, where, limit=None)
+        return every_confusion(session, filters.namespace, filters.since, filters.until)
 
 
 def confusion_counts(confusions: Iterable[Confusion]) -> dict[tuple[str, str, str], int]:

@@ -108,6 +108,31 @@ def parse_filters(params: Mapping[str, str], now: datetime | None = None) -> Fil
     )
 
 
+def positive_int(text: str | None) -> int | None:
+    """A page or version number from the query string; anything else is None."""
+    return int(text) if text and text.isdigit() and 0 < int(text) <= 1_000_000 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a table's rows: its number (from 1) among ``count`` pages of ``size``."""
+
+    number: int
+    count: int
+    size: int
+
+    @property
+    def offset(self) -> int:
+        return (self.number - 1) * self.size
+
+
+def page_of(text: str | None, total: int, size: int) -> Page:
+    """The page asked for (anything but a page number is the first), kept within the pages
+    ``total`` rows make, so a bookmark past the end shows the last page, not an empty one."""
+    count = max(1, -(-total // size))
+    return Page(min(positive_int(text) or 1, count), count, size)
+
+
 def parse_threshold(text: str | None) -> float:
     """The look-alike similarity threshold, kept within 0.5..0.99."""
     try:

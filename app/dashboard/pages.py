@@ -17,13 +17,20 @@ from app.dashboard.data import (
     pair_key,
     timeline,
 )
-from app.dashboard.filters import RANGE_LABELS, Filters, parse_filters, parse_threshold
+from app.dashboard.filters import (
+    RANGE_LABELS,
+    Filters,
+    page_of,
+    parse_filters,
+    parse_threshold,
+)
 from app.dashboard.web import DashboardRoute, JsonViewer, PageViewer, render
 from app.deps import ServicesDep
 from app.services import Services
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 LOOKALIKES_SHOWN = 50  # the most similar pairs listed; the heading says when there are more
+TOOLS_PAGE_SIZE = 50  # rows of the tools table per page
 
 TOOL_COLUMNS = {
     "namespace": "Namespace",
@@ -103,26 +110,36 @@ def overview(request: Request, services: ServicesDep, viewer: PageViewer) -> HTM
     )
 
 
-@router.get("/tools", response_class=HTMLResponse)
-def tools(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
-    """Per-tool counts, sortable by every column (server-side, `?sort=COLUMN&dir=asc|desc`)."""
-    filters = parse_filters(request.query_params)
-    report = load_stats(services, filters, misroute_limit=0).model_dump()
-    sort = request.query_params.get("sort", "offered")
+def sorted_tools(
+    rows: list[dict[str, Any]], sort: str | None, direction: str | None
+) -> tuple[list[dict[str, Any]], str, str]:
+    """The tool rows sorted by ``sort`` (a column; else offered) in ``direction`` (asc or
+    desc; else the column's natural order), with the sort and direction used."""
     sort = sort if sort in TOOL_COLUMNS else "offered"
     default_dir = "asc" if sort in TEXT_COLUMNS else "desc"
-    direction = request.query_params.get("dir", default_dir)
     direction = direction if direction in ("asc", "desc") else default_dir
-    rows = sorted(
-        report["tools"],
-        key=lambda r: (r[sort], r["namespace"], r["name"]),
-        reverse=direction == "desc",
+    ordered = sorted(
+        rows, key=lambda r: (r[sort], r["namespace"], r["name"]), reverse=direction == "desc"
     )
+    return ordered, sort, direction
+
+
+@router.get("/tools", response_class=HTMLResponse)
+def tools(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+    """Per-tool counts, sortable by every column (server-side, `?sort=COLUMN&dir=asc|desc`),
+    a page of `TOOLS_PAGE_SIZE` rows at a time (`?page=N`)."""
+    filters = parse_filters(request.query_params)
+    report = load_stats(services, filters, misroute_limit=0).model_dump()
+    params = request.query_params
+    rows, sort, direction = sorted_tools(report["tools"], params.get("sort"), params.get("dir"))
+    page = page_of(params.get("page"), len(rows), TOOLS_PAGE_SIZE)
     return render(
         "tools.html",
         **page_context(request, services, viewer, "tools", filters),
         report=report,
-        rows=rows,
+        rows=rows[page.offset : page.offset + page.size],
+        total=len(rows),
+        page=page,
         columns=TOOL_COLUMNS,
         text_columns=TEXT_COLUMNS,
         sort=sort,

@@ -10,22 +10,17 @@ from fastapi.responses import HTMLResponse
 
 from app.dashboard.cards import load_card, schema_rows
 from app.dashboard.data import chosen_misroutes, load_stats
-from app.dashboard.filters import parse_filters
+from app.dashboard.filters import parse_filters, positive_int
 from app.dashboard.pages import page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render
 from app.db import unit_of_work
 from app.deps import ServicesDep
-from registry import repository
+from app.tools.service import list_tools
 from registry.errors import NotFound
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 PAGE_SIZE = 50
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-
-
-def positive_int(text: str | None) -> int | None:
-    """A page or version number from the query string; anything else is None."""
-    return int(text) if text and text.isdigit() and 0 < int(text) <= 1_000_000 else None
 
 
 @router.get("/registry", response_class=HTMLResponse)
@@ -35,7 +30,7 @@ def registry(request: Request, services: ServicesDep, viewer: PageViewer) -> HTM
     q = request.query_params.get("q", "")[:200]
     page = positive_int(request.query_params.get("page")) or 1
     with unit_of_work(services.session_factory) as session:
-        cards, total = repository.list_cards(
+        cards, total = list_tools(
             session,
             namespace=filters.namespace,
             text=q.strip() or None,

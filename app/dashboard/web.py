@@ -22,7 +22,7 @@ from app.dashboard.auth import COOKIE_NAME, Viewer, verify
 from app.dashboard.signouts import signed_out
 from app.db import unit_of_work
 from app.deps import ServicesDep
-from registry.errors import Unauthorized
+from app.errors import Unauthorized
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (

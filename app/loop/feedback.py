@@ -68,15 +68,21 @@ def to_read(row: Feedback) -> FeedbackRead:
     )
 
 
+def unknown_tool(index: IndexManager, namespace: str, name: str) -> tuple[str, list[str]]:
+    """What to say of a name that is no tool of ``namespace``, and the closest real names
+    (the same words in ``/v1/feedback`` and ``/v1/validate``)."""
+    suggestions = did_you_mean(name, index.names(namespace))
+    hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+    return f"no tool {name!r} in namespace {namespace!r}{hint}", suggestions
+
+
 def check_tool(index: IndexManager, namespace: str, name: str) -> str:
     """The card name of tool ``name`` (its own, or the one it was exported under);
     InvalidInput with the closest names if there is no such tool."""
     card = index.card(namespace, name)
     if card is not None:
         return card.name
-    suggestions = did_you_mean(name, index.names(namespace))
-    hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-    message = f"no tool {name!r} in namespace {namespace!r}{hint}"
+    message, suggestions = unknown_tool(index, namespace, name)
     problem = {"loc": ["body", "chosen"], "message": message, "did_you_mean": suggestions}
     raise InvalidInput(message, [problem])
 

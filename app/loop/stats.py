@@ -13,8 +13,8 @@ computed here, over the newest ``LATENCY_SAMPLE`` routes of the window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Literal
 
 import numpy as np
@@ -25,6 +25,7 @@ from typing_extensions import TypedDict
 
 from app.loop import stats_repository as sql
 from app.loop.sqltime import as_utc
+from registry.errors import InvalidInput
 
 LATENCY_SAMPLE = 100_000
 CONFUSION_LIMIT = 50
@@ -229,3 +230,36 @@ def compute_stats(
         misroutes=misroute_rows(session, where, misroute_limit),
         dropped_events=dropped_events,
     )
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """A time without an offset is read as UTC."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
+def requested_stats(session: Session, f: StatsFilter, *, dropped_events: int) -> StatsReport:
+    """``GET /v1/stats`` as asked: times without an offset are UTC, and a window that ends
+    before it starts is InvalidInput (an empty answer would hide the caller's mistake)."""
+    f = replace(f, since=_utc(f.since), until=_utc(f.until))
+    if f.since is not None and f.until is not None and f.since >= f.until:
+        raise InvalidInput("`since` must be before `until`")
+    return compute_stats(session, f, dropped_events=dropped_events)
+
+
+def misroutes_choosing(session: Session, namespace: str, name: str, limit: int) -> list[Misroute]:
+    """The newest misroutes in which tool ``name`` was chosen without being offered.
+
+    Filtered in the query: a stats report's misroutes for a tool also hold those it was
+    merely offered in, and ``limit`` of those could hide every one it was chosen in.
+    """
+    return misroute_rows(session, sql.chosen_conditions(namespace, name), limit)
+
+
+def every_confusion(
+    session: Session, namespace: str | None, since: datetime | None, until: datetime | None
+) -> list[Confusion]:
+    """Every confused pair of these routes (a stats report lists the most frequent only)."""
+    where = sql.route_conditions(namespace, None, since, until)
+    return confusion_rows(session, where, limit=None)

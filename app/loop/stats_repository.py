@@ -41,6 +41,11 @@ def route_conditions(
     return conditions
 
 
+def chosen_conditions(namespace: str, chosen: str) -> list[ColumnElement[bool]]:
+    """The route events of ``namespace`` whose feedback chose tool ``chosen``."""
+    return [*route_conditions(namespace, None, None, None), F.chosen == chosen]
+
+
 def _count(condition: ColumnElement[bool]) -> ColumnElement[Any]:
     return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 

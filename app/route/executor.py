@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from app.embedding.batching import BatchingEncoder
+from app.errors import Overloaded, Unavailable
 from app.route.recording import rank_and_record
 from app.route.service import step_texts
 from app.routing.signals import Cosines, unit_rows
 from app.schemas import RouteRequest, RouteResponse
-from registry.errors import Overloaded, Unavailable
 
 if TYPE_CHECKING:
     from app.services import Services

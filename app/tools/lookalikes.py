@@ -33,6 +33,12 @@ class LookalikePair(BaseModel):
     hint: str
 
 
+class LookalikeList(BaseModel):
+    """The body of ``GET /v1/lookalikes``."""
+
+    pairs: list[LookalikePair]
+
+
 def keywords(card: ToolCard) -> set[str]:
     """Content words of the name, summary, description and tags (no stop words, 3+ letters)."""
     text = " ".join([card.name, card.summary, card.description, *card.tags])
@@ -126,3 +132,10 @@ def lookalikes_in(
         if snapshot is not None:
             pairs += find_lookalikes(snapshot, threshold=threshold, limit=limit)
     return sorted(pairs, key=lambda p: -p.similarity)[:limit]
+
+
+def list_lookalikes(
+    index: IndexManager, namespace: str | None, threshold: float, limit: int
+) -> LookalikeList:
+    """``GET /v1/lookalikes``: the pairs of ``lookalikes_in``, as the answer lists them."""
+    return LookalikeList(pairs=lookalikes_in(index, namespace, threshold, limit))

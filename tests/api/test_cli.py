@@ -186,3 +186,35 @@ def test_an_early_warning_has_a_time_and_a_level_and_no_library_debug(tmp_path: 
     )
     assert lines[0][:4].isdigit()  # the time first
     assert "DEBUG" not in done.stderr
+
+
+def test_eval_writes_a_few_progress_lines_to_a_log(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``toolreach eval 2> eval.log``: each step's progress is at most a dozen plain lines
+    (it was a status per redraw, thousands of them)."""
+    data = env / "data"
+    data.mkdir()
+    tools = [
+        {"name": f"tool_{i}", "description": f"Does task number {i} for topic {i % 7}."}
+        for i in range(150)
+    ]
+    queries = [
+        {"query": f"please do task number {i % 150}", "relevant": [f"tool_{i % 150}"]}
+        for i in range(400)
+    ]
+    (data / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools))
+    (data / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    assert main(["eval", "--data", str(data), "--json"]) == 0
+    err = capsys.readouterr().err  # captured: no terminal
+    assert "\r" not in err
+    steps: dict[str, list[str]] = {}
+    for line in err.splitlines():
+        step, _, rest = line.partition(": ")
+        if step in ("embedding tools", "embedding queries", "routing"):
+            steps.setdefault(step, []).append(rest)
+    assert set(steps) == {"embedding tools", "embedding queries", "routing"}, err
+    for step, lines in steps.items():
+        assert len(lines) <= 12, (step, lines)
+        assert lines[-1].startswith("100% ("), (step, lines)
+    assert steps["routing"][-1].startswith("100% (400/400 query)")

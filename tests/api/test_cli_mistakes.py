@@ -4,6 +4,7 @@ wrong answer before."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import socket
 from collections.abc import Iterator
@@ -199,3 +200,32 @@ def test_a_line_separator_inside_a_json_string_does_not_cut_the_line(
     (env / "t.jsonl").write_text(text, encoding="utf-8")
     assert main(["import", "t.jsonl"]) == 0
     assert "1 created" in capsys.readouterr().out
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    from app.cli.main import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("command", sorted(subcommands()))
+def test_every_flag_of_every_command_says_what_it_is(command: str) -> None:
+    """`toolreach simulate --help` left --url and --namespace unexplained."""
+    parser = subcommands()[command]
+    unexplained = [
+        "/".join(action.option_strings) or action.dest
+        for action in parser._actions
+        if not (action.help or "").strip() or action.help == argparse.SUPPRESS
+    ]
+    assert not unexplained, f"toolreach {command}: {unexplained}"
+
+
+def test_simulate_help_explains_url_and_namespace(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["simulate", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--url URL base URL of the running service" in text
+    assert "--namespace NAMESPACE namespace the dataset's tools are registered" in text

@@ -18,6 +18,7 @@ import app.route.executor as route_executor
 from app.db import unit_of_work
 from app.embedding.cosines import Int8Matrix
 from app.embedding.encoders import FakeEncoder
+from app.errors import Unavailable
 from app.main import create_app
 from app.route.executor import RouteExecutor
 from app.route.recording import route_and_record
@@ -25,7 +26,6 @@ from app.schemas import RouteRequest
 from app.services import Services, build_services
 from app.tools.catalog import write_cards
 from registry.card import ToolCard
-from registry.errors import Unavailable
 from tests.conftest import ADMIN, AGENT, make_settings
 
 CARDS = [

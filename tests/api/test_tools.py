@@ -187,6 +187,22 @@ def test_export_formats(client: TestClient) -> None:
     assert client.get("/v1/tools?format=xml", headers=AGENT).status_code == 422
 
 
+def test_format_native_answers_the_native_card_as_no_format_does(client: TestClient) -> None:
+    """The docs promise ``format=native`` (a backup keeps every name as it is); it was a 422."""
+    card = weather_card(name="billing:refund.v2")  # a name other formats would change
+    assert client.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    for path in ("/v1/tools", "/v1/tools/billing:refund.v2"):
+        plain = client.get(path, headers=AGENT)
+        native = client.get(path, params={"format": "native"}, headers=AGENT)
+        assert native.status_code == 200, native.text
+        assert native.json() == plain.json()
+    one = client.get("/v1/tools/billing:refund.v2?format=native", headers=AGENT).json()
+    assert one["name"] == "billing:refund.v2" and one["version"] == 1
+    page = client.get("/v1/tools?format=native", headers=AGENT).json()
+    assert page["format"] == "native" and page["items"][0]["name"] == "billing:refund.v2"
+    assert client.get("/v1/tools/billing:refund.v2?format=xml", headers=AGENT).status_code == 422
+
+
 def test_round_trip_through_each_format(client: TestClient) -> None:
     client.post("/v1/tools", json=weather_card(), headers=ADMIN)
     for fmt in ("openai", "anthropic", "mcp"):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html as html_text
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.dashboard import pages, registry_pages
 from app.dashboard.pages import TOOL_COLUMNS
 from tests.conftest import ADMIN
 from tests.dashboard.conftest import Elements, dashboard_client, data_value, sign_in
@@ -98,6 +101,45 @@ def test_tools_sort_by_every_column(seeded: tuple[TestClient, Seeded], column: s
         assert values == sorted(values, reverse=direction == "desc"), (column, direction)
 
 
+def next_page(html: str) -> str | None:
+    """The pager's link to the next page, if there is one."""
+    found = re.search(r'rel="next" href="([^"]+)"', html)
+    return html_text.unescape(found.group(1)) if found else None
+
+
+def every_page(client: TestClient, url: str, **params: str) -> list[list[str]]:
+    """The tools table's rows, page by page, following the pager's "next" links."""
+    html, table = page(client, url, **params)
+    shown = [list(rows_of(table))]
+    while (link := next_page(html)) is not None:
+        assert len(shown) < 20, "the pager never ends"
+        response = client.get(link)  # as it is: params={} would drop its query
+        assert response.status_code == 200, response.text
+        html, table = response.text, Elements(response.text)
+        shown.append(list(rows_of(table)))
+    return shown
+
+
+@pytest.mark.parametrize("namespace", ["", "team-b"])
+def test_the_tools_table_comes_in_pages_that_keep_the_filters_and_the_sort(
+    seeded: tuple[TestClient, Seeded], monkeypatch: pytest.MonkeyPatch, namespace: str
+) -> None:
+    client, _ = seeded
+    asked = {"range": "all", "namespace": namespace, "sort": "name", "dir": "asc"}
+    (whole,) = every_page(client, "/dashboard/tools", **asked)  # 50 a page: all on one
+    assert len(whole) >= 3 and all(t.startswith(f"{namespace}/") for t in whole if namespace)
+    monkeypatch.setattr(pages, "TOOLS_PAGE_SIZE", 2)
+    paged = every_page(client, "/dashboard/tools", **asked)
+    assert [row for rows in paged for row in rows] == whole  # same rows, same order, once
+    assert len(paged) == -(-len(whole) // 2) and all(len(rows) <= 2 for rows in paged)
+    html, _ = page(client, "/dashboard/tools", **asked, page="2")
+    assert f"{len(whole)} tools with routing activity, 3–" in html
+    _, past_the_end = page(client, "/dashboard/tools", **asked, page="999")
+    assert list(rows_of(past_the_end)) == paged[-1]
+    _, not_a_number = page(client, "/dashboard/tools", **asked, page="two")
+    assert list(rows_of(not_a_number)) == paged[0]
+
+
 def test_misroutes_show_query_candidates_and_links(seeded: tuple[TestClient, Seeded]) -> None:
     client, data = seeded
     html, misroutes = page(client, "/dashboard/misroutes", range="all")
@@ -159,6 +201,16 @@ def test_registry_lists_namespaces_and_searches(seeded: tuple[TestClient, Seeded
     }
     html, _ = page(client, "/dashboard/registry", namespace="team-b")
     assert "3 tools" in html and "get_stock_price" not in html
+
+
+def test_the_registry_pager_keeps_the_namespace_and_the_search(
+    seeded: tuple[TestClient, Seeded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, _ = seeded
+    monkeypatch.setattr(registry_pages, "PAGE_SIZE", 2)
+    html, _ = page(client, "/dashboard/registry", namespace="default", q="get")
+    assert "page 1 of 2" in html  # get_current_weather, get_stock_history, get_stock_price, ...
+    assert next_page(html) == "/dashboard/registry?namespace=default&q=get&page=2"
 
 
 def test_lookalikes_page_lists_pairs_and_confusions(seeded: tuple[TestClient, Seeded]) -> None:

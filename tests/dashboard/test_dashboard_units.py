@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from app.dashboard import auth, charts, gauges
 from app.dashboard.cards import schema_rows
@@ -111,6 +114,70 @@ def test_charts_escape_their_text_and_leave_gaps() -> None:
     assert "&lt;b&gt;hit&lt;/b&gt;" in svg
     assert svg.count("M") >= 2  # the None splits the line in two
     assert "style=" not in svg  # the CSP allows no inline styles
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+LABEL_HEIGHT = 12  # dashboard.css: .point is 12px
+
+
+def point_labels(svg: str) -> list[tuple[float, float, float, str]]:
+    """(left, right, baseline, text) of each point label, its width as charts reckons it."""
+    boxes = []
+    for text in ET.fromstring(svg).iter(f"{SVG}text"):
+        if "point" not in text.get("class", "").split():
+            continue
+        x, y, words = float(text.get("x", 0)), float(text.get("y", 0)), text.text or ""
+        width = len(words) * charts.LABEL_CHAR_WIDTH
+        left = x - width if text.get("text-anchor") == "end" else x
+        boxes.append((left, left + width, y, words))
+    return boxes
+
+
+def overlap(a: tuple[float, float, float, str], b: tuple[float, float, float, str]) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and abs(a[2] - b[2]) < LABEL_HEIGHT
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.5, 0.0, 0.03])
+@pytest.mark.parametrize("buckets", [1, 5])
+def test_equal_hit_rates_get_labels_that_do_not_overlap(rate: float, buckets: int) -> None:
+    """One bucket of feedback where hit@1 equals hit@k (every hit was a first candidate)
+    wrote both labels at the same spot; at the top, the bottom and the right edge too."""
+    starts = [datetime(2026, 11, 29, h, tzinfo=UTC) for h in range(buckets)]
+    lone = [None] * (buckets - 1) + [rate]  # the last bucket: near the right edge
+    svg = charts.line_chart(
+        starts,
+        [charts.Series("hit@1", lone, "s-hit1"), charts.Series("hit@k", lone, "s-hitk")],
+        bucket="hour",
+        title="hit@1 and hit@k over time",
+    )
+    first, second = point_labels(svg)
+    assert {first[3], second[3]} == {f"hit@1 {rate:.1%}", f"hit@k {rate:.1%}"}
+    assert not overlap(first, second), (first, second)
+    for left, right, baseline, _ in (first, second):  # inside the plot, above the x labels
+        assert left >= charts.LEFT and right <= 820 - charts.RIGHT
+        assert charts.TOP < baseline <= 260 - charts.BOTTOM
+
+
+def test_close_hit_rates_are_labelled_apart_and_far_ones_where_they_are() -> None:
+    start = [datetime(2026, 11, 29, tzinfo=UTC)]
+    close = [charts.Series("hit@1", [0.5], "s-hit1"), charts.Series("hit@k", [0.52], "s-hitk")]
+    a, b = point_labels(charts.line_chart(start, close, bucket="day", title="t"))
+    assert not overlap(a, b)
+    far = [charts.Series("hit@1", [0.2], "s-hit1"), charts.Series("hit@k", [0.9], "s-hitk")]
+    svg = charts.line_chart(start, far, bucket="day", title="t")
+    frame_y = {0.2: 14 + 206 * 0.8, 0.9: 14 + 206 * 0.1}  # TOP + plot height * (1 - value)
+    assert [round(y, 1) for _, _, y, _ in point_labels(svg)] == [
+        round(frame_y[0.2] + 4, 1),
+        round(frame_y[0.9] + 4, 1),
+    ]
+
+
+def test_spread_keeps_labels_a_gap_apart_within_the_bounds() -> None:
+    assert charts.spread([50, 50], 14, 0, 100) == [50, 64]
+    assert charts.spread([100, 100], 14, 0, 100) == [86, 100]  # pushed up from the bottom
+    assert charts.spread([0, 0], 14, 10, 100) == [10, 24]  # pushed down from the top
+    assert charts.spread([90, 10], 14, 0, 100) == [90, 10]  # far apart: where they were
+    assert charts.spread([60, 55, 50], 10, 0, 200) == [70, 60, 50]  # order given is kept
 
 
 def test_empty_charts_say_so() -> None:
