@@ -14,7 +14,18 @@ from registry.nul import NoNul
 
 Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
 ToolName = Annotated[str, Field(pattern=NAME_PATTERN)]
-ExportFormat = Literal["openai", "anthropic", "mcp"]
+ExportFormat = Literal["openai", "openai_responses", "anthropic", "mcp"]
+# What a route's `tools` hold: tool definitions in a model API's format, or the result that
+# the platform's own tool search expects (registry/tool_search.py).
+RouteFormat = Literal[
+    "raw",
+    "openai",
+    "openai_responses",
+    "anthropic",
+    "mcp",
+    "openai_tool_search",
+    "anthropic_tool_reference",
+]
 
 
 class Strict(NoNul):
@@ -27,6 +38,7 @@ class ToolRead(BaseModel):
     name: str
     namespace: str
     summary: str
+    title: str | None = None
     description: str
     parameters: dict[str, Any]
     returns: dict[str, Any] | None
@@ -34,6 +46,7 @@ class ToolRead(BaseModel):
     tags: list[str]
     examples: list[str]
     pinned: bool
+    annotations: dict[str, Any] | None = None
     version: int
     created_at: datetime
     updated_at: datetime
@@ -47,7 +60,7 @@ class ToolList(BaseModel):
     total: int
     offset: int
     limit: int
-    format: Literal["native", "openai", "anthropic", "mcp"] = "native"
+    format: Literal["native", "openai", "openai_responses", "anthropic", "mcp"] = "native"
 
 
 class OpenAIFunction(BaseModel):
@@ -96,7 +109,7 @@ class AnthropicTool(BaseModel):
 class MCPTool(BaseModel):
     """An MCP tool as ``tools/list`` returns it. Its title (or ``annotations.title``) becomes
     the card's summary, and stands in for a missing description; ``outputSchema`` becomes
-    ``returns``."""
+    ``returns``; the title and annotations are kept and exported again."""
 
     model_config = ConfigDict(extra="allow", title="MCP tool")
 
@@ -213,7 +226,18 @@ class RouteRequest(Strict):
         allow_inf_nan=False,  # NaN (which json accepts) silently removed every candidate
         description="drop candidates scoring below",
     )
-    format: Literal["raw", "openai", "anthropic", "mcp"] = "raw"
+    format: RouteFormat = Field(
+        default="raw",
+        description=(
+            "raw: no schemas; openai, openai_responses, anthropic, mcp: the tools' definitions; "
+            "openai_tool_search: one tool_search_output item answering `call_id`; "
+            "anthropic_tool_reference: tool_reference blocks for a tool_result"
+        ),
+    )
+    call_id: Annotated[str, Field(min_length=1, max_length=256)] | None = Field(
+        default=None,
+        description="with format openai_tool_search (only): the tool_search_call's call_id",
+    )
 
     @field_validator("k", "min_score", mode="before")
     @classmethod
@@ -222,6 +246,15 @@ class RouteRequest(Strict):
         if isinstance(value, str | bool):
             raise PydanticCustomError("json_number", "must be a JSON number")
         return value
+
+    @model_validator(mode="after")
+    def _call_id_with_tool_search(self) -> RouteRequest:
+        """A tool_search_output answers one call: its id is needed, and means nothing else."""
+        if self.format == "openai_tool_search" and self.call_id is None:
+            raise ValueError("format openai_tool_search needs the tool_search_call's call_id")
+        if self.call_id is not None and self.format != "openai_tool_search":
+            raise ValueError("call_id is only allowed with format openai_tool_search")
+        return self
 
 
 class RouteCandidate(BaseModel):

@@ -23,6 +23,7 @@ from registry.card import ToolCard
 from registry.errors import InvalidInput
 from registry.formats import from_card
 from registry.repository import StoredCard
+from registry.tool_search import DEFERRABLE, deferred
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -169,14 +170,27 @@ def list_tools(
     offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     format: ExportFormat | None = None,
+    defer_loading: Annotated[
+        bool,
+        Query(
+            description=(
+                "with format anthropic or openai_responses: each tool marked defer_loading, "
+                "to declare a whole namespace for the platform's own tool search"
+            )
+        ),
+    ] = False,
 ) -> ToolList:
     """List live tools, paged and filtered; `format` exports them for a model API."""
+    if defer_loading and format not in DEFERRABLE:
+        raise InvalidInput(f"defer_loading=true needs format {' or '.join(DEFERRABLE)}")
     page, total = repository.list_cards(
         session, namespace=namespace, tag=tag, text=text, offset=offset, limit=limit
     )
     items: list[ToolRead] | list[dict[str, Any]]
     if format is None:
         items = [to_read(stored) for stored in page]
+    elif defer_loading:
+        items = [deferred(from_card(stored.card, format), format) for stored in page]
     else:
         items = [from_card(stored.card, format) for stored in page]
     return ToolList(items=items, total=total, offset=offset, limit=limit, format=format or "native")
