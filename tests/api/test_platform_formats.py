@@ -81,9 +81,7 @@ def test_anthropic_tool_reference_format(routed: TestClient) -> None:
 
 
 def test_tool_search_in_an_empty_namespace_still_answers_the_call(client: TestClient) -> None:
-    answer = route(
-        client, query="x", namespace="nobody", format="openai_tool_search", call_id="c1"
-    )
+    answer = route(client, query="x", namespace="nobody", format="openai_tool_search", call_id="c1")
     assert answer["tools"] == [
         {"type": "tool_search_output", "call_id": "c1", "execution": "client", "tools": []}
     ]
