@@ -5,6 +5,9 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 HOST    ?= 127.0.0.1
 PORT    ?= 8000
+# The MCP Inspector's CLI, for tests/mcp/test_inspector.py (1.x runs on node 20; 2.x needs 22).
+INSPECTOR_VERSION := 1.0.3
+INSPECTOR := .npm-tools/.inspector-$(INSPECTOR_VERSION)
 
 .PHONY: install system-packages run test lint format typecheck unit migrate eval bench docker-check clean
 
@@ -19,7 +22,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
-install: system-packages $(STAMP) $(BIN)/helm  ## the virtual environment, the models, helm, and the Debian packages the tests need
+install: system-packages $(STAMP) $(BIN)/helm $(INSPECTOR)  ## the virtual environment, the models, the Debian packages, helm and the MCP Inspector the tests need
+
+$(INSPECTOR):  # the MCP Inspector for tests/mcp/test_inspector.py, local to the project
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .npm-tools --no-audit --no-fund --save-exact @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) && touch $@; \
+	else echo "npm is missing: no MCP Inspector (its test is skipped only where node is missing too)"; fi
 
 system-packages:  ## Chromium, CJK fonts and HAProxy for the tests: installed if missing (as root or with sudo)
 	@bash scripts/system-packages.sh
@@ -70,4 +78,4 @@ docker-check: $(STAMP) $(BIN)/helm  ## validate the compose file, the Dockerfile
 	$(BIN)/pytest tests/deploy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache toolreach.db*
+	rm -rf $(VENV) .npm-tools .pytest_cache .mypy_cache .ruff_cache toolreach.db*

@@ -13,6 +13,7 @@ from app.api import feedback, health, metrics, route, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
 from app.api.middleware import BodySizeLimit, NoNulInUrl
 from app.embedding.encoders import Encoder
+from app.mcp.http import mcp_routes, mcp_sessions
 from app.services import build_services
 from app.settings import Settings, get_settings
 
@@ -36,11 +37,13 @@ def create_app(
         services = build_services(settings, encoder)
         services.start()
         app.state.services = services
+        app.state.mcp_sessions = sessions = mcp_sessions(services)
         if freeze_gc:
             gc.collect()
             gc.freeze()
         try:
-            yield
+            async with sessions.run():  # /mcp's requests run in its task group
+                yield
         finally:
             services.close()
             if freeze_gc:
@@ -58,4 +61,5 @@ def create_app(
     for module in (health, metrics, tools, validate, route, feedback, stats):
         app.include_router(module.router)
     app.include_router(dashboard.router)
+    app.router.routes.extend(mcp_routes())
     return app

@@ -11,6 +11,7 @@ from pydantic_core import PydanticCustomError
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
 from registry.formats import from_card, json_kind
 from registry.nul import NoNul
+from registry.tool_search import deferred
 
 if TYPE_CHECKING:
     from registry.repository import StoredCard
@@ -19,7 +20,18 @@ Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
 ToolName = Annotated[str, Field(pattern=NAME_PATTERN)]
 # How a tool is answered: native is the stored card with its version and times (also what no
 # format gives); the others are the tool as that model API takes it.
-ExportFormat = Literal["native", "openai", "anthropic", "mcp"]
+ExportFormat = Literal["native", "openai", "openai_responses", "anthropic", "mcp"]
+# What a route's `tools` hold: tool definitions in a model API's format, or the result that
+# the platform's own tool search expects (registry/tool_search.py).
+RouteFormat = Literal[
+    "raw",
+    "openai",
+    "openai_responses",
+    "anthropic",
+    "mcp",
+    "openai_tool_search",
+    "anthropic_tool_reference",
+]
 
 
 class Strict(NoNul):
@@ -32,6 +44,7 @@ class ToolRead(BaseModel):
     name: str
     namespace: str
     summary: str
+    title: str | None = None
     description: str
     parameters: dict[str, Any]
     returns: dict[str, Any] | None
@@ -39,6 +52,7 @@ class ToolRead(BaseModel):
     tags: list[str]
     examples: list[str]
     pinned: bool
+    annotations: dict[str, Any] | None = None
     version: int
     created_at: datetime
     updated_at: datetime
@@ -81,11 +95,15 @@ class ToolList(BaseModel):
         offset: int,
         limit: int,
         format: ExportFormat | None,
+        defer_loading: bool = False,
     ) -> ToolList:
-        """The page in ``format`` (no format: native cards)."""
+        """The page in ``format`` (no format: native cards); ``defer_loading`` marks each
+        definition for the platform's own tool search (registry/tool_search.py)."""
         items: list[ToolRead] | list[dict[str, Any]]
         if format is None or format == "native":
             items = [ToolRead.from_stored(stored) for stored in page]
+        elif defer_loading:
+            items = [deferred(from_card(stored.card, format), format) for stored in page]
         else:
             items = [from_card(stored.card, format) for stored in page]
         return cls(items=items, total=total, offset=offset, limit=limit, format=format or "native")
@@ -137,7 +155,7 @@ class AnthropicTool(BaseModel):
 class MCPTool(BaseModel):
     """An MCP tool as ``tools/list`` returns it. Its title (or ``annotations.title``) becomes
     the card's summary, and stands in for a missing description; ``outputSchema`` becomes
-    ``returns``."""
+    ``returns``; the title and annotations are kept and exported again."""
 
     model_config = ConfigDict(extra="allow", title="MCP tool")
 
@@ -254,7 +272,18 @@ class RouteRequest(Strict):
         allow_inf_nan=False,  # NaN (which json accepts) silently removed every candidate
         description="drop candidates scoring below",
     )
-    format: Literal["raw", "openai", "anthropic", "mcp"] = "raw"
+    format: RouteFormat = Field(
+        default="raw",
+        description=(
+            "raw: no schemas; openai, openai_responses, anthropic, mcp: the tools' definitions; "
+            "openai_tool_search: one tool_search_output item answering `call_id`; "
+            "anthropic_tool_reference: tool_reference blocks for a tool_result"
+        ),
+    )
+    call_id: Annotated[str, Field(min_length=1, max_length=256)] | None = Field(
+        default=None,
+        description="with format openai_tool_search (only): the tool_search_call's call_id",
+    )
 
     @field_validator("k", "min_score", mode="before")
     @classmethod
@@ -263,6 +292,15 @@ class RouteRequest(Strict):
         if isinstance(value, str | bool):
             raise PydanticCustomError("json_number", "must be a JSON number")
         return value
+
+    @model_validator(mode="after")
+    def _call_id_with_tool_search(self) -> RouteRequest:
+        """A tool_search_output answers one call: its id is needed, and means nothing else."""
+        if self.format == "openai_tool_search" and self.call_id is None:
+            raise ValueError("format openai_tool_search needs the tool_search_call's call_id")
+        if self.call_id is not None and self.format != "openai_tool_search":
+            raise ValueError("call_id is only allowed with format openai_tool_search")
+        return self
 
 
 class RouteCandidate(BaseModel):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
@@ -19,8 +20,11 @@ from app.embedding.encoders import EncoderKind
 from app.routing import RouterConfig
 from app.routing.bm25 import BM25_METHODS
 from app.routing.fusion import FUSION_METHODS
+from registry.card import NAMESPACE_PATTERN
 
 KeyList = Annotated[tuple[str, ...], NoDecode]
+LOCAL_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
+LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 log = logging.getLogger("toolreach")
 
 
@@ -98,8 +102,24 @@ class Settings(BaseSettings):
     prior_refresh_seconds: float = Field(default=60.0, gt=0, le=86_400)
     # /metrics is open (it carries no query text or tool names); false: a viewer key is needed.
     metrics_public: bool = True
+    # /mcp answers only requests whose Host (and Origin, when a browser sends one) is listed:
+    # a web page cannot reach a local server through a rebound DNS name. Behind a real name,
+    # list it (e.g. toolreach.example.com,toolreach.example.com:*); "*" turns the check off,
+    # for a proxy that checks Host itself. docs/MCP.md.
+    mcp_allowed_hosts: KeyList = LOCAL_HOSTS
+    mcp_allowed_origins: KeyList = LOCAL_ORIGINS
+    # The namespace /mcp serves to a key when the path names none ({"<agent key>": "billing"});
+    # otherwise "default". It does not limit the key: /mcp/<namespace> still chooses.
+    mcp_key_namespaces: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("admin_keys", "agent_keys", "dashboard_keys", mode="before")
+    @field_validator(
+        "admin_keys",
+        "agent_keys",
+        "dashboard_keys",
+        "mcp_allowed_hosts",
+        "mcp_allowed_origins",
+        mode="before",
+    )
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):
@@ -113,6 +133,24 @@ class Settings(BaseSettings):
         if short:
             raise ValueError("every key must be at least 16 characters long")
         return value
+
+    @field_validator("mcp_key_namespaces")
+    @classmethod
+    def _key_namespaces(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(ns for ns in value.values() if not re.fullmatch(NAMESPACE_PATTERN, ns))
+        if bad:
+            raise ValueError(f"not a namespace name: {', '.join(map(repr, bad))}")
+        return value
+
+    @model_validator(mode="after")
+    def _namespaced_keys_exist(self) -> Settings:
+        """A key mapped to a namespace but given no rights is a typo, and would go unnoticed."""
+        known = set(self.admin_keys) | set(self.agent_keys)
+        if any(key not in known for key in self.mcp_key_namespaces):
+            raise ValueError(
+                "TOOLREACH_MCP_KEY_NAMESPACES names a key that is neither an admin nor an agent key"
+            )
+        return self
 
     @field_validator("router", mode="before")
     @classmethod

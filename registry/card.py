@@ -13,8 +13,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     ValidationInfo,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -41,6 +43,11 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s)|。|\n")
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "eg", "ie", "vs", "cf", "approx", "incl"})
 
 
+# Fields added after the first cards were stored: left out of a card's content hash while
+# unset, so every card written before them keeps its hash (and a re-import adds no version).
+LATER_FIELDS = ("title", "annotations")
+
+
 def default_parameters() -> dict[str, Any]:
     """The schema of a tool that takes no arguments."""
     return {"type": "object", "properties": {}}
@@ -56,6 +63,20 @@ class ErrorEntry(BaseModel):
     suggestion: str | None = Field(default=None, max_length=2000)
 
 
+class ToolAnnotations(BaseModel):
+    """MCP's hints about a tool's behaviour (2025-11-25 ``ToolAnnotations``), kept as MCP
+    spells them so they leave as they came. Hints, not guarantees: a client must not trust
+    them from an untrusted server."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, min_length=1, max_length=SUMMARY_MAX_CHARS)
+    readOnlyHint: StrictBool | None = None  # camelCase: MCP's own names
+    destructiveHint: StrictBool | None = None
+    idempotentHint: StrictBool | None = None
+    openWorldHint: StrictBool | None = None
+
+
 class ToolCard(NoNul):
     """The native card an admin writes; ``summary`` defaults to the description's first sentence."""
 
@@ -64,6 +85,8 @@ class ToolCard(NoNul):
     name: str = Field(pattern=NAME_PATTERN)
     namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
     summary: str = ""
+    # MCP's display name (``title``), distinct from the one-line summary routing reads.
+    title: str | None = Field(default=None, min_length=1, max_length=SUMMARY_MAX_CHARS)
     description: _Description
     parameters: dict[str, Any] = Field(default_factory=default_parameters)
     returns: dict[str, Any] | None = None
@@ -71,6 +94,12 @@ class ToolCard(NoNul):
     tags: list[_Tag] = Field(default_factory=list, max_length=32)
     examples: list[_Example] = Field(default_factory=list, max_length=50)
     pinned: bool = False
+    annotations: ToolAnnotations | None = None
+
+    @field_serializer("annotations")
+    def _annotations_set(self, value: ToolAnnotations | None) -> dict[str, Any] | None:
+        """Only the hints given: an unset hint is absent, as in MCP, not null."""
+        return None if value is None else value.model_dump(exclude_none=True)
 
     @field_validator("name", "namespace")
     @classmethod
@@ -172,5 +201,8 @@ def _clip(text: str) -> str:
 def content_hash(card: ToolCard) -> str:
     """sha256 of the card's content as canonical JSON; the namespace is not content."""
     content = card.model_dump(mode="json", exclude={"namespace"})
+    for name in LATER_FIELDS:
+        if content[name] is None:
+            del content[name]
     text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

@@ -1,4 +1,5 @@
-"""Tool formats agents already use: OpenAI function tools, Anthropic tools, MCP tools.
+"""Tool formats agents already use: OpenAI function tools (Chat Completions and the flat
+Responses form), Anthropic tools, MCP tools (with their title, annotations and output schema).
 
 ``to_card_data`` turns any of them (or a native card) into the data of a ``ToolCard``;
 ``from_card`` turns a card back into one of them, ready to paste into a model request.
@@ -14,7 +15,7 @@ from typing import Any, Literal
 
 from registry.card import ToolCard
 
-FORMATS = ("openai", "anthropic", "mcp")
+FORMATS = ("openai", "openai_responses", "anthropic", "mcp")
 Format = Literal["native", "openai", "anthropic", "mcp"]
 
 _NATIVE_FIELDS = frozenset(ToolCard.model_fields)
@@ -119,9 +120,11 @@ def _from_mcp(item: Mapping[str, Any]) -> dict[str, Any]:
     return _present(
         name=item.get("name"),
         summary=title,
+        title=item.get("title"),
         description=item.get("description") or title,  # MCP's description is optional
         parameters=item.get("inputSchema"),
         returns=item.get("outputSchema"),
+        annotations=annotations,
     )
 
 
@@ -138,6 +141,7 @@ _IMPORTERS: dict[Format, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
 # (2025-11-25) letters, digits, '_', '-' and '.', 1-128. A card name may also hold ':'.
 _NAME_RULES = {
     "openai": (re.compile(r"[^A-Za-z0-9_-]"), 64),
+    "openai_responses": (re.compile(r"[^A-Za-z0-9_-]"), 64),
     "anthropic": (re.compile(r"[^A-Za-z0-9_-]"), 64),
     "mcp": (re.compile(r"[^A-Za-z0-9_.-]"), 128),
 }
@@ -173,18 +177,30 @@ def from_card(card: ToolCard, fmt: str) -> dict[str, Any]:
     if fmt == "openai":
         function = {"name": name, "description": card.description, "parameters": parameters}
         return {"type": "function", "function": function}
+    if fmt == "openai_responses":
+        # strict false: strict mode needs every property required and no other properties,
+        # which few cards' schemas say; the Responses API takes strict as true when absent.
+        return {
+            "type": "function",
+            "name": name,
+            "description": card.description,
+            "parameters": parameters,
+            "strict": False,
+        }
     if fmt == "anthropic":
         return {"name": name, "description": card.description, "input_schema": parameters}
     return _to_mcp(card, name, parameters)
 
 
 def _to_mcp(card: ToolCard, name: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    tool = {
-        "name": name,
-        "title": card.summary,
-        "description": card.description,
-        "inputSchema": parameters,
-    }
+    """An MCP ``Tool``: its title and annotations when the card has them."""
+    tool: dict[str, Any] = {"name": name}
+    if card.title is not None:
+        tool["title"] = card.title
+    tool["description"] = card.description
+    tool["inputSchema"] = parameters
     if card.returns is not None and card.returns.get("type") == "object":
         tool["outputSchema"] = copy.deepcopy(card.returns)  # MCP requires an object schema here
+    if card.annotations is not None:
+        tool["annotations"] = card.annotations.model_dump(exclude_none=True)
     return tool

@@ -120,13 +120,31 @@ def list_tools(
     offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     format: ExportFormat | None = None,
+    defer_loading: Annotated[
+        bool,
+        Query(
+            description=(
+                "with format anthropic or openai_responses: each tool marked defer_loading, "
+                "to declare a whole namespace for the platform's own tool search"
+            )
+        ),
+    ] = False,
 ) -> ToolList:
     """List live tools, paged and filtered; `format` exports them for a model API (`native`,
     as no format: the stored cards)."""
     page, total = tools.list_tools(
-        session, namespace=namespace, tag=tag, text=text, offset=offset, limit=limit
+        session,
+        namespace=namespace,
+        tag=tag,
+        text=text,
+        offset=offset,
+        limit=limit,
+        format=format,
+        defer_loading=defer_loading,
     )
-    return ToolList.from_page(page, total, offset=offset, limit=limit, format=format)
+    return ToolList.from_page(
+        page, total, offset=offset, limit=limit, format=format, defer_loading=defer_loading
+    )
 
 
 @router.get("/{name}", responses=ERRORS)

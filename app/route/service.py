@@ -20,6 +20,7 @@ from app.routing.signals import Cosines, gemv_rows
 from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
 from app.tools.live_index import IndexManager, Snapshot
 from registry.formats import exported_name, from_card
+from registry.tool_search import definition_format, search_result
 
 TOKEN_METHOD = "ceil(characters / 4) of the compact JSON of the tool list (OpenAI's rule of thumb)"
 
@@ -162,21 +163,23 @@ def rank_step(
         ],
     )
     if request.format != "raw" and snapshot is not None:
-        # Each returned card decoded once (the snapshot keeps them as JSON: tools/live_index.py).
-        tools = [from_card(snapshot.cards[c.name], request.format) for c in candidates]
+        # The definitions (a tool search's result refers to them by their exported names);
+        # each returned card decoded once (the snapshot keeps them as JSON: live_index.py).
+        fmt = definition_format(request.format)
+        tools = [from_card(snapshot.cards[c.name], fmt) for c in candidates]
         returned = estimate_tokens(tools)
-        total = _namespace_tokens(snapshot, request.format)
-        response.tools = tools
+        total = _namespace_tokens(snapshot, fmt)
+        response.tools = search_result(request.format, tools, call_id=request.call_id)
         renamed = {
             exported: c.name
             for c in candidates
-            if (exported := exported_name(c.name, request.format)) != c.name
+            if (exported := exported_name(c.name, fmt)) != c.name
         }
         response.tool_names = renamed or None
         response.tokens = TokenEstimate(
             returned=returned, namespace_total=total, saved=total - returned, method=TOKEN_METHOD
         )
     elif request.format != "raw":
-        response.tools = []
+        response.tools = search_result(request.format, [], call_id=request.call_id)
         response.tokens = TokenEstimate(returned=0, namespace_total=0, saved=0, method=TOKEN_METHOD)
     return RouteResult(response, candidates, timings)

@@ -17,6 +17,7 @@ from registry import repository
 from registry.card import ToolCard
 from registry.errors import InvalidInput, NotFound
 from registry.repository import StoredCard, WriteStatus
+from registry.tool_search import DEFERRABLE
 
 
 def named(body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -102,8 +103,13 @@ def list_tools(
     text: str | None = None,
     offset: int = 0,
     limit: int = 50,
+    format: str | None = None,
+    defer_loading: bool = False,
 ) -> tuple[list[StoredCard], int]:
-    """A page of live tools, by namespace and name, filtered; and how many match in all."""
+    """A page of live tools, by namespace and name, filtered; and how many match in all.
+    ``defer_loading`` is for the formats whose platform takes it (checked before reading)."""
+    if defer_loading and format not in DEFERRABLE:
+        raise InvalidInput(f"defer_loading=true needs format {' or '.join(DEFERRABLE)}")
     return repository.list_cards(
         session, namespace=namespace, tag=tag, text=text, offset=offset, limit=limit
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -165,6 +167,16 @@ def test_content_hash_ignores_namespace_and_sees_every_content_field() -> None:
         {"errors": [{"code": "E", "meaning": "m"}]},
     ):
         assert content_hash(card(**changes)) != base, changes
+
+
+def test_content_hash_of_a_card_without_the_later_fields_is_as_it_was() -> None:
+    """Cards stored before `title` and `annotations` existed keep their hash: re-importing one
+    unchanged adds no version."""
+    content = card().model_dump(mode="json", exclude={"namespace", "title", "annotations"})
+    text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert content_hash(card()) == hashlib.sha256(text.encode()).hexdigest()
+    assert content_hash(card(title="Weather")) != content_hash(card())
+    assert content_hash(card(annotations={"readOnlyHint": True})) != content_hash(card())
 
 
 def test_content_hash_does_not_depend_on_key_order() -> None:

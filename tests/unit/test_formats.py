@@ -112,7 +112,8 @@ def test_imports_carry_name_description_and_schemas() -> None:
             PARAMS,
         )
     mcp = to_card(MCP)
-    assert (mcp.summary, mcp.returns) == ("Weather now", RETURNS)
+    assert (mcp.summary, mcp.title, mcp.returns) == ("Weather now", "Weather now", RETURNS)
+    assert mcp.annotations is not None and mcp.annotations.readOnlyHint is True
     assert to_card(ANTHROPIC).summary == "Current weather for a city."
 
 
@@ -145,7 +146,9 @@ def test_missing_description_is_left_for_the_card_to_refuse() -> None:
     [
         (OPENAI, "openai", None),
         (ANTHROPIC, "anthropic", None),
-        ({k: v for k, v in MCP.items() if k != "annotations"}, "mcp", None),
+        (MCP, "mcp", None),
+        ({"name": "x", "description": "X.", "inputSchema": PARAMS}, "mcp", None),
+        (OPENAI_FLAT, "openai_responses", None),
         (OPENAI_FLAT, "openai", ("name", "description", "parameters")),
     ],
 )
@@ -164,12 +167,37 @@ def test_export_to_each_format() -> None:
         "function": {"name": "get_weather", "description": DESCRIPTION, "parameters": PARAMS},
     }
     assert from_card(tool, "anthropic") == ANTHROPIC
-    assert from_card(tool, "mcp") == {
+    assert from_card(tool, "openai_responses") == OPENAI_FLAT
+    assert from_card(tool, "mcp") == {  # no title: the card has none
         "name": "get_weather",
-        "title": "Current weather for a city.",
         "description": DESCRIPTION,
         "inputSchema": PARAMS,
     }
+
+
+def test_mcp_annotations_and_title_survive_import_and_export() -> None:
+    hints = {"title": "Weather", "readOnlyHint": True, "openWorldHint": False}
+    item = {**MCP, "title": "Weather now", "annotations": hints}
+    tool = to_card(item)
+    assert from_card(tool, "mcp") == item
+    again = ToolCard.model_validate(tool.model_dump(mode="json"))  # as stored and read back
+    assert from_card(again, "mcp") == item
+    assert tool.model_dump(mode="json")["annotations"] == hints  # unset hints are absent
+
+
+@pytest.mark.parametrize(
+    ("annotations", "says"),
+    [
+        ({"readOnly": True}, "Extra inputs are not permitted"),
+        ({"readOnlyHint": "yes"}, "Input should be a valid boolean"),
+        ({"destructiveHint": 1}, "Input should be a valid boolean"),
+    ],
+)
+def test_unknown_or_mistyped_annotations_are_refused(
+    annotations: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        to_card({**MCP, "annotations": annotations})
 
 
 def test_mcp_output_schema_only_for_object_returns() -> None:
@@ -184,7 +212,7 @@ def test_export_does_not_share_the_cards_schemas() -> None:
 
 
 def test_unknown_export_format() -> None:
-    assert FORMATS == ("openai", "anthropic", "mcp")
+    assert FORMATS == ("openai", "openai_responses", "anthropic", "mcp")
     with pytest.raises(ValueError, match="unknown tool format 'gemini'; expected one of openai"):
         from_card(to_card(NATIVE), "gemini")
 

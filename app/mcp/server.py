@@ -1,0 +1,223 @@
+"""The MCP server: ToolReach's meta-tools, each a thin call to the service /v1 uses.
+
+- ``search_tools {query, k?, context?}``: the route of ``POST /v1/route`` (batched, ranked and
+  recorded by the same executor); answers with full MCP tool definitions, each with its
+  ``score``, ``missing_required`` (and ``confidence`` when the route gives one), so one call
+  is enough; the ``route_id`` lets ``validate_call`` record which tool was used.
+- ``describe_tool {name}``: one tool's MCP definition and its error table.
+- ``validate_call {name, arguments, route_id?}``: ``/v1/validate``, with did-you-mean.
+
+``call_tool {name, arguments}`` comes with the gateway: it will be one more ``MetaTool`` here
+whose ``run`` parses ``CallArguments`` (aliases and all), validates as ``validate_call`` does,
+and forwards through ``app/gateway``. It is not listed until it works.
+
+The namespace and the caller come from the HTTP request (``app/mcp/http.py``), which put
+them in its ASGI scope.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import mcp.types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
+
+from app.errors import Unavailable
+from app.loop.validation import validate_call
+from app.mcp import arguments as args
+from app.schemas import RouteCandidate, RouteRequest, ValidateRequest
+from registry.calls import did_you_mean
+from registry.errors import ToolReachError
+from registry.formats import from_card
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+SCOPE_KEY = "toolreach.mcp"
+# What search_tools adds to each definition from the route's candidate (those present).
+CANDIDATE_FACTS = ("score", "confidence", "missing_required")
+INSTRUCTIONS = (
+    "ToolReach finds the tools for a step. Call search_tools with the step in words; it "
+    "returns the few tools that fit, each a full definition with its inputSchema. Check a "
+    "call with validate_call (pass the search's route_id to record your choice)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class McpScope:
+    """What the HTTP layer decided for one request: whose it is and which namespace."""
+
+    namespace: str
+    role: str
+
+
+class ToolInputError(Exception):
+    """A meta-tool's arguments are wrong: answered as a tool error the model can correct."""
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.details = details or {}
+
+
+Result = dict[str, Any]
+Parsed = TypeVar("Parsed", bound=BaseModel)
+Run = Callable[["Services", McpScope, dict[str, Any]], Awaitable[Result]]
+
+
+@dataclass(frozen=True)
+class MetaTool:
+    definition: types.Tool
+    run: Run
+
+
+def parse(model: type[Parsed], arguments: dict[str, Any]) -> Parsed:
+    """``arguments`` as ``model``; wrong ones are a ToolInputError saying what to fix."""
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        raise ToolInputError(args.problems(exc)) from None
+
+
+async def search_tools(services: Services, where: McpScope, arguments: dict[str, Any]) -> Result:
+    found = parse(args.SearchArguments, arguments)
+    request = parse(
+        RouteRequest, {**found.model_dump(), "namespace": where.namespace, "format": "mcp"}
+    )
+    if services.router is None:
+        raise Unavailable("the router is not running")
+    response = await services.router.route(request)
+    tools = [
+        {**tool, **_facts(candidate)}
+        for tool, candidate in zip(response.tools or [], response.candidates, strict=True)
+    ]
+    return {"route_id": response.route_id, "namespace": response.namespace, "tools": tools}
+
+
+def _facts(candidate: RouteCandidate) -> dict[str, Any]:
+    facts = candidate.model_dump(exclude_none=True)
+    return {key: facts[key] for key in CANDIDATE_FACTS if key in facts}
+
+
+async def describe_tool(services: Services, where: McpScope, arguments: dict[str, Any]) -> Result:
+    name = parse(args.NameArguments, arguments).name
+    card = services.index.card(where.namespace, name)
+    if card is None:
+        suggestions = did_you_mean(name, services.index.names(where.namespace))
+        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+        raise ToolInputError(
+            f"no tool {name!r} in namespace {where.namespace!r}{hint}",
+            {"did_you_mean": suggestions},
+        )
+    described = from_card(card, "mcp")
+    if card.errors:
+        described["errors"] = [e.model_dump(exclude_none=True) for e in card.errors]
+    return described
+
+
+async def validate(services: Services, where: McpScope, arguments: dict[str, Any]) -> Result:
+    call = parse(args.CallArguments, arguments)
+    request = parse(ValidateRequest, {**call.model_dump(), "namespace": where.namespace})
+    # Recording a validated call is a short database transaction: off the event loop.
+    result = await anyio.to_thread.run_sync(
+        validate_call, services.session_factory, services.events, services.index, request
+    )
+    return result.model_dump()
+
+
+def _tool(name: str, description: str, schema: dict[str, Any]) -> types.Tool:
+    """A meta-tool's definition. Read-only: none changes anything the user has (that a search
+    or a validated call is recorded for the statistics is not an effect on their world), so
+    clients that ask before every non-read-only call need not ask before a search."""
+    hints = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    return types.Tool(name=name, description=description, input_schema=schema, annotations=hints)
+
+
+META_TOOLS: dict[str, MetaTool] = {
+    "search_tools": MetaTool(
+        _tool(
+            "search_tools",
+            "Find the tools for one step of your task. Give the step in words (`query`) and "
+            "any argument values you already know (`context`). Returns the best `k` tools "
+            "(default 3) as full definitions (name, description, inputSchema) with a score "
+            "and the required arguments still missing.",
+            args.SEARCH_SCHEMA,
+        ),
+        search_tools,
+    ),
+    "describe_tool": MetaTool(
+        _tool(
+            "describe_tool",
+            "The full definition of one tool by name (inputSchema, outputSchema, "
+            "annotations) and its error codes with what to do next.",
+            args.NAME_SCHEMA,
+        ),
+        describe_tool,
+    ),
+    "validate_call": MetaTool(
+        _tool(
+            "validate_call",
+            "Check a tool call before making it: is the name real (if not, the closest real "
+            "names) and are the arguments valid for its schema (if not, the exact problem "
+            "and a suggestion).",
+            args.CALL_SCHEMA,
+        ),
+        validate,
+    ),
+}
+
+
+def _scope(ctx: ServerRequestContext[Any, Any]) -> McpScope:
+    request = ctx.request
+    where = None if request is None else request.scope.get(SCOPE_KEY)
+    if not isinstance(where, McpScope):  # only app/mcp/http.py serves this server
+        raise MCPError(types.INTERNAL_ERROR, "request reached the MCP server without its scope")
+    return where
+
+
+def _answer(result: Result, *, error: bool = False) -> types.CallToolResult:
+    """Structured content, and the same JSON as text for clients that read only text."""
+    text = json.dumps(result, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=result,
+        is_error=error,
+    )
+
+
+def build_server(services: Services) -> Server[Any]:
+    """The low-level SDK server: tools/list is the meta-tools, tools/call runs one."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool.definition for tool in META_TOOLS.values()])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        tool = META_TOOLS.get(params.name)
+        if tool is None:
+            known = ", ".join(META_TOOLS)
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; tools: {known}")
+        try:
+            return _answer(await tool.run(services, _scope(ctx), params.arguments or {}))
+        except ToolInputError as exc:
+            return _answer({"error": str(exc), **exc.details}, error=True)
+        except ToolReachError as exc:  # e.g. overloaded: the model may retry
+            return _answer({"error": exc.message, "code": exc.code}, error=True)
+
+    return Server(
+        "toolreach",
+        version="0.1.0",
+        title="ToolReach",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
