@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from app.loop.events import CandidateRecord, RouteEventRecord, stored_query
+from app.loop.events import RouteEventCandidateRecord, RouteEventRecord, stored_query
 from app.route.service import RouteResult, rank_step, route_step
 from app.routing import RouterConfig
 from app.routing.signals import Cosines
@@ -45,7 +45,7 @@ def event_record(
         latency_ms=round(seconds * 1000, 3),
         model=response.model,
         candidates=tuple(
-            CandidateRecord(c.name, c.score, dict(c.stages)) for c in response.candidates
+            RouteEventCandidateRecord(c.name, c.score, dict(c.stages)) for c in response.candidates
         ),
         weights=config_weights(config),
     )
