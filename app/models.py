@@ -1,7 +1,7 @@
 """Every table of the service on one metadata: the registry's, and the service's own."""
 
 from app.dashboard.signouts import DashboardSignout
-from app.loop.models import Feedback, RouteCandidate, RouteEvent
+from app.loop.models import Feedback, RouteEvent, RouteEventCandidate
 from registry.models import Base, Embedding, RegistryState, Tool, ToolVersion
 
 __all__ = [
@@ -10,8 +10,8 @@ __all__ = [
     "Embedding",
     "Feedback",
     "RegistryState",
-    "RouteCandidate",
     "RouteEvent",
+    "RouteEventCandidate",
     "Tool",
     "ToolVersion",
 ]

@@ -1,8 +1,8 @@
 """In-process A/B of the cosine first pass: route time per ``--dims`` variant, interleaved.
 
 Each round embeds one query with the service's encoder and ranks it (``rank_step``, the
-answer shaped as the API returns it) once per variant, in a rotating order, so the machine's
-drift (10-20 % within minutes here) falls on every variant alike. Every variant is the
+answer shaped as the API returns it, not recorded) once per variant, in a rotating order, so
+the machine's drift (10-20 % within minutes here) falls on every variant alike. Every variant is the
 service's ``CosineBatcher`` with the int8 copy made at ``dims`` dimensions (0 = all of them).
 Synthetic cards as in route_bench.py (seeded random vectors). Reports medians:
 
@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.embedding.cosines import CosineBatcher
-from app.route.service import rank_step, step_texts
+from app.route.service import EmbeddedStep, rank_step, step_texts
 from app.schemas import RouteRequest
 from app.services import build_encoder
 from app.settings import Settings
@@ -59,15 +59,8 @@ def main() -> None:
                 texts = step_texts(request, services.index)
                 vectors = np.asarray(services.encoder.encode(texts), dtype=np.float32)
                 embedded = time.perf_counter()
-                rank_step(
-                    request,
-                    services.index,
-                    vectors,
-                    encoder.name,
-                    services.index.config,
-                    None,
-                    variants[dims],
-                )
+                step = EmbeddedStep(texts, vectors, embedded - started, variants[dims])
+                rank_step(request, services, step)
                 if i >= 0:
                     embed[dims].append(embedded - started)
                     rank[dims].append(time.perf_counter() - embedded)

@@ -3,10 +3,11 @@
     .venv/bin/python bench/rank_pieces.py --tools 10000 --rounds 400
 
 Synthetic cards as in route_bench.py. Each round embeds one query with the service's encoder,
-then ranks it (``rank_step``, with the service's cosine product) right away, as a route does:
-whatever the model call evicted from the caches is evicted here too. The functions below are
-wrapped with timers (a wrapper costs ~1 µs, so the parts are a little high); a function called
-inside another is counted in both. Prints the medians per route, in ms, as JSON.
+then ranks it (``rank_step``, with the service's cosine product; not recorded) right away, as
+a route does: whatever the model call evicted from the caches is evicted here too. The
+functions below are wrapped with timers (a wrapper costs ~1 µs, so the parts are a little
+high); a function called inside another is counted in both. Prints the medians per route, in
+ms, as JSON.
 """
 
 from __future__ import annotations
@@ -88,16 +89,9 @@ def main() -> None:
             texts = routes_service.step_texts(request, services.index)
             vectors = np.asarray(services.encoder.encode(texts), dtype=np.float32)
             embedded = time.perf_counter()
+            step = routes_service.EmbeddedStep(texts, vectors, embedded - started)
             spent.clear()
-            routes_service.rank_step(
-                request,
-                services.index,
-                vectors,
-                encoder.name,
-                services.index.config,
-                None,
-                services.cosines,
-            )
+            routes_service.rank_step(request, services, step)
             if i >= 0:
                 embeds.append(embedded - started)
                 ranks.append(time.perf_counter() - embedded)

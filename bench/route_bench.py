@@ -222,10 +222,11 @@ def embedding_and_route(
 ) -> tuple[float, dict[str, float]]:
     """One bare query embedding (median) and in-process routes (p50, p99), alternated.
 
-    Each round times ``encoder.encode`` of one query, then ``route_step`` (embedding
-    included) of the same query, so the VM's drift (10-20 % within minutes) falls on both
-    alike. (Until 2026-11-30 22:30 they were two blocks one after the other: the same code's
-    ratio then ranged 1.28-1.63 within an hour at 10,000 tools.)
+    Each round times ``encoder.encode`` of one query, then ``route_step`` (embedding and
+    recording included, as the service routes: int8 products at 5,000+ tools) of the same
+    query, so the VM's drift (10-20 % within minutes) falls on both alike. (Until 2026-11-30
+    22:30 they were two blocks one after the other: the same code's ratio then ranged
+    1.28-1.63 within an hour at 10,000 tools.)
     """
     from app.route.service import route_step
 
@@ -239,13 +240,7 @@ def embedding_and_route(
         bare.append(time.perf_counter() - started)
         request = RouteRequest(query=text, k=3)
         started = time.perf_counter()
-        route_step(
-            request,
-            services.index,
-            services.encoder,
-            services.index.config,
-            cosines=services.cosines,  # as the service routes (int8 products at 5,000+ tools)
-        )
+        route_step(request, services)
         routes.append(time.perf_counter() - started)
     services.close()
     routes = routes[WARM_UP:]

@@ -35,7 +35,7 @@ from app.cli.simulate import pick_choice
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.loop.feedback import record_feedback
-from app.route.recording import route_and_record
+from app.route.service import route_step
 from app.routing import ALL_STAGES, query_texts, route
 from app.schemas import FeedbackRequest, RouteRequest
 from app.services import Services
@@ -60,7 +60,7 @@ def replay_feedback(services: Services, queries: Sequence[Query]) -> None:
     reports = []
     for query in progress_iter(queries, "replaying feedback", unit="query"):
         request = RouteRequest(query=query.text, namespace=NAMESPACE, k=10)
-        response = route_and_record(request, services)
+        response = route_step(request, services)
         chosen = pick_choice(query.relevant, [c.name for c in response.candidates])
         reports.append(
             FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")

@@ -38,7 +38,9 @@ def stored_query(query: str, *, hashed: bool) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class CandidateRecord:
+class RouteEventCandidateRecord:
+    """One tool a route offered, as the writer will store it (a ``route_candidates`` row)."""
+
     name: str
     score: float
     stages: Mapping[str, float]
@@ -46,7 +48,8 @@ class CandidateRecord:
 
 @dataclass(frozen=True, slots=True)
 class RouteEventRecord:
-    """One route answer, as the writer will store it."""
+    """One route answer, as the writer will store it (a ``route_events`` row and its
+    candidates' rows)."""
 
     route_id: str
     created_at: datetime
@@ -55,7 +58,7 @@ class RouteEventRecord:
     k: int
     latency_ms: float
     model: str
-    candidates: tuple[CandidateRecord, ...]
+    candidates: tuple[RouteEventCandidateRecord, ...]
     weights: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -37,8 +37,9 @@ class RouteEvent(Base):
     weights: Mapped[dict[str, Any]] = mapped_column(JSON)  # the router config in force
 
 
-class RouteCandidate(Base):
-    """One tool offered by a route, at its rank (1 = first), with its score and stages."""
+class RouteEventCandidate(Base):
+    """One tool offered by a route, at its rank (1 = first), with its score and stages
+    (as stored; the API's answer shows it as ``app.schemas.RouteCandidate``)."""
 
     __tablename__ = "route_candidates"
     __table_args__ = (Index("ix_route_candidates_name", "name"),)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from app.loop.models import Feedback, RouteCandidate, RouteEvent
+from app.loop.models import Feedback, RouteEvent, RouteEventCandidate
 from app.loop.sqltime import as_utc, bucket_start
 from registry.models import insert_new
 
@@ -48,7 +48,7 @@ def insert_events(session: Session, records: Sequence[RouteEventRecord]) -> int:
     session.execute(insert(RouteEvent), [r.event_row() for r in fresh])
     candidates = [row for r in fresh for row in r.candidate_rows()]
     if candidates:
-        session.execute(insert(RouteCandidate), candidates)
+        session.execute(insert(RouteEventCandidate), candidates)
     return len(fresh)
 
 
@@ -57,9 +57,9 @@ def find_route(session: Session, route_id: str) -> RouteFacts | None:
     if event is None:
         return None
     names = session.scalars(
-        select(RouteCandidate.name)
-        .where(RouteCandidate.route_id == route_id)
-        .order_by(RouteCandidate.rank)
+        select(RouteEventCandidate.name)
+        .where(RouteEventCandidate.route_id == route_id)
+        .order_by(RouteEventCandidate.rank)
     )
     return RouteFacts(route_id, event.namespace, tuple(names))
 
@@ -101,7 +101,7 @@ def count_old_routes(session: Session, before: datetime) -> int:
 
 def delete_routes(session: Session, route_ids: Sequence[str]) -> None:
     """Delete these events with their candidates and their feedback."""
-    session.execute(delete(RouteCandidate).where(RouteCandidate.route_id.in_(route_ids)))
+    session.execute(delete(RouteEventCandidate).where(RouteEventCandidate.route_id.in_(route_ids)))
     session.execute(delete(Feedback).where(Feedback.route_id.in_(route_ids)))
     session.execute(delete(RouteEvent).where(RouteEvent.id.in_(route_ids)))
 

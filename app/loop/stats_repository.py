@@ -14,10 +14,10 @@ from sqlalchemy import and_, case, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.loop.models import Feedback, RouteCandidate, RouteEvent
+from app.loop.models import Feedback, RouteEvent, RouteEventCandidate
 from app.loop.sqltime import bucket_start
 
-E, C, F = RouteEvent, RouteCandidate, Feedback
+E, C, F = RouteEvent, RouteEventCandidate, Feedback
 
 
 def route_conditions(

@@ -2,8 +2,9 @@
 
 ``POST /v1/route`` is an ``async`` endpoint that hands its request to this executor and awaits
 the answer. Each worker takes every request waiting (up to ``max_batch``), embeds all their
-texts in one encoder call (route texts go before bulk card writes: app/embedding/batching.py), ranks
-each request, records it, and resolves each request's future on its event loop.
+texts in one encoder call (route texts go before bulk card writes: app/embedding/batching.py),
+routes each request with those vectors (``route_step``: ranked, shaped, recorded), and
+resolves each request's future on its event loop.
 
 Why not a thread per request (FastAPI's default for a plain ``def`` endpoint): with 16 clients,
 16 pool threads each ran their own route and contended for the interpreter lock, and a
@@ -23,19 +24,15 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.embedding.batching import BatchingEncoder
 from app.errors import Overloaded, Unavailable
-from app.route.recording import rank_and_record
-from app.route.service import step_texts
+from app.route.parts import RouteParts
+from app.route.service import EmbeddedStep, route_step, step_texts
 from app.routing.signals import Cosines, unit_rows
 from app.schemas import RouteRequest, RouteResponse
-
-if TYPE_CHECKING:
-    from app.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +57,9 @@ def _settle(job: _Job, response: RouteResponse | None, error: BaseException | No
 
 class RouteExecutor:
     def __init__(
-        self, services: Services, workers: int = 2, max_batch: int = 8, max_queue: int = 0
+        self, parts: RouteParts, workers: int = 2, max_batch: int = 8, max_queue: int = 0
     ) -> None:
-        self._services = services
+        self._parts = parts
         self._workers = workers
         self.max_batch = max_batch
         self.max_queue = max_queue  # 0: no limit
@@ -98,7 +95,7 @@ class RouteExecutor:
                 raise Unavailable("the router is not running")
             waiting = len(self._queue)
             if self.max_queue and waiting >= self.max_queue:
-                self._services.metrics.routes_refused.inc()
+                self._parts.metrics.routes_refused.inc()
                 raise Overloaded(
                     f"the route queue is full (limit {self.max_queue}); retry shortly",
                     {"waiting": waiting, "limit": self.max_queue},
@@ -126,9 +123,8 @@ class RouteExecutor:
                 self._run(batch)
 
     def _run(self, batch: list[_Job]) -> None:
-        services = self._services
         try:
-            texts = [step_texts(job.request, services.index) for job in batch]
+            texts = [step_texts(job.request, self._parts.index) for job in batch]
             started = time.perf_counter()
             flat = [t for group in texts for t in group]
             rows = self._embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
@@ -148,15 +144,8 @@ class RouteExecutor:
             products = {}
         for i, job in enumerate(batch):
             try:
-                response = rank_and_record(
-                    job.request,
-                    vectors[i],
-                    embed,
-                    job.started,
-                    services,
-                    products.get(i, services.cosines),
-                    texts[i],
-                )
+                step = EmbeddedStep(texts[i], vectors[i], embed, products.get(i))
+                response = route_step(job.request, self._parts, step=step, started=job.started)
             except BaseException as exc:  # this request's failure only
                 self._post(job, None, exc)
             else:
@@ -167,10 +156,10 @@ class RouteExecutor:
     ) -> dict[int, Cosines]:
         """For steps of one namespace whose tool matrix is int8-prepared: one product for
         all of them (the matrix read once), as a ``Cosines`` per step (by batch position)."""
-        cosines = self._services.cosines
+        cosines = self._parts.cosines
         groups: dict[int, tuple[np.ndarray, list[int], list[np.ndarray]]] = {}
         for i, (job, vec) in enumerate(zip(batch, vectors, strict=True)):
-            snapshot = self._services.index.get(job.request.namespace)
+            snapshot = self._parts.index.get(job.request.namespace)
             if vec is None or snapshot is None or not cosines.prepared(snapshot.index.embeddings):
                 continue
             matrix = snapshot.index.embeddings
@@ -186,7 +175,7 @@ class RouteExecutor:
         return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        encoder = self._services.encoder
+        encoder = self._parts.encoder
         if isinstance(encoder, BatchingEncoder):  # route texts, however many: first in line
             return np.asarray(encoder.encode(texts, interactive=True), dtype=np.float32)
         return np.asarray(encoder.encode(texts), dtype=np.float32)

@@ -1,88 +1,48 @@
-"""Routing one agent step: embed the query, rank the namespace's snapshot, shape the answer."""
+"""Routing one agent step: ``route_step`` embeds it, ranks the namespace's snapshot, shapes
+the answer and records the route. It is the one way to route a step; the API reaches it
+through the executor (app/route/executor.py), which embeds a batch of steps at once.
+
+The route never touches the database: the event goes to the background writer.
+"""
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import threading
+import dataclasses
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from app.embedding.encoders import Encoder
+from app.loop.events import RouteEventCandidateRecord, RouteEventRecord, stored_query
+from app.route.answer import route_response
+from app.route.parts import RouteParts
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
-from app.routing.pipeline import SCORE_DECIMALS
-from app.routing.signals import Cosines, gemv_rows
-from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
-from app.tools.live_index import IndexManager, Snapshot
-from registry.formats import exported_name, from_card
-from registry.tool_search import definition_format, search_result
-
-TOKEN_METHOD = "ceil(characters / 4) of the compact JSON of the tool list (OpenAI's rule of thumb)"
+from app.routing.signals import Cosines
+from app.schemas import RouteRequest, RouteResponse
+from app.tools.live_index import IndexManager
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+@dataclass(frozen=True)
+class EmbeddedStep:
+    """A step already embedded by its caller (the executor embeds a batch at once)."""
 
-
-def estimate_tokens(tools: Iterable[dict[str, Any]]) -> int:
-    """ceil(characters / 4) of the compact JSON list, counted one tool at a time.
-
-    Equal to measuring ``json.dumps(list(tools))`` without ever building the whole list or
-    its text (a namespace of 100,000 tools would briefly hold hundreds of MB).
-    """
-    chars, count = 2, 0  # the brackets
-    for tool in tools:
-        chars += len(_compact(tool))
-        count += 1
-    return math.ceil((chars + max(count - 1, 0)) / 4)  # plus the commas
+    texts: Sequence[str]  # what was embedded: step_texts(request, index)
+    vectors: np.ndarray | None  # one row per text; None when there were no texts
+    seconds: float  # the embedding's share of the route
+    cosines: Cosines | None = None  # a product shared with the batch; None: parts.cosines
 
 
 @dataclass(frozen=True)
 class RouteResult:
+    """A ranked, shaped answer before it is recorded."""
+
     response: RouteResponse
     candidates: list[Candidate]
     timings: dict[str, float] = field(default_factory=dict)  # seconds: "embed", "rank"
-
-
-class _RandomIds:
-    """Random 128-bit ids as hex (what ``uuid.uuid4().hex`` gives, less the version bits),
-    cut from a buffer of ``os.urandom`` refilled 4 KiB at a time: one system call per 256
-    ids instead of one each (right after a model call one cost ~17 µs here)."""
-
-    def __init__(self, ids_per_refill: int = 256) -> None:
-        self._size = 16 * ids_per_refill
-        self._buffer = b""
-        self._at = 0
-        self._lock = threading.Lock()
-        # A forked worker must not cut the same bytes as its parent.
-        os.register_at_fork(after_in_child=self._forget)
-
-    def _forget(self) -> None:
-        self._buffer, self._at, self._lock = b"", 0, threading.Lock()
-
-    def __call__(self) -> str:
-        with self._lock:
-            if self._at >= len(self._buffer):
-                self._buffer, self._at = os.urandom(self._size), 0
-            start = self._at
-            self._at += 16
-            return self._buffer[start : start + 16].hex()
-
-
-new_route_id = _RandomIds()
-
-
-def _namespace_tokens(snapshot: Snapshot, fmt: str) -> int:
-    """Tokens of the whole namespace in `fmt`, memoised on the immutable snapshot."""
-    cache: dict[str, int] = snapshot.memo.setdefault("tokens", {})
-    if fmt not in cache:
-        cache[fmt] = estimate_tokens(from_card(c, fmt) for c in snapshot.cards.values())
-    return cache[fmt]
 
 
 def step_texts(request: RouteRequest, index: IndexManager) -> list[str]:
@@ -96,34 +56,36 @@ def step_texts(request: RouteRequest, index: IndexManager) -> list[str]:
 
 def route_step(
     request: RouteRequest,
-    index: IndexManager,
-    encoder: Encoder,
-    config: RouterConfig,
-    prior: Mapping[str, float] | None = None,
-    cosines: Cosines = gemv_rows,
-) -> RouteResult:
-    """Rank the namespace's tools for one step; never touches the database."""
+    parts: RouteParts,
+    *,
+    step: EmbeddedStep | None = None,
+    started: float | None = None,
+) -> RouteResponse:
+    """The top-k tools for one step, its event handed to the background writer and counted.
+
+    ``step``: the step's vectors if the caller already made them (else it is embedded here).
+    ``started``: when the request arrived (``time.perf_counter``; default now), so a wait
+    in a queue counts as latency.
+    """
+    started = time.perf_counter() if started is None else started
+    step = _embed_step(request, parts) if step is None else step
+    result = rank_step(request, parts, step)
+    _record(request, result, started, parts)
+    return result.response
+
+
+def _embed_step(request: RouteRequest, parts: RouteParts) -> EmbeddedStep:
+    """Embed the step's texts with the service's encoder, one model call."""
     started = time.perf_counter()
-    texts = step_texts(request, index)
-    vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else None
-    embed = time.perf_counter() - started
-    return rank_step(request, index, vectors, encoder.name, config, prior, cosines, embed, texts)
+    texts = step_texts(request, parts.index)
+    vectors = np.asarray(parts.encoder.encode(texts), dtype=np.float32) if texts else None
+    return EmbeddedStep(texts, vectors, time.perf_counter() - started)
 
 
-def rank_step(
-    request: RouteRequest,
-    index: IndexManager,
-    query_vec: np.ndarray | None,
-    model: str,
-    config: RouterConfig,
-    prior: Mapping[str, float] | None = None,
-    cosines: Cosines = gemv_rows,
-    embed_seconds: float = 0.0,
-    texts: Sequence[str] | None = None,
-) -> RouteResult:
-    """Rank with the step's vectors already made (rows of ``step_texts``, given as ``texts``
-    if the caller has them; ``None`` when it has none) and shape the answer."""
-    snapshot = index.get(request.namespace)
+def rank_step(request: RouteRequest, parts: RouteParts, step: EmbeddedStep) -> RouteResult:
+    """Rank and shape the answer of an embedded step, recording nothing: the part of
+    ``route_step`` that benchmarks time alone. Never touches the database."""
+    snapshot = parts.index.get(request.namespace)
     candidates: list[Candidate] = []
     timings: dict[str, float] = {}
     # A snapshot swapped in since step_texts (a first card registered meanwhile) is ranked
@@ -133,53 +95,49 @@ def rank_step(
         candidates = route(
             snapshot.index,
             request.query,
-            query_vec,
+            step.vectors,
             k=request.k,
             context=request.context,
             tags=request.tags,
             min_score=request.min_score,
-            prior=prior,
-            config=config,
+            prior=parts.prior.get(request.namespace),
+            config=parts.index.config,
             stages=ALL_STAGES,
-            cosines=cosines,
-            texts=texts or None,
+            cosines=parts.cosines if step.cosines is None else step.cosines,
+            texts=step.texts or None,
         )
-        timings = {"embed": embed_seconds, "rank": time.perf_counter() - started}
-    summaries = snapshot.summaries if snapshot else {}
-    response = RouteResponse(
-        route_id=new_route_id(),
-        namespace=request.namespace,
-        model=model,
-        candidates=[
-            RouteCandidate(
-                name=c.name,
-                summary=summaries[c.name],
-                score=round(c.score, SCORE_DECIMALS),
-                # + 0.0: a part rounded to -0.0 shows as 0.0
-                stages={k: round(v, SCORE_DECIMALS) + 0.0 for k, v in c.stages.items()},
-                missing_required=list(c.missing_required),
-            )
-            for c in candidates
-        ],
-    )
-    if request.format != "raw" and snapshot is not None:
-        # The definitions (a tool search's result refers to them by their exported names);
-        # each returned card decoded once (the snapshot keeps them as JSON: live_index.py).
-        fmt = definition_format(request.format)
-        tools = [from_card(snapshot.cards[c.name], fmt) for c in candidates]
-        returned = estimate_tokens(tools)
-        total = _namespace_tokens(snapshot, fmt)
-        response.tools = search_result(request.format, tools, call_id=request.call_id)
-        renamed = {
-            exported: c.name
-            for c in candidates
-            if (exported := exported_name(c.name, fmt)) != c.name
-        }
-        response.tool_names = renamed or None
-        response.tokens = TokenEstimate(
-            returned=returned, namespace_total=total, saved=total - returned, method=TOKEN_METHOD
-        )
-    elif request.format != "raw":
-        response.tools = search_result(request.format, [], call_id=request.call_id)
-        response.tokens = TokenEstimate(returned=0, namespace_total=0, saved=0, method=TOKEN_METHOD)
+        timings = {"embed": step.seconds, "rank": time.perf_counter() - started}
+    response = route_response(request, snapshot, candidates, parts.encoder.name)
     return RouteResult(response, candidates, timings)
+
+
+@lru_cache(maxsize=8)
+def _config_weights(config: RouterConfig) -> dict[str, Any]:
+    """The router's weights as stored with each event (the config is frozen, so cached)."""
+    return dataclasses.asdict(config)
+
+
+def _event_record(
+    request: RouteRequest, result: RouteResult, seconds: float, parts: RouteParts
+) -> RouteEventRecord:
+    response = result.response
+    return RouteEventRecord(
+        route_id=response.route_id,
+        created_at=datetime.now(UTC),
+        namespace=request.namespace,
+        query=stored_query(request.query, hashed=parts.settings.hash_queries),
+        k=request.k,
+        latency_ms=round(seconds * 1000, 3),
+        model=response.model,
+        candidates=tuple(
+            RouteEventCandidateRecord(c.name, c.score, dict(c.stages)) for c in response.candidates
+        ),
+        weights=_config_weights(parts.index.config),
+    )
+
+
+def _record(request: RouteRequest, result: RouteResult, started: float, parts: RouteParts) -> None:
+    """Hand the route's event to the background writer and count it."""
+    seconds = time.perf_counter() - started
+    parts.events.submit(_event_record(request, result, seconds, parts))
+    parts.metrics.observe_route(request.namespace, seconds, result.timings, bool(result.candidates))

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import migrate
 from app.db import make_engine, make_session_factory
 from app.embedding.encoders import make_encoder
-from app.loop.events import CandidateRecord, EventWriter, RouteEventRecord, stored_query
-from app.loop.models import RouteCandidate, RouteEvent
+from app.loop.events import EventWriter, RouteEventCandidateRecord, RouteEventRecord, stored_query
+from app.loop.models import RouteEvent, RouteEventCandidate
 from app.main import create_app
 from tests.api.test_tools import weather_card
 from tests.conftest import (
@@ -41,8 +41,8 @@ def record(n: int, **overrides: object) -> RouteEventRecord:
         "latency_ms": float(n),
         "model": "fake-hash-256",
         "candidates": (
-            CandidateRecord("get_weather", 1.5, {"keyword": 1.0, "embedding": 0.5}),
-            CandidateRecord("send_email", 0.5, {"keyword": 0.5}),
+            RouteEventCandidateRecord("get_weather", 1.5, {"keyword": 1.0, "embedding": 0.5}),
+            RouteEventCandidateRecord("send_email", 0.5, {"keyword": 0.5}),
         ),
         "weights": {"keyword_weight": 0.5},
         **overrides,
@@ -97,7 +97,7 @@ def test_events_and_candidates_are_written(factory: sessionmaker[Session]) -> No
     assert writer.pending("route-0003") is None
     assert stored_ids(factory) == [f"route-{n:04d}" for n in range(5)]
     with factory() as session:
-        assert session.scalar(select(func.count()).select_from(RouteCandidate)) == 10
+        assert session.scalar(select(func.count()).select_from(RouteEventCandidate)) == 10
         event = session.get(RouteEvent, "route-0002")
         assert event is not None and event.created_at == record(2).created_at
 

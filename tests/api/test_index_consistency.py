@@ -56,13 +56,8 @@ def test_routes_during_writes_see_whole_snapshots(services: Services) -> None:
             assert snapshot is not None
             if set(snapshot.index.names) != set(snapshot.cards):
                 problems.append("index and cards of one snapshot disagree")
-            result = route_step(
-                RouteRequest(query="weather orders tool", k=50),
-                services.index,
-                services.encoder,
-                services.index.config,
-            )
-            names = [c.name for c in result.candidates]
+            answer = route_step(RouteRequest(query="weather orders tool", k=50), services)
+            names = [c.name for c in answer.candidates]
             if len(names) != len(set(names)) or not names:
                 problems.append(f"bad answer: {names}")
             routes += 1

@@ -21,7 +21,7 @@ from app.embedding.encoders import FakeEncoder
 from app.errors import Unavailable
 from app.main import create_app
 from app.route.executor import RouteExecutor
-from app.route.recording import route_and_record
+from app.route.service import route_step
 from app.schemas import RouteRequest
 from app.services import Services, build_services
 from app.tools.catalog import write_cards
@@ -133,7 +133,7 @@ def test_steps_waiting_together_are_embedded_in_one_call(
     assert products == ([1, 4] if int8 else [])  # and one pass over the tool matrix
     encoder.calls.clear()
     for step, answer in zip(STEPS, answers, strict=True):  # the same as routing alone
-        alone = route_and_record(RouteRequest(query=step), built)
+        alone = route_step(RouteRequest(query=step), built)
         assert [(c.name, c.score) for c in answer.candidates] == [
             (c.name, c.score) for c in alone.candidates
         ]
@@ -157,14 +157,14 @@ def test_a_ranking_failure_fails_only_its_own_step(
     services: tuple[Services, GatedEncoder], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built, encoder = services
-    original = route_executor.rank_and_record
+    original = route_executor.route_step
 
-    def rank(request: RouteRequest, *args: object) -> object:
+    def rank(request: RouteRequest, parts: Services, **kwargs: object) -> object:
         if request.query == STEPS[3]:
             raise ValueError("bad step")
-        return original(request, *args)  # type: ignore[arg-type]
+        return original(request, parts, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(route_executor, "rank_and_record", rank)
+    monkeypatch.setattr(route_executor, "route_step", rank)
     answers = route_together(built, encoder, STEPS)
     assert isinstance(answers[3], ValueError)
     assert all(a.candidates for i, a in enumerate(answers) if i != 3)

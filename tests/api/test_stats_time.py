@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from app.cli.main import main
 from app.db import unit_of_work
-from app.loop.events import CandidateRecord, RouteEventRecord
+from app.loop.events import RouteEventCandidateRecord, RouteEventRecord
 from app.loop.feedback import record_feedback
 from app.loop.models import Feedback, RouteEvent
 from app.schemas import FeedbackRequest
@@ -40,7 +40,7 @@ def seed(client: TestClient) -> None:
                 k=2,
                 latency_ms=latency,
                 model="fake",
-                candidates=tuple(CandidateRecord(c, 1.0, {}) for c in candidates),
+                candidates=tuple(RouteEventCandidateRecord(c, 1.0, {}) for c in candidates),
             )
         )
     with unit_of_work(services.session_factory) as session:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from app.route.service import new_route_id
+from app.route.answer import new_route_id
 
 
 def test_route_ids_are_distinct_hex_and_differ_in_a_forked_child() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.route.service import estimate_tokens
+from app.route.answer import estimate_tokens
 
 TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
