@@ -15,6 +15,9 @@ from registry.errors import Conflict, NotFound
 from registry.models import Embedding, RegistryState, Tool, ToolVersion, insert_new, utcnow
 
 WriteStatus = Literal["created", "updated", "unchanged"]
+# Postgres: every revision is announced on this channel at commit (payload: the revision),
+# so replicas catch up at once instead of at their next poll (app/tools/listener.py).
+REVISION_CHANNEL = "toolreach_registry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +44,19 @@ def _stored(tool: Tool, version: ToolVersion) -> StoredCard:
 
 
 def next_revision(session: Session) -> int:
-    """Bump and return the registry revision (row-locked on Postgres: writers serialise)."""
+    """Bump and return the registry revision (row-locked on Postgres: writers serialise).
+
+    On Postgres the new revision is also sent on ``REVISION_CHANNEL``: ``NOTIFY`` is
+    transactional, so listeners hear of it when (and only if) the write commits.
+    """
     state = session.get(RegistryState, 1, with_for_update=True)
     if state is None:
         state = RegistryState(id=1, revision=0)
         session.add(state)
     state.revision += 1
     session.flush()
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_notify(REVISION_CHANNEL, str(state.revision))))
     return state.revision
 
 

@@ -63,7 +63,8 @@ def create_tool(
     namespace: NamespaceQuery = None,
 ) -> ToolRead:
     """Register a new tool; 409 if the name exists in its namespace."""
-    return ToolRead.from_stored(tools.create_tool(session, services.encoder, body, namespace))
+    stored = tools.create_tool(session, services.session_factory, services.encoder, body, namespace)
+    return ToolRead.from_stored(stored)
 
 
 @router.post("/bulk", response_model=BulkResult, responses=ERRORS)
@@ -71,7 +72,9 @@ def bulk_import(
     request: BulkRequest, session: SessionDep, services: ServicesDep, _admin: AdminDep
 ) -> BulkResult:
     """Import many tools in any mix of formats: all land, or (on any bad item) none."""
-    names = tools.import_tools(session, services.encoder, request.tools, request.namespace)
+    names = tools.import_tools(
+        session, services.session_factory, services.encoder, request.tools, request.namespace
+    )
     return BulkResult(**names)
 
 
@@ -93,7 +96,9 @@ def put_tool(
 
     The body may leave out the name: the path gives it.
     """
-    stored, status = tools.put_tool(session, services.encoder, name, body, namespace)
+    stored, status = tools.put_tool(
+        session, services.session_factory, services.encoder, name, body, namespace
+    )
     response.status_code = 201 if status == "created" else 200
     return ToolRead.from_stored(stored)
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.routing import ToolDoc, embedding_text
 from registry import repository
@@ -117,14 +119,30 @@ class CardEmbedding:
     An encoder that runs several model calls at once (``parallel`` > 1: the service's
     batching encoder over ONNX/USE) gets each chunk of ``EMBED_BATCH`` texts as soon as it is
     added, up to ``parallel`` of them running, on threads of its own: the caller's thread is
-    free meanwhile to parse the next cards or write their rows. The vectors are written by
-    ``store``, in order, on the caller's session. Any other encoder runs in ``store``.
+    free meanwhile to parse the next cards or write their rows. Any other encoder runs in
+    ``store``.
+
+    Where the vectors go: with ``sessions`` (a session factory), each lookup and each
+    chunk's vectors are their own short transaction, so no connection is held while the
+    model runs and a write's transaction starts only when its vectors are stored (vectors
+    are keyed by model and text hash: one stored for a write that then fails is simply there
+    for the next write of that text). Without, they go in the session the caller passes to
+    ``add`` and ``store``, all or nothing with its rows.
     """
 
-    def __init__(self, session: Session, encoder: Encoder, cards: Iterable[ToolCard] = ()) -> None:
+    def __init__(
+        self,
+        session: Session | None,
+        encoder: Encoder,
+        cards: Iterable[ToolCard] = (),
+        *,
+        sessions: sessionmaker[Session] | None = None,
+    ) -> None:
         self._encoder = encoder
+        self._sessions = sessions
         self._chunks: list[list[tuple[str, str]]] = []
         self._futures: list[Future[np.ndarray]] = []
+        self._stored = 0  # chunks already stored
         self._hashes: set[str] = set()
         workers = int(getattr(encoder, "parallel", 1))
         self._pool = (
@@ -132,12 +150,24 @@ class CardEmbedding:
         )
         self.add(session, cards)
 
-    def add(self, session: Session, cards: Iterable[ToolCard]) -> None:
+    @contextmanager
+    def _session(self, session: Session | None) -> Iterator[Session]:
+        if self._sessions is None:
+            assert session is not None, "a CardEmbedding without sessions needs the caller's"
+            yield session
+        else:
+            with unit_of_work(self._sessions) as own:
+                yield own
+
+    def add(self, session: Session | None, cards: Iterable[ToolCard]) -> None:
         """Queue the texts of ``cards`` that neither this model's stored vectors nor an
         earlier ``add`` cover."""
         texts = {text_hash(t): t for t in (embedding_text(card_to_doc(c)) for c in cards)}
         texts = {h: t for h, t in texts.items() if h not in self._hashes}
-        known = repository.embedded_hashes(session, self._encoder.name, texts)
+        if not texts:
+            return
+        with self._session(session) as lookup:
+            known = repository.embedded_hashes(lookup, self._encoder.name, texts)
         missing = [(h, t) for h, t in texts.items() if h not in known]
         self._hashes.update(texts)
         for start in range(0, len(missing), EMBED_BATCH):
@@ -149,17 +179,23 @@ class CardEmbedding:
     def _embed(self, chunk: list[tuple[str, str]]) -> np.ndarray:
         return np.asarray(self._encoder.encode([t for _, t in chunk]), dtype=np.float32)
 
-    def store(self, session: Session, progress: Callable[[int], None] | None = None) -> None:
-        """Wait for each chunk's vectors and add them to ``session``; a model error raises."""
+    def store(
+        self, session: Session | None = None, progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Wait for each chunk's vectors and store them; a model error raises. Chunks
+        stored by an earlier call are not stored again."""
         try:
-            for i, chunk in enumerate(self._chunks):
+            for i in range(self._stored, len(self._chunks)):
+                chunk = self._chunks[i]
                 vectors = self._futures[i].result() if self._futures else self._embed(chunk)
-                repository.put_embeddings(
-                    session,
-                    self._encoder.name,
-                    self._encoder.dim,
-                    {h: vec.tobytes() for (h, _), vec in zip(chunk, vectors, strict=True)},
-                )
+                with self._session(session) as target:
+                    repository.put_embeddings(
+                        target,
+                        self._encoder.name,
+                        self._encoder.dim,
+                        {h: vec.tobytes() for (h, _), vec in zip(chunk, vectors, strict=True)},
+                    )
+                self._stored = i + 1
                 if progress is not None:
                     progress(len(chunk))
         finally:
@@ -181,6 +217,20 @@ def embed_cards(
     CardEmbedding(session, encoder, cards).store(session, progress)
 
 
+def embed_first(
+    sessions: sessionmaker[Session],
+    encoder: Encoder,
+    cards: Iterable[ToolCard],
+    progress: Callable[[int], None] | None = None,
+) -> CardEmbedding:
+    """Store the vectors ``cards`` lack before their write begins, in short transactions of
+    their own (``CardEmbedding`` with ``sessions``): the write then holds the registry's
+    revision lock, and a pooled connection, only while it writes rows."""
+    embedding = CardEmbedding(None, encoder, cards, sessions=sessions)
+    embedding.store(None, progress)
+    return embedding
+
+
 def write_cards(
     session: Session,
     encoder: Encoder,
@@ -192,8 +242,11 @@ def write_cards(
 ) -> list[WriteStatus]:
     """Write cards in the caller's transaction: all land or none (the caller commits).
 
-    The cards' rows are written while their vectors are being made (``CardEmbedding``;
-    ``embedding``, if given, is one already making them, as ``import_items`` starts it).
+    The cards' vectors are made and stored first (``CardEmbedding``; ``embedding``, if
+    given, is one already making them, as ``import_items`` starts it, or done, as
+    ``embed_first`` leaves it); only then is the registry's revision row locked
+    (``next_revision``: writers serialise) for the rows. Until 2026-12, the model ran while
+    the lock was held: a 2,000-tool import held back every other write for 10 s.
     """
     if not cards:
         if embedding is not None:
@@ -201,13 +254,9 @@ def write_cards(
         return []
     if embedding is None:
         embedding = CardEmbedding(session, encoder, cards)
-    try:
-        revision = repository.next_revision(session)
-        statuses = repository.write_cards(session, list(cards), revision, create_only=create_only)
-    except BaseException:
-        embedding.close()
-        raise
     embedding.store(session, progress)
+    revision = repository.next_revision(session)
+    statuses = repository.write_cards(session, list(cards), revision, create_only=create_only)
     session.info["registry_changed"] = True
     return statuses
 
@@ -218,20 +267,28 @@ def delete_card(session: Session, namespace: str, name: str) -> None:
 
 
 def import_items(
-    session: Session, encoder: Encoder, items: Sequence[Any], namespace: str | None
+    session: Session,
+    encoder: Encoder,
+    items: Sequence[Any],
+    namespace: str | None,
+    *,
+    sessions: sessionmaker[Session] | None = None,
 ) -> tuple[ParsedBatch, list[WriteStatus] | None]:
     """Parse every item and, if none is bad, write them all (``None`` statuses otherwise:
     nothing is written). The model starts on the first parsed cards while the rest are
-    parsed; a bad item stops it."""
-    embedding = CardEmbedding(session, encoder)
+    parsed; a bad item stops it. ``sessions``: store the vectors in transactions of their
+    own, before ``session`` is used at all (``CardEmbedding``)."""
+    embedding = CardEmbedding(None if sessions else session, encoder, sessions=sessions)
+    target = None if sessions else session
     try:
         batch = parse_batch(
             items,
             namespace,
-            on_cards=lambda b, cards: None if b.rejects else embedding.add(session, cards),
+            on_cards=lambda b, cards: None if b.rejects else embedding.add(target, cards),
         )
         if batch.rejects:
             return batch, None
+        embedding.store(target)
         return batch, write_cards(session, encoder, batch.cards, embedding=embedding)
     finally:
         embedding.close()

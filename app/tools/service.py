@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.embedding.encoders import Encoder
 from app.tools import catalog
@@ -42,32 +42,48 @@ def parse_in_namespace(body: dict[str, Any], namespace: str | None) -> ToolCard:
 
 
 def create_tool(
-    session: Session, encoder: Encoder, body: dict[str, Any], namespace: str | None
+    session: Session,
+    sessions: sessionmaker[Session],
+    encoder: Encoder,
+    body: dict[str, Any],
+    namespace: str | None,
 ) -> StoredCard:
-    """Register a new tool; Conflict if its name exists in its namespace."""
+    """Register a new tool; Conflict if its name exists in its namespace. Its vector is
+    made and stored before ``session`` begins (``catalog.embed_first``)."""
     card = parse_in_namespace(body, namespace)
-    catalog.write_cards(session, encoder, [card], create_only=True)
+    embedding = catalog.embed_first(sessions, encoder, [card])
+    catalog.write_cards(session, encoder, [card], create_only=True, embedding=embedding)
     return repository.get_card(session, card.namespace, card.name)
 
 
 def put_tool(
-    session: Session, encoder: Encoder, name: str, body: dict[str, Any], namespace: str | None
+    session: Session,
+    sessions: sessionmaker[Session],
+    encoder: Encoder,
+    name: str,
+    body: dict[str, Any],
+    namespace: str | None,
 ) -> tuple[StoredCard, WriteStatus]:
     """Create tool ``name`` or add a version of it (none if unchanged); the body may leave
     the name out, and InvalidInput if it names another."""
     card = parse_in_namespace(named(body, name), namespace)
     if card.name != name:
         raise InvalidInput(f"the body names {card.name!r} but the path names {name!r}")
-    [status] = catalog.write_cards(session, encoder, [card])
+    embedding = catalog.embed_first(sessions, encoder, [card])
+    [status] = catalog.write_cards(session, encoder, [card], embedding=embedding)
     return repository.get_card(session, card.namespace, card.name), status
 
 
 def import_tools(
-    session: Session, encoder: Encoder, items: Sequence[Any], namespace: str | None
+    session: Session,
+    sessions: sessionmaker[Session],
+    encoder: Encoder,
+    items: Sequence[Any],
+    namespace: str | None,
 ) -> dict[WriteStatus, list[str]]:
     """Write every item, or none: InvalidInput listing each bad one. The names written, by
-    what happened to each."""
-    batch, statuses = catalog.import_items(session, encoder, items, namespace)
+    what happened to each. The vectors are stored before ``session`` begins."""
+    batch, statuses = catalog.import_items(session, encoder, items, namespace, sessions=sessions)
     if statuses is None:
         raise InvalidInput(
             f"{len(batch.rejects)} of {len(items)} tools are invalid; nothing was written",
