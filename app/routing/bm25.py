@@ -20,7 +20,12 @@ BM25_METHODS: tuple[str, ...] = ("lucene", "robertson", "atire", "bm25l", "bm25+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class KeywordIndex:
-    """The eager BM25 matrix: posting list ``t`` is ``data/indices[indptr[t]:indptr[t+1]]``."""
+    """The eager BM25 matrix: posting list ``t`` is ``data/indices[indptr[t]:indptr[t+1]]``.
+
+    ``tf`` (each posting's term count) and ``lengths`` (each document's) are what the weights
+    were computed from, kept by an index built with ``postings.weigh`` so that a later index
+    can add and drop documents without analysing the others again (``None`` otherwise).
+    """
 
     vocab: dict[str, int]
     data: np.ndarray
@@ -28,6 +33,8 @@ class KeywordIndex:
     indptr: np.ndarray
     n_docs: int
     nonoccurrence: np.ndarray | None = None
+    tf: np.ndarray | None = None
+    lengths: np.ndarray | None = None
 
 
 def build_keyword_index(

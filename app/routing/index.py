@@ -2,56 +2,32 @@
 
 Everything a route needs is computed here, once, off the request path: the field-weighted BM25
 matrix, the unit-norm embedding matrix, each tool's compiled required-parameter rules, the tag
-postings and the pinned tools. A new card means a new index, swapped in atomically by the
+postings and the pinned tools. A change makes a new index, swapped in atomically by the
 service; a route only reads.
+
+A new index need not be built from scratch: ``merge`` drops the cards a change removed or
+replaced and adds a segment of newly analysed ones (``segments.py``), laying out the kept
+cards' analysis, vectors and term counts beside them, and recomputes the BM25 weights with the
+statistics of the whole namespace (``postings.py``). The result is the index ``build`` makes
+of the same cards in name order, array for array (``tests/unit/test_index_merge.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
-from app.routing.bm25 import KeywordIndex, build_keyword_index
-from app.routing.penalty import ParamRule, compile_rules
-from app.routing.text import analyse, parameter_text
-from app.routing.types import FieldWeights, RouterConfig, ToolDoc
+from app.routing.bm25 import KeywordIndex
+from app.routing.penalty import ParamRule
+from app.routing.postings import Postings, merge, postings_of, weigh
+from app.routing.segments import IndexSegment, MergePlan, doc_tokens, unit_rows
+from app.routing.types import RouterConfig, ToolDoc
 
-
-def doc_tokens(doc: ToolDoc, weights: FieldWeights) -> list[str]:
-    """The BM25 document of a card: each field's tokens repeated by its weight (BM25F-lite)."""
-    param_names, param_descriptions = parameter_text(doc.parameters)
-    fields = (
-        (doc.name, weights.name),
-        (doc.summary, weights.summary),
-        (doc.description, weights.description),
-        (" ".join(doc.tags), weights.tags),
-        (param_names, weights.param_names),
-        (param_descriptions, weights.param_descriptions),
-        (" ".join(doc.examples), weights.examples),
-    )
-    tokens: list[str] = []
-    for text, weight in fields:
-        if weight > 0 and text:
-            tokens.extend(analyse(text) * weight)
-    return tokens
-
-
-def unit_rows(embeddings: np.ndarray, n_docs: int) -> np.ndarray:
-    """Validate ``(n_docs, dim)``; float32 C-contiguous unit rows (zero rows stay zero).
-
-    Rows that already are (what every encoder returns) are used as given, without a copy.
-    """
-    matrix = np.asarray(embeddings, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != n_docs:
-        raise ValueError(f"embeddings must have shape ({n_docs}, dim), got {matrix.shape}")
-    if not np.isfinite(matrix).all():
-        raise ValueError("embeddings contain NaN or infinite values")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    if matrix.flags.c_contiguous and np.allclose(norms[norms > 0], 1.0, atol=1e-4):
-        return matrix
-    return np.ascontiguousarray(matrix / np.where(norms > 0, norms, 1.0))
+__all__ = ["IndexSegment", "RouterIndex", "doc_tokens", "unit_rows"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,50 +38,104 @@ class RouterIndex:
     keyword: KeywordIndex
     embeddings: np.ndarray
     rules: tuple[tuple[ParamRule, ...], ...]
-    tags: dict[str, np.ndarray]
+    tags: Postings  # tag (case-folded) → the tools that have it
     pinned: np.ndarray
     positions: dict[str, int]
     config: RouterConfig
+    in_name_order: bool = False  # names ascending: what ``merge`` needs and keeps
 
     @classmethod
     def build(
         cls, docs: Iterable[ToolDoc], embeddings: np.ndarray, config: RouterConfig
     ) -> RouterIndex:
-        """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows.
+        """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows, in the
+        order given.
 
         One pass over ``docs``, which may be a generator: the index keeps what routing reads
-        (names, BM25 matrix, vectors, compiled parameter rules, tags, pins), never the docs,
-        so a caller can stream 100,000 cards through without holding them all.
+        (names, BM25 matrix, vectors, compiled parameter rules, tags, pins) and each card's
+        term counts, never the docs, so a caller can stream 100,000 cards through without
+        holding them all.
         """
-        names: list[str] = []
-        corpus: list[list[str]] = []
-        rules: list[tuple[ParamRule, ...]] = []
-        postings: dict[str, list[int]] = {}
-        pinned: list[int] = []
-        for i, doc in enumerate(docs):
-            names.append(doc.name)
-            corpus.append(doc_tokens(doc, config.fields))
-            rules.append(compile_rules(doc.parameters))
-            for tag in {t.casefold() for t in doc.tags}:
-                postings.setdefault(tag, []).append(i)
-            if doc.pinned:
-                pinned.append(i)
-        if len(set(names)) != len(names):
-            raise ValueError("tool names must be unique within an index")
-        keyword = build_keyword_index(
-            corpus, method=config.bm25_method, k1=config.bm25_k1, b=config.bm25_b
-        )
-        del corpus
+        segment = IndexSegment.analyse(docs, embeddings, config.fields)
+        nothing = cls.empty(segment.embeddings.shape[1], config)
+        return nothing._laid_out(MergePlan.appended(len(segment)), segment)
+
+    @classmethod
+    def empty(cls, dim: int, config: RouterConfig) -> RouterIndex:
+        """An index of no tools, with vectors of ``dim`` dimensions."""
+        nothing = Postings.empty()
+        lengths = np.zeros(0, dtype=np.int64)
         return cls(
-            names=tuple(names),
-            keyword=keyword,
-            embeddings=unit_rows(embeddings, len(names)),
-            rules=tuple(rules),
-            tags={tag: np.asarray(ids, dtype=np.int64) for tag, ids in postings.items()},
-            pinned=np.asarray(pinned, dtype=np.int64),
+            names=(),
+            keyword=weigh(
+                nothing, lengths, method=config.bm25_method, k1=config.bm25_k1, b=config.bm25_b
+            ),
+            embeddings=np.zeros((0, dim), dtype=np.float32),
+            rules=(),
+            tags=nothing,
+            pinned=np.zeros(0, dtype=np.int64),
+            positions={},
+            config=config,
+            in_name_order=True,
+        )
+
+    def merge(self, dropped: Collection[str], segment: IndexSegment) -> RouterIndex:
+        """This index less the tools named in ``dropped`` plus the ``segment``'s (whose names
+        must not be tools kept), in name order: ``build`` of those cards sorted by name,
+        without analysing the kept ones again. The index must be in name order itself."""
+        if not self.in_name_order:
+            raise ValueError("merge needs an index in name order (build it from sorted docs)")
+        segment = segment.in_name_order()
+        gone = {n for n in dropped if n in self.positions}
+        if any(n in self.positions and n not in gone for n in segment.names):
+            raise ValueError("a merged tool must be dropped from the index first")
+        positions = np.asarray([self.positions[n] for n in gone], dtype=np.int64)
+        plan = MergePlan.in_name_order(self.names, positions, segment.names)
+        return self._laid_out(plan, segment)
+
+    def _laid_out(self, plan: MergePlan, segment: IndexSegment) -> RouterIndex:
+        """The index of this one's kept tools and ``segment``'s, where ``plan`` puts them."""
+        old, config = self, self.config
+        names = tuple(plan.objects(old.names, segment.names))
+        keyword_postings = merge(old.postings, plan.old_to_new, plan.added.tolist(), segment.terms)
+        lengths = plan.rows(old.lengths, segment.lengths)
+        tag_counts = [Counter(dict.fromkeys(tags, 1)) for tags in segment.tags]
+        flags = plan.rows(old.pinned_flags, segment.pinned)
+        dim = old.embeddings.shape[1]
+        if segment.embeddings.shape[1] != dim:
+            raise ValueError(f"embeddings have dimension {segment.embeddings.shape[1]}, not {dim}")
+        return RouterIndex(
+            names=names,
+            keyword=weigh(
+                keyword_postings,
+                lengths,
+                method=config.bm25_method,
+                k1=config.bm25_k1,
+                b=config.bm25_b,
+            ),
+            embeddings=plan.rows(old.embeddings, segment.embeddings),
+            rules=tuple(plan.objects(old.rules, segment.rules)),
+            tags=merge(old.tags, plan.old_to_new, plan.added.tolist(), tag_counts),
+            pinned=np.flatnonzero(flags).astype(np.int64),
             positions={name: i for i, name in enumerate(names)},
             config=config,
+            in_name_order=all(a < b for a, b in pairwise(names)),
         )
+
+    @property
+    def postings(self) -> Postings:
+        return postings_of(self.keyword)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        assert self.keyword.lengths is not None
+        return self.keyword.lengths
+
+    @property
+    def pinned_flags(self) -> np.ndarray:
+        flags = np.zeros(len(self.names), dtype=bool)
+        flags[self.pinned] = True
+        return flags
 
     def __len__(self) -> int:
         return len(self.names)
@@ -116,6 +146,6 @@ class RouterIndex:
             return None
         selected: np.ndarray | None = None
         for tag in {t.casefold() for t in tags}:
-            ids = self.tags.get(tag, np.zeros(0, dtype=np.int64))
+            ids = self.tags.of(tag).astype(np.int64)
             selected = ids if selected is None else np.intersect1d(selected, ids)
         return selected
