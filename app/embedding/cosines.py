@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
+import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,40 +92,65 @@ class Int8Matrix:
     At most 127 × 127 × 2 = 32,258 cannot saturate, so every CPU gets the same integers.
     """
 
-    def __init__(self, matrix: np.ndarray, dims: int = 0, moment_dims: int = 0) -> None:
+    basis: np.ndarray | None  # (directions, d): the fit; None: every dimension, unprojected
+    _energy: np.ndarray | None
+    _rest: float
+    dims: int  # the int8 rows' dimensions
+    drift: int  # rows changed since the fit
+    _weights: np.ndarray
+    _row_sum: np.ndarray
+
+    def __init__(
+        self,
+        matrix: np.ndarray,
+        dims: int = 0,
+        moment_dims: int = 0,
+        *,
+        fitted: Int8Matrix | None = None,
+        source: np.ndarray | None = None,
+        previous: np.ndarray | None = None,
+    ) -> None:
+        """Quantize ``matrix``, fitting its principal directions (``dims``, ``moment_dims``).
+
+        ``fitted``, ``source``, ``previous``: the copy of an earlier matrix (``previous``)
+        whose rows this one keeps, ``source[i]`` being the earlier row of row ``i`` (-1 for
+        a new row). The earlier fit (directions, energies) is kept and only the new rows are
+        projected and quantized (``derive``); the mean row is this matrix's own, updated by
+        the rows that came and went.
+        """
         import onnxruntime as ort
         from onnx import TensorProto
 
         n, width = matrix.shape
-        kept = max(dims, min(moment_dims, width - 1))  # (all of them: no projection)
-        found = principal_directions(matrix, kept) if 0 < dims < width else None
-        # The int8 rows keep the first ``dims`` coordinates; all of them (up to moment_dims)
-        # estimate each query row's mean and spread over the tools (``moments``).
-        self.basis = None if found is None else found[0]
-        self._energy = None if found is None else found[1]
-        self._rest = 0.0 if found is None else found[2]
-        self._mean_row = np.zeros(width, dtype=np.float64)
-        for start in range(0, n, 4096):
-            self._mean_row += np.asarray(matrix[start : start + 4096], np.float64).sum(axis=0)
-        self._mean_row /= max(n, 1)
-        dim = width if self.basis is None else min(dims, len(self.basis))
-        projection = None if self.basis is None else self.basis[:dim]
+        if fitted is not None:
+            self.basis, self._energy, self._rest = fitted.basis, fitted._energy, fitted._rest
+            self.dims, self.drift = fitted.dims, fitted.drift
+        else:
+            kept = max(dims, min(moment_dims, width - 1))  # (all of them: no projection)
+            found = principal_directions(matrix, kept) if 0 < dims < width else None
+            # The int8 rows keep the first ``dims`` coordinates; all of them (up to
+            # moment_dims) estimate each query row's mean and spread (``moments``).
+            self.basis = None if found is None else found[0]
+            self._energy = None if found is None else found[1]
+            self._rest = 0.0 if found is None else found[2]
+            self.dims = width if self.basis is None else min(dims, len(self.basis))
+            self.drift = 0  # rows changed since the fit (``derive``)
+        self._row_sum = self._sum_of_rows(matrix, fitted, source, previous)
+        self._mean_row = self._row_sum / max(n, 1)
         self.scale = np.empty(n, dtype=np.float32)
         self.offset = np.empty(n, dtype=np.float32)
-        weights = np.empty((dim, n), dtype=np.int8)  # transposed: MatMulInteger's B is K × N
-        for start in range(0, n, 4096):  # in slices: no float temporaries of the whole matrix
-            part = np.asarray(matrix[start : start + 4096], dtype=np.float32)
-            part = part if projection is None else part @ projection.T
-            peak = np.abs(part).max(axis=1)
-            scale = (np.where(peak > 0, peak, 1.0) / 127.0).astype(np.float32)
-            quantized = np.rint(part / scale[:, None]).astype(np.int8)
-            weights[:, start : start + len(part)] = quantized.T
-            self.scale[start : start + len(part)] = scale
-            # The query is sent as uint8 with zero point QUERY_ZERO: each dot product then
-            # carries QUERY_ZERO · (the tool's weight sum), removed after the integer product.
-            self.offset[start : start + len(part)] = QUERY_ZERO * quantized.sum(
-                axis=1, dtype=np.int64
+        weights = np.empty((self.dims, n), dtype=np.int8)  # transposed: MatMulInteger's B is K × N
+        rows = np.arange(n) if source is None else np.flatnonzero(source < 0)
+        if fitted is not None and source is not None:
+            old = np.flatnonzero(source >= 0)
+            weights[:, old] = fitted._weights[:, source[old]]
+            self.scale[old], self.offset[old] = (
+                fitted.scale[source[old]],
+                fitted.offset[source[old]],
             )
+            self.drift += int(rows.size + fitted.scale.size - old.size)
+        for start in range(0, rows.size, 4096):  # in slices: no float temporaries of the whole
+            self._quantize(matrix, rows[start : start + 4096], weights)
         # The int8 matrix goes to onnxruntime as an external initializer (its buffer, not a
         # serialized copy): at 100,000 tools, serializing it into the model took ~540 MB at
         # its peak for a 90 MB matrix. onnxruntime may read the buffer for the session's
@@ -134,10 +162,52 @@ class Int8Matrix:
         tools.data_location = TensorProto.EXTERNAL
         tools.external_data.add(key="location", value="supplied-at-load")
         self._session: Any = ort.InferenceSession(
-            self._graph(tools, width, dim, n).SerializeToString(),
+            self._graph(tools, width, self.dims, n).SerializeToString(),
             self._options(weights),
             providers=["CPUExecutionProvider"],
         )
+
+    def derive(self, matrix: np.ndarray, source: np.ndarray, previous: np.ndarray) -> Int8Matrix:
+        """The copy of ``matrix``, whose row ``i`` is row ``source[i]`` of ``previous`` (this
+        copy's matrix; -1: a new row), on this copy's fit: a merge's new index gets its copy
+        in the time it takes to quantize the new rows and open a session."""
+        return Int8Matrix(matrix, fitted=self, source=source, previous=previous)
+
+    @staticmethod
+    def _sum_of_rows(
+        matrix: np.ndarray,
+        fitted: Int8Matrix | None,
+        source: np.ndarray | None,
+        previous: np.ndarray | None,
+    ) -> np.ndarray:
+        """The float64 sum of ``matrix``'s rows: in full, or the earlier sum less the rows
+        that went plus the ones that came (a few rows instead of all of them)."""
+        if fitted is None or source is None or previous is None:
+            total = np.zeros(matrix.shape[1], dtype=np.float64)
+            for start in range(0, len(matrix), 4096):
+                total += np.asarray(matrix[start : start + 4096], np.float64).sum(axis=0)
+            return total
+        gone = np.ones(len(previous), dtype=bool)
+        gone[source[source >= 0]] = False
+        came = np.flatnonzero(source < 0)
+        total = fitted._row_sum - np.asarray(previous[gone], np.float64).sum(axis=0)
+        return total + np.asarray(matrix[came], np.float64).sum(axis=0)
+
+    def _quantize(self, matrix: np.ndarray, rows: np.ndarray, weights: np.ndarray) -> None:
+        """Project and quantize ``matrix[rows]`` into the columns ``rows`` of ``weights``."""
+        if not rows.size:
+            return
+        projection = None if self.basis is None else self.basis[: self.dims]
+        part = np.asarray(matrix[rows], dtype=np.float32)
+        part = part if projection is None else part @ projection.T
+        peak = np.abs(part).max(axis=1)
+        scale = (np.where(peak > 0, peak, 1.0) / 127.0).astype(np.float32)
+        quantized = np.rint(part / scale[:, None]).astype(np.int8)
+        weights[:, rows] = quantized.T
+        self.scale[rows] = scale
+        # The query is sent as uint8 with zero point QUERY_ZERO: each dot product then
+        # carries QUERY_ZERO · (the tool's weight sum), removed after the integer product.
+        self.offset[rows] = QUERY_ZERO * quantized.sum(axis=1, dtype=np.int64)
 
     def _options(self, weights: np.ndarray) -> Any:
         import onnxruntime as ort
@@ -258,6 +328,49 @@ class Int8Matrix:
 
 # Cosine rows and, for approximate rows, each row's estimated exact mean and spread.
 Product = tuple[np.ndarray, np.ndarray | None]
+# A derived int8 copy is refitted once this share of its rows changed since its fit.
+REFIT_SHARE = 0.1
+
+
+class _Refits:
+    """One background thread that refits the latest matrix asked for, once no prepare has
+    happened for ``settle`` seconds (during a stream of writes, each new index's copy is
+    derived at once and the fit waits: a fit at 10,000 tools takes ~0.5 s of a core)."""
+
+    def __init__(self, refit: Callable[[np.ndarray], None], settle: float) -> None:
+        self._refit, self._settle = refit, settle
+        self._wanted: weakref.ref[np.ndarray] | None = None
+        self._asked = 0.0
+        self._running = False
+        self._cond = threading.Condition()
+
+    def want(self, matrix: np.ndarray) -> None:
+        with self._cond:
+            self._wanted, self._asked = weakref.ref(matrix), time.monotonic()
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._loop, name="int8-refit", daemon=True).start()
+            self._cond.notify_all()
+
+    def busy(self) -> bool:
+        with self._cond:
+            return self._running
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while (wait := self._asked + self._settle - time.monotonic()) > 0:
+                    self._cond.wait(wait)
+                wanted, self._wanted = self._wanted, None
+                matrix = None if wanted is None else wanted()
+                if matrix is None:
+                    self._running = False
+                    return
+            try:
+                self._refit(matrix)
+            except Exception:  # the derived copy stays: approximate, never wrong
+                log.exception("could not refit a %s tool matrix", matrix.shape)
+            del matrix
 
 
 @dataclass(eq=False)
@@ -303,6 +416,7 @@ class CosineBatcher(LeaderFollower):
         int8_min_tools: int | None = None,
         int8_dims: int = 0,
         moment_dims: int = 0,
+        refit_after: float = 1.0,
     ) -> None:
         super().__init__()
         self.max_rows = max_rows
@@ -311,20 +425,57 @@ class CosineBatcher(LeaderFollower):
         self.moment_dims = moment_dims
         self._queue: list[_Request] = []
         self._int8: dict[int, Int8Matrix] = {}  # by id() of a live matrix
+        self._refits = _Refits(self._refit, refit_after)
 
-    def prepare(self, matrix: np.ndarray) -> None:
+    def prepare(
+        self,
+        matrix: np.ndarray,
+        previous: np.ndarray | None = None,
+        source: np.ndarray | None = None,
+    ) -> None:
         """Make ``matrix``'s approximate copy now if it is large enough (called when an index
-        is built)."""
+        is built, before routes see it).
+
+        ``previous`` and ``source``: the matrix of the index this one was merged from, and
+        for each row of ``matrix`` its row there (-1: new). If ``previous`` has a copy, this
+        one is derived from it (``Int8Matrix.derive``: only the new rows quantized, on the
+        earlier fit) and, once a tenth of its rows changed since that fit, refitted in the
+        background after writes settle (``refit_after`` seconds without a prepare).
+        """
         if not self.int8_min_tools or len(matrix) < self.int8_min_tools:
             return
+        earlier = None if previous is None else self._int8.get(id(previous))
         try:
-            prepared = Int8Matrix(matrix, self.int8_dims, self.moment_dims)
+            if earlier is not None and source is not None and previous is not None:
+                prepared = earlier.derive(matrix, source, previous)
+            else:
+                prepared = Int8Matrix(matrix, self.int8_dims, self.moment_dims)
         except Exception:  # an exact fallback, never a failed index build
             log.exception("could not quantize a %s tool matrix; using float32", matrix.shape)
             return
+        self._keep(matrix, prepared)
+        if prepared.drift > REFIT_SHARE * len(matrix):
+            self._refits.want(matrix)
+
+    def _keep(self, matrix: np.ndarray, prepared: Int8Matrix) -> None:
         key = id(matrix)
+        fresh = key not in self._int8
         self._int8[key] = prepared
-        weakref.finalize(matrix, self._int8.pop, key, None)  # dropped with its matrix
+        if fresh:
+            weakref.finalize(matrix, self._int8.pop, key, None)  # dropped with its matrix
+
+    def _refit(self, matrix: np.ndarray) -> None:
+        """A fresh fit for ``matrix``'s copy, as a full build makes it (still its copy's
+        matrix: swapped in; a route in flight keeps the copy it took)."""
+        if id(matrix) not in self._int8:
+            return
+        fitted = Int8Matrix(matrix, self.int8_dims, self.moment_dims)
+        if id(matrix) in self._int8:
+            self._int8[id(matrix)] = fitted
+
+    def refitting(self) -> bool:
+        """Whether a refit is waiting or running (for tests and benchmarks)."""
+        return self._refits.busy()
 
     def prepared(self, matrix: np.ndarray) -> bool:
         """Whether ``matrix`` has an int8 copy (its products are then exact integers, the

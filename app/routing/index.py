@@ -14,6 +14,7 @@ of the same cards in name order, array for array (``tests/unit/test_index_merge.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -58,7 +59,9 @@ class RouterIndex:
         """
         segment = IndexSegment.analyse(docs, embeddings, config.fields)
         nothing = cls.empty(segment.embeddings.shape[1], config)
-        return nothing._laid_out(MergePlan.appended(len(segment)), segment)
+        index = nothing._laid_out(MergePlan.appended(len(segment)), segment)
+        in_order = all(a < b for a, b in pairwise(index.names))
+        return dataclasses.replace(index, in_name_order=in_order)
 
     @classmethod
     def empty(cls, dim: int, config: RouterConfig) -> RouterIndex:
@@ -83,6 +86,12 @@ class RouterIndex:
         """This index less the tools named in ``dropped`` plus the ``segment``'s (whose names
         must not be tools kept), in name order: ``build`` of those cards sorted by name,
         without analysing the kept ones again. The index must be in name order itself."""
+        return self.merged(dropped, segment)[0]
+
+    def merged(
+        self, dropped: Collection[str], segment: IndexSegment
+    ) -> tuple[RouterIndex, MergePlan]:
+        """``merge``, and where it put every tool (``MergePlan``)."""
         if not self.in_name_order:
             raise ValueError("merge needs an index in name order (build it from sorted docs)")
         segment = segment.in_name_order()
@@ -91,7 +100,7 @@ class RouterIndex:
             raise ValueError("a merged tool must be dropped from the index first")
         positions = np.asarray([self.positions[n] for n in gone], dtype=np.int64)
         plan = MergePlan.in_name_order(self.names, positions, segment.names)
-        return self._laid_out(plan, segment)
+        return self._laid_out(plan, segment), plan
 
     def _laid_out(self, plan: MergePlan, segment: IndexSegment) -> RouterIndex:
         """The index of this one's kept tools and ``segment``'s, where ``plan`` puts them."""
@@ -117,9 +126,9 @@ class RouterIndex:
             rules=tuple(plan.objects(old.rules, segment.rules)),
             tags=merge(old.tags, plan.old_to_new, plan.added.tolist(), tag_counts),
             pinned=np.flatnonzero(flags).astype(np.int64),
-            positions={name: i for i, name in enumerate(names)},
+            positions=dict(zip(names, range(len(names)), strict=True)),
             config=config,
-            in_name_order=all(a < b for a, b in pairwise(names)),
+            in_name_order=True,  # a merge's plan keeps names in order (build checks its own)
         )
 
     @property

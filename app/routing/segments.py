@@ -160,6 +160,13 @@ class MergePlan:
         """Everything new, in the order given (what ``RouterIndex.build`` lays out)."""
         return cls(np.zeros(0, dtype=np.int64), np.arange(n_added, dtype=np.int64), n_added)
 
+    def sources(self) -> np.ndarray:
+        """For each new position, the old position it came from (-1: an added document)."""
+        sources = np.full(self.size, -1, dtype=np.int64)
+        old, new = self.kept()
+        sources[new] = old
+        return sources
+
     def kept(self) -> tuple[np.ndarray, np.ndarray]:
         """The old positions kept, and their new positions (both ascending)."""
         old = np.flatnonzero(self.old_to_new >= 0)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
+from app.routing.index import IndexSegment
 from app.tools.catalog import card_to_doc, embed_cards, text_hash
 from registry import repository
 from registry.card import TRUSTED, ToolCard
@@ -64,39 +65,33 @@ class CardStore(Mapping[str, ToolCard]):
 class _Namespace:
     """The mutable working copy a sync edits; never read by routes.
 
-    Each vector is held once: in the published index's matrix (`names` gives its rows). Cards
-    changed since that index was built are `pending` (name → text hash) and their vectors
-    are read from the database straight into the next matrix, a chunk at a time.
+    ``cards`` and ``summaries`` are the namespace's current cards; ``changed`` the names a
+    sync has seen change since the last published index (name → text hash of a live card's
+    embedded text, ``None`` for a deleted one). Each vector is held once, in the published
+    index's matrix: the changed cards' vectors are read from the database into the segment
+    that a merge adds.
     """
 
     cards: dict[str, bytes] = field(default_factory=dict)  # CardStore.encode(card)
-    names: dict[str, int] = field(default_factory=dict)
-    matrix: np.ndarray | None = None
-    pending: dict[str, str] = field(default_factory=dict)
+    summaries: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, str | None] = field(default_factory=dict)
 
     def vectors(self, session: Session, model: str, names: list[str], dim: int) -> np.ndarray:
-        """The rows of `names`: pending ones from the database, the rest from the matrix."""
+        """The stored vectors of the changed, live cards ``names``, row for row."""
         matrix = np.empty((len(names), dim), dtype=np.float32)
-        fetch: list[tuple[int, str]] = []
-        for row, name in enumerate(names):
-            if name in self.pending:
-                fetch.append((row, self.pending[name]))
-            else:
-                matrix[row] = self.matrix[self.names[name]]  # type: ignore[index]
-        for start in range(0, len(fetch), 1000):
-            chunk = fetch[start : start + 1000]
-            stored = repository.get_embeddings(session, model, (h for _, h in chunk))
-            for row, text in chunk:
-                matrix[row] = np.frombuffer(stored[text], dtype=np.float32)
+        for start in range(0, len(names), 1000):
+            chunk = names[start : start + 1000]
+            hashes = [self.changed[name] for name in chunk]
+            stored = repository.get_embeddings(session, model, (h for h in hashes if h))
+            for row, text in enumerate(hashes, start=start):
+                matrix[row] = np.frombuffer(stored[text], dtype=np.float32)  # type: ignore[index]
         return matrix
 
 
-def _docs(cards: CardStore, names: list[str], summaries: dict[str, str]) -> Iterator[ToolDoc]:
-    """The router's view of each card, one decoded card at a time; notes each summary."""
+def _docs(cards: CardStore, names: list[str]) -> Iterator[ToolDoc]:
+    """The router's view of each card, one decoded card at a time."""
     for name in names:
-        card = cards[name]
-        summaries[name] = card.summary
-        yield card_to_doc(card)
+        yield card_to_doc(cards[name])
 
 
 @dataclass(frozen=True)
@@ -116,10 +111,12 @@ class IndexManager:
         session_factory: sessionmaker[Session],
         encoder: Encoder,
         config: RouterConfig,
-        on_matrix: Callable[[np.ndarray], None] | None = None,
+        on_matrix: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
     ) -> None:
         self._factory = session_factory
-        self._on_matrix = on_matrix  # sees each new tool matrix before routes do
+        # Sees each new tool matrix before routes do, with the one it was merged from and
+        # the source row of each of its rows (-1: new): CosineBatcher.prepare.
+        self._on_matrix = on_matrix
         self.encoder = encoder
         self.config = config
         self._work: dict[str, _Namespace] = {}
@@ -164,7 +161,12 @@ class IndexManager:
         return None if real is None else snapshot.cards[real]
 
     def sync(self) -> int:
-        """Apply every change since the last revision seen; returns how many tools changed."""
+        """Apply every change since the last revision seen; returns how many tools changed.
+
+        Each namespace a change touched gets a new index merged from its current one: the
+        changed cards are analysed (a segment), the others only laid out again
+        (``RouterIndex.merge``), the same index a full build of its cards would be.
+        """
         with self._lock, unit_of_work(self._factory) as session:
             head = repository.current_revision(session)
             if head == self._revision:
@@ -174,7 +176,7 @@ class IndexManager:
             for chunk in repository.changed_since(session, self._revision):
                 touched |= self._apply(session, chunk)
                 changed += len(chunk)
-            self._rebuild(session, touched)
+            self._publish(session, touched)
             self._revision = head
             return changed
 
@@ -187,26 +189,29 @@ class IndexManager:
             touched.add(namespace)
             if card is None:
                 work.cards.pop(name, None)
-                work.pending.pop(name, None)
+                work.summaries.pop(name, None)
+                work.changed[name] = None
                 continue
             work.cards[name] = CardStore.encode(card)
-            work.pending[name] = text_hash(embedding_text(card_to_doc(card)))
+            work.summaries[name] = card.summary
+            work.changed[name] = text_hash(embedding_text(card_to_doc(card)))
         return touched
 
-    def _rebuild(self, session: Session, namespaces: set[str]) -> None:
+    def _publish(self, session: Session, namespaces: set[str]) -> None:
         snapshots = dict(self._snapshots)
         for namespace in namespaces:
             work = self._work[namespace]
-            names = sorted(work.cards)
+            old = snapshots.get(namespace)
+            base = RouterIndex.empty(self.encoder.dim, self.config) if old is None else old.index
             cards = CardStore(dict(work.cards))
-            vectors = work.vectors(session, self.encoder.name, names, self.encoder.dim)
-            summaries: dict[str, str] = {}
-            index = RouterIndex.build(_docs(cards, names, summaries), vectors, self.config)
+            added = sorted(name for name, text in work.changed.items() if text is not None)
+            vectors = work.vectors(session, self.encoder.name, added, self.encoder.dim)
+            segment = IndexSegment.analyse(_docs(cards, added), vectors, self.config.fields)
+            index, plan = base.merged(work.changed, segment)
             if self._on_matrix is not None:
-                self._on_matrix(index.embeddings)
-            work.names = dict(index.positions)
-            work.matrix, work.pending = index.embeddings, {}
-            snapshots[namespace] = Snapshot(index, cards, summaries)
+                self._on_matrix(index.embeddings, base.embeddings, plan.sources())
+            work.changed = {}
+            snapshots[namespace] = Snapshot(index, cards, dict(work.summaries))
         self._snapshots = snapshots  # one reference swap: routes see old or new, never half
 
     def start_polling(self, interval: float) -> None:
