@@ -16,13 +16,17 @@ from app.embedding.batching import BatchingEncoder
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
 from app.loop.events import EventWriter
+from app.loop.feedback import OtherReplicas
 from app.loop.prior import PriorCache
+from app.loop.repository import ROUTE_WANTED_CHANNEL
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
 from app.settings import Settings
 from app.tools.catalog import parse_batch, write_cards
+from app.tools.listener import Listener
 from app.tools.live_index import IndexManager
 from registry import repository
+from registry.repository import REVISION_CHANNEL
 
 log = logging.getLogger("toolreach")
 
@@ -41,10 +45,16 @@ class Services:
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
     router: RouteExecutor | None = None
+    # Postgres: other replicas' writes and feedback requests, heard at once (app/tools/listener.py).
+    listener: Listener | None = None
+    # Postgres: feedback for a route another replica answered a moment ago (app/loop/feedback.py).
+    replicas: OtherReplicas | None = None
 
     def start(self) -> None:
         """The background threads of a serving process (the CLI commands run none)."""
         self.index.start_polling(self.settings.index_poll_seconds)
+        if self.listener is not None:
+            self.listener.start()
         self.events.start()
         if self.router is not None:
             self.router.start()
@@ -53,6 +63,8 @@ class Services:
     def close(self) -> None:
         if self.router is not None:
             self.router.stop()  # queued routes get 503; routes in hand finish and are recorded
+        if self.listener is not None:
+            self.listener.stop()
         self.index.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
@@ -66,6 +78,16 @@ def make_event_writer(settings: Settings, factory: sessionmaker[Session]) -> Eve
         batch_size=settings.event_batch_size,
         flush_seconds=settings.event_flush_seconds,
         retry_max_seconds=settings.event_retry_max_seconds,
+    )
+
+
+def make_listener(url: str, index: IndexManager, events: EventWriter) -> Listener:
+    """Other replicas' new revisions sync the index now; their feedback for a route this
+    replica answered writes its event now; after each (re)connect, one sync catches up."""
+    return Listener(
+        url,
+        {REVISION_CHANNEL: index.heard, ROUTE_WANTED_CHANNEL: events.write_soon},
+        on_connect=index.wake,
     )
 
 
@@ -144,6 +166,9 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         max_queue=settings.route_max_queue,
     )
     metrics.route_queue.set_function(services.router.waiting)
+    if settings.listen_url is not None:
+        services.listener = make_listener(settings.listen_url, index, events)
+        services.replicas = OtherReplicas(factory, settings.feedback_wait_seconds)
     if settings.load_demo:
         load_demo_once(services)
     index.sync()

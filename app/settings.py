@@ -112,6 +112,18 @@ class Settings(BaseSettings):
     # otherwise "default". It does not limit the key: /mcp/<namespace> still chooses.
     mcp_key_namespaces: dict[str, str] = Field(default_factory=dict)
 
+    # --- Writes and replicas (issue 21; docs/DEPLOY.md, "Replicas that agree at once") ---
+    # The connection that LISTENs for other replicas' writes (Postgres only): one per
+    # process, held open, so never a transaction-mode pooler's. Unset: database_url.
+    listen_database_url: str | None = None
+    # Feedback on a route this replica does not know, with an id made in the last minute: how
+    # long to wait for the replica that answered it to write it (asked to at once). 0: no wait.
+    feedback_wait_seconds: float = Field(default=1.0, ge=0, le=30)
+    # POST /v1/tools/bulk with Content-Type application/x-ndjson (one tool a line, streamed):
+    # the most bytes such a body may have. Each line is also held to max_body_bytes.
+    max_import_bytes: int = Field(default=256 * 1_048_576, ge=1024, le=16 * 1_073_741_824)
+    # --- end of issue 21's settings ---
+
     @field_validator(
         "admin_keys",
         "agent_keys",
@@ -172,6 +184,20 @@ class Settings(BaseSettings):
         if not value.startswith(("sqlite://", "postgresql://", "postgresql+psycopg://")):
             raise ValueError("must start with sqlite://, postgresql:// or postgresql+psycopg://")
         return value
+
+    @field_validator("listen_database_url")
+    @classmethod
+    def _postgres_listener(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgresql+psycopg://")):
+            raise ValueError("must start with postgresql:// or postgresql+psycopg://")
+        return value
+
+    @property
+    def listen_url(self) -> str | None:
+        """Where the LISTEN connection goes: Postgres only (SQLite has one process)."""
+        if self.is_sqlite:
+            return None
+        return self.listen_database_url or self.sqlalchemy_url
 
     @property
     def sqlalchemy_url(self) -> str:

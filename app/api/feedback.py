@@ -21,7 +21,9 @@ def report_feedback(
     request: FeedbackRequest, session: SessionDep, services: ServicesDep, _agent: AgentDep
 ) -> FeedbackRead:
     """Report the tool called (null: none fit) and the outcome; repeating a report is safe."""
-    feedback, changed = record_feedback(session, services.events, services.index, request)
+    feedback, changed = record_feedback(
+        session, services.events, services.index, request, services.replicas
+    )
     if changed:
         services.metrics.count_feedback(feedback.namespace, feedback.outcome, feedback.verdict)
     return feedback

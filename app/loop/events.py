@@ -32,6 +32,24 @@ from app.loop import repository as event_repository
 log = logging.getLogger("toolreach.events")
 
 
+# A route id is 12 hex digits of the time it was made (ms since the epoch), then this many
+# random bytes in hex (app/route/answer.py makes them).
+TIME_DIGITS = 12
+RANDOM_BYTES = 10
+
+
+def route_id_time(route_id: str) -> float | None:
+    """When a route id was made (seconds since the epoch); ``None`` for an id of another
+    shape (one made before ids carried their time, or made up)."""
+    if len(route_id) != TIME_DIGITS + 2 * RANDOM_BYTES:
+        return None
+    try:
+        int(route_id, 16)
+    except ValueError:
+        return None
+    return int(route_id[:TIME_DIGITS], 16) / 1000
+
+
 def stored_query(query: str, *, hashed: bool) -> str:
     """The query as stored: its text, or ``sha256:<hex>`` when queries are kept private."""
     return "sha256:" + hashlib.sha256(query.encode()).hexdigest() if hashed else query
@@ -139,6 +157,12 @@ class EventWriter:
             self._trim()
             full = len(self._queue) >= self.batch_size
         if full:
+            self._wake.set()
+
+    def write_soon(self, route_id: str) -> None:
+        """Write now if ``route_id``'s event is still buffered here (another replica has
+        feedback for it: app/loop/feedback.py)."""
+        if self.pending(route_id) is not None:
             self._wake.set()
 
     def pending(self, route_id: str) -> RouteEventRecord | None:

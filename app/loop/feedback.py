@@ -16,13 +16,15 @@ The rules, and why:
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import DATABASE_TROUBLE, unit_of_work
 from app.loop import repository as event_repository
-from app.loop.events import EventWriter
+from app.loop.events import EventWriter, route_id_time
 from app.loop.models import Feedback
 from app.loop.repository import RouteFacts
 from app.schemas import FeedbackRead, FeedbackRequest, Verdict
@@ -39,6 +41,38 @@ def find_route(session: Session, writer: EventWriter, route_id: str) -> RouteFac
     if record is not None:
         return RouteFacts(record.route_id, record.namespace, record.candidate_names)
     return event_repository.find_route(session, route_id)
+
+
+# A route id made longer ago than this (or later: clocks drift) is not waited for.
+RECENT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class OtherReplicas:
+    """Finds a route another replica answered a moment ago, whose event that replica has not
+    written yet (it writes every ``event_flush_seconds``): asks it to write now (a
+    notification its listener hears: ``EventWriter.write_soon``), then looks for the row
+    every ``poll_seconds`` for up to ``wait_seconds``. Only for a recent route id
+    (``route_id_time``): an old or made-up one is a 404 at once."""
+
+    sessions: sessionmaker[Session]
+    wait_seconds: float
+    poll_seconds: float = 0.005
+
+    def find(self, session: Session, route_id: str) -> RouteFacts | None:
+        made = route_id_time(route_id)
+        if self.wait_seconds <= 0 or made is None or abs(time.time() - made) > RECENT_SECONDS:
+            return None
+        with unit_of_work(self.sessions) as own:  # committed now: the notification goes out
+            if not event_repository.ask_for_route(own, route_id):
+                return None
+        deadline = time.monotonic() + self.wait_seconds
+        while time.monotonic() < deadline:
+            time.sleep(self.poll_seconds)
+            found = event_repository.find_route(session, route_id)
+            if found is not None:
+                return found
+        return None
 
 
 def verdict(chosen: str | None, rank: int | None) -> Verdict:
@@ -126,14 +160,21 @@ def _conflict(row: Feedback, what: str) -> Conflict:
 
 
 def record_feedback(
-    session: Session, writer: EventWriter, index: IndexManager, request: FeedbackRequest
+    session: Session,
+    writer: EventWriter,
+    index: IndexManager,
+    request: FeedbackRequest,
+    replicas: OtherReplicas | None = None,
 ) -> tuple[FeedbackRead, bool]:
-    """Record (or confirm) the feedback; returns it and whether anything changed."""
+    """Record (or confirm) the feedback; returns it and whether anything changed.
+    ``replicas``: ask the other replicas for a recent route this one does not know."""
     route = find_route(session, writer, request.route_id)
+    if route is None and replicas is not None:
+        route = replicas.find(session, request.route_id)
     if route is None:
         raise NotFound(
             f"no route {request.route_id!r}: unknown, older than the retention, or answered by "
-            "another replica a moment ago and not yet written (retry in a few seconds)"
+            "a replica that has not written it (retry in a few seconds)"
         )
     # A tool the route offered is real even if this replica's index has not yet caught up
     # with the replica that answered it; any other name is checked (and recorded by its card

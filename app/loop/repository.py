@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from app.loop.events import RouteEventRecord
 
 
+# Postgres: feedback for a route this replica does not know asks, on this channel (payload:
+# the route id), whichever replica holds its event to write it now (app/tools/listener.py).
+ROUTE_WANTED_CHANNEL = "toolreach_route_wanted"
+
+
 @dataclass(frozen=True, slots=True)
 class RouteFacts:
     """What feedback needs to know of a route: its namespace and what it offered, in order."""
@@ -62,6 +67,15 @@ def find_route(session: Session, route_id: str) -> RouteFacts | None:
         .order_by(RouteEventCandidate.rank)
     )
     return RouteFacts(route_id, event.namespace, tuple(names))
+
+
+def ask_for_route(session: Session, route_id: str) -> bool:
+    """Ask the other replicas for a route's event (delivered at commit); False where there
+    is nobody to ask (SQLite: one process)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return False
+    session.execute(select(func.pg_notify(ROUTE_WANTED_CHANNEL, route_id)))
+    return True
 
 
 def get_feedback(session: Session, route_id: str) -> Feedback | None:

@@ -124,6 +124,7 @@ class IndexManager:
         self._revision = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
@@ -214,12 +215,27 @@ class IndexManager:
             snapshots[namespace] = Snapshot(index, cards, dict(work.summaries))
         self._snapshots = snapshots  # one reference swap: routes see old or new, never half
 
+    def wake(self) -> None:
+        """Sync now, on the polling thread (a notification of another replica's write)."""
+        self._wake.set()
+
+    def heard(self, payload: str) -> None:
+        """A revision announced by a write (``registry.repository.REVISION_CHANNEL``): sync
+        unless this index has it already (this replica's own write, synced in its request)."""
+        if not payload.isdigit() or int(payload) > self._revision:
+            self.wake()
+
     def start_polling(self, interval: float) -> None:
-        """Pick up writes by other replicas every `interval` seconds, off the request path."""
+        """Pick up writes by other replicas every `interval` seconds, or at once when woken
+        (``wake``: a notification), off the request path."""
 
         def loop() -> None:
             failing = False  # the traceback once per outage, then a line per failed poll
-            while not self._stop.wait(interval):
+            while not self._stop.is_set():
+                self._wake.wait(interval)
+                self._wake.clear()
+                if self._stop.is_set():
+                    return
                 try:
                     self.sync()
                 except Exception as exc:
@@ -238,5 +254,6 @@ class IndexManager:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=5)

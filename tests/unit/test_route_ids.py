@@ -19,3 +19,14 @@ def test_route_ids_are_distinct_hex_and_differ_in_a_forked_child() -> None:
     os.waitpid(pid, 0)
     child = os.read(read, 64).decode()
     assert child != new_route_id()
+
+
+def test_a_route_id_tells_when_it_was_made_and_other_ids_tell_nothing() -> None:
+    import time
+
+    from app.loop.events import route_id_time
+
+    made = route_id_time(new_route_id())
+    assert made is not None and abs(made - time.time()) < 5
+    assert route_id_time("0" * 31) is None  # another length
+    assert route_id_time("z" * 32) is None  # not hex
