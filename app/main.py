@@ -12,6 +12,7 @@ from app import dashboard
 from app.api import feedback, health, metrics, route, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
 from app.api.middleware import BodySizeLimit, NoNulInUrl
+from app.api.tools import BULK_PATH, NDJSON
 from app.embedding.encoders import Encoder
 from app.mcp.http import mcp_routes, mcp_sessions
 from app.services import build_services
@@ -56,7 +57,11 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        limit=settings.max_body_bytes,
+        streamed={(BULK_PATH, NDJSON): settings.max_import_bytes},
+    )
     app.add_middleware(NoNulInUrl)
     for module in (health, metrics, tools, validate, route, feedback, stats):
         app.include_router(module.router)

@@ -4,6 +4,7 @@ limit (413, streamed or not), a URL holding the NUL character (422; registry/nul
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,19 +17,34 @@ def _message(limit: int) -> str:
 
 
 class BodySizeLimit:
-    """Refuses a declared Content-Length over `limit` at once, and counts streamed bodies."""
+    """Refuses a declared Content-Length over the limit at once, and counts streamed bodies.
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    The limit is ``limit``, or for a path listed in ``streamed`` with that content type
+    (``POST /v1/tools/bulk`` as NDJSON: app/tools/imports.py) the larger one given there.
+    """
+
+    def __init__(
+        self, app: ASGIApp, limit: int, streamed: Mapping[tuple[str, str], int] | None = None
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.streamed = dict(streamed or {})
+
+    def limit_for(self, scope: Scope) -> int:
+        if not self.streamed:
+            return self.limit
+        headers = dict(scope.get("headers", ()))
+        media = headers.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1")
+        return self.streamed.get((scope.get("path", ""), media.lower()), self.limit)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.limit_for(scope)
         declared = dict(scope.get("headers", ())).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(send)
+        if declared.isdigit() and int(declared) > limit:
+            await _error(send, 413, "payload_too_large", _message(limit))
             return
         received = 0
 
@@ -37,16 +53,13 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit:
+                if received > limit:
                     # An HTTPException passes FastAPI's body parsing untouched; the one
                     # error handler renders it.
-                    raise HTTPException(413, _message(self.limit))
+                    raise HTTPException(413, _message(limit))
             return message
 
         await self.app(scope, limited_receive, send)
-
-    async def _refuse(self, send: Send) -> None:
-        await _error(send, 413, "payload_too_large", _message(self.limit))
 
 
 class NoNulInUrl:

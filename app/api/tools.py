@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
+from starlette.routing import Match
+from starlette.types import Scope
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AdminDep, AgentDep, ServicesDep, SessionDep
@@ -20,6 +25,7 @@ from app.schemas import (
 )
 from app.tools import catalog
 from app.tools import service as tools
+from app.tools.imports import StreamedImport
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -67,11 +73,76 @@ def create_tool(
     return ToolRead.from_stored(stored)
 
 
-@router.post("/bulk", response_model=BulkResult, responses=ERRORS)
+BULK_PATH = "/v1/tools/bulk"
+NDJSON = "application/x-ndjson"
+
+
+class NdjsonOnly(APIRoute):
+    """A route for NDJSON bodies only: it stands before the JSON route of the same path,
+    which takes every other request."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        content_type = dict(scope.get("headers", ())).get(b"content-type", b"")
+        if content_type.split(b";")[0].strip().lower() != NDJSON.encode():
+            return Match.NONE, {}
+        return match, child
+
+
+async def bulk_import_ndjson(
+    http: Request, services: ServicesDep, _admin: AdminDep, namespace: NamespaceQuery = None
+) -> Response:
+    """Import tools streamed one a line (any mix of formats), parsed as they arrive: all
+    land, or (on any bad line) none. With ``Accept: application/x-ndjson``, progress lines
+    as it goes and the result last (app/tools/imports.py)."""
+    settings = services.settings
+    job = StreamedImport(
+        services.session_factory, services.encoder, namespace, settings.max_body_bytes
+    )
+    try:
+        async for chunk in http.stream():
+            if chunk:
+                await run_in_threadpool(job.feed, chunk)
+        await run_in_threadpool(job.finish)
+    except BaseException:
+        job.embedding.close()
+        raise
+    if NDJSON in http.headers.get("accept", ""):
+        lines = tools.import_progress(job, services.index)
+        return StreamingResponse(lines, media_type=NDJSON)
+    names = await run_in_threadpool(tools.run_import, job, services.index)
+    return JSONResponse(BulkResult(**names).model_dump())
+
+
+router.add_api_route(
+    "/bulk",
+    bulk_import_ndjson,
+    methods=["POST"],
+    include_in_schema=False,  # documented with the JSON route, whose path it shares
+    route_class_override=NdjsonOnly,
+)
+NDJSON_BODY = {
+    "description": (
+        "One tool a line, in any format: no size limit but TOOLREACH_MAX_IMPORT_BYTES (each "
+        "line TOOLREACH_MAX_BODY_BYTES). With Accept: application/x-ndjson the answer is "
+        'progress lines ({"stage": "parsed" | "embedded" | "written", ...}) and then '
+        '{"result": ...} or {"error": ...}.'
+    ),
+    "schema": {"type": "string"},
+}
+
+
+@router.post(
+    "/bulk",
+    response_model=BulkResult,
+    responses=ERRORS,
+    openapi_extra={"requestBody": {"content": {NDJSON: NDJSON_BODY}}},
+)
 def bulk_import(
     request: BulkRequest, session: SessionDep, services: ServicesDep, _admin: AdminDep
 ) -> BulkResult:
-    """Import many tools in any mix of formats: all land, or (on any bad item) none."""
+    """Import many tools in any mix of formats: all land, or (on any bad item) none. A body
+    over the JSON limit: send one tool a line as ``application/x-ndjson`` (streamed)."""
     names = tools.import_tools(
         session, services.session_factory, services.encoder, request.tools, request.namespace
     )

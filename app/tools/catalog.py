@@ -75,6 +75,56 @@ class ParsedBatch:
     rejects: list[dict[str, Any]] = field(default_factory=list)
 
 
+class BatchParser:
+    """Parses items one at a time (``add``), collecting each bad one (index, name, problems)
+    instead of stopping, and a name given twice; ``on_cards(batch, cards)`` hears of the good
+    cards every ``EMBED_BATCH`` of them, and of the last ones at ``finish``."""
+
+    def __init__(
+        self,
+        namespace: str | None,
+        on_cards: Callable[[ParsedBatch, list[ToolCard]], None] | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.batch = ParsedBatch()
+        self._on_cards = on_cards
+        self._told = 0
+        self._seen: dict[tuple[str, str], int] = {}
+
+    def add(self, index: int, item: Any) -> None:
+        batch = self.batch
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if name is None and isinstance(item, Mapping) and isinstance(item.get("function"), Mapping):
+            name = item["function"].get("name")
+        try:
+            card = parse_card(item, self.namespace)
+        except InvalidInput as exc:
+            self.reject(index, name, exc.details)
+            return
+        key = (card.namespace, card.name)
+        if key in self._seen:
+            problem = {
+                "loc": ["name"],
+                "message": f"duplicate of item {self._seen[key]} in this batch",
+            }
+            self.reject(index, card.name, [problem])
+            return
+        self._seen[key] = index
+        batch.cards.append(card)
+        if self._on_cards is not None and len(batch.cards) - self._told >= EMBED_BATCH:
+            self._on_cards(batch, batch.cards[self._told :])
+            self._told = len(batch.cards)
+
+    def reject(self, index: int, name: object, problems: Any) -> None:
+        self.batch.rejects.append({"index": index, "name": name, "problems": problems})
+
+    def finish(self) -> ParsedBatch:
+        if self._on_cards is not None and len(self.batch.cards) > self._told:
+            self._on_cards(self.batch, self.batch.cards[self._told :])
+            self._told = len(self.batch.cards)
+        return self.batch
+
+
 def parse_batch(
     items: Sequence[Any],
     namespace: str | None,
@@ -85,31 +135,10 @@ def parse_batch(
     ``on_cards(batch, cards)`` hears of the good cards every ``EMBED_BATCH`` of them, and of
     the last ones at the end.
     """
-    batch = ParsedBatch()
-    told = 0
-    seen: dict[tuple[str, str], int] = {}
+    parser = BatchParser(namespace, on_cards)
     for index, item in enumerate(items):
-        name = item.get("name") if isinstance(item, Mapping) else None
-        if name is None and isinstance(item, Mapping) and isinstance(item.get("function"), Mapping):
-            name = item["function"].get("name")
-        try:
-            card = parse_card(item, namespace)
-        except InvalidInput as exc:
-            batch.rejects.append({"index": index, "name": name, "problems": exc.details})
-            continue
-        key = (card.namespace, card.name)
-        if key in seen:
-            problem = {"loc": ["name"], "message": f"duplicate of item {seen[key]} in this batch"}
-            batch.rejects.append({"index": index, "name": card.name, "problems": [problem]})
-            continue
-        seen[key] = index
-        batch.cards.append(card)
-        if on_cards is not None and len(batch.cards) - told >= EMBED_BATCH:
-            on_cards(batch, batch.cards[told:])
-            told = len(batch.cards)
-    if on_cards is not None and len(batch.cards) > told:
-        on_cards(batch, batch.cards[told:])
-    return batch
+        parser.add(index, item)
+    return parser.finish()
 
 
 class CardEmbedding:

@@ -5,7 +5,11 @@ a page of them. The endpoints only parse the request and shape the answer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,11 +17,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.embedding.encoders import Encoder
 from app.tools import catalog
+from app.tools.imports import StreamedImport
+from app.tools.live_index import IndexManager
 from registry import repository
 from registry.card import ToolCard
-from registry.errors import InvalidInput, NotFound
+from registry.errors import InvalidInput, NotFound, ToolReachError
 from registry.repository import StoredCard, WriteStatus
 from registry.tool_search import DEFERRABLE
+
+log = logging.getLogger("toolreach")
 
 
 def named(body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -93,6 +101,46 @@ def import_tools(
     for card, status in zip(batch.cards, statuses, strict=True):
         names[status].append(card.name)
     return names
+
+
+def run_import(job: StreamedImport, index: IndexManager) -> dict[WriteStatus, list[str]]:
+    """Write a parsed streamed import, then bring the index up to it (read-your-writes)."""
+    names = job.write()
+    _catch_up(index)
+    return names
+
+
+def import_progress(job: StreamedImport, index: IndexManager) -> Iterator[bytes]:
+    """``run_import`` as NDJSON lines: each progress event as it happens, then
+    ``{"result": {"created": [...], "updated": [...], "unchanged": [...]}}``, or
+    ``{"error": {"code", "message", "details"}}`` if the write failed (nothing written)."""
+    events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+
+    def work() -> None:
+        try:
+            events.put({"result": job.write(events.put)})
+            _catch_up(index)
+        except ToolReachError as exc:
+            events.put(
+                {"error": {"code": exc.code, "message": exc.message, "details": exc.details}}
+            )
+        except Exception as exc:
+            log.exception("a streamed import failed")
+            message = f"the import failed ({type(exc).__name__}); nothing was written"
+            events.put({"error": {"code": "internal", "message": message, "details": None}})
+        finally:
+            events.put(None)
+
+    threading.Thread(target=work, name="import", daemon=True).start()
+    while (event := events.get()) is not None:
+        yield json.dumps(event).encode() + b"\n"
+
+
+def _catch_up(index: IndexManager) -> None:
+    try:
+        index.sync()
+    except Exception:  # the write landed; the background poll will catch the index up
+        log.exception("index sync after an import failed")
 
 
 def read_tool(session: Session, namespace: str, name: str, version: int | None) -> StoredCard:
