@@ -9,11 +9,12 @@ service; a route only reads.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from app.routing.bm25 import KeywordIndex, build_keyword_index
+from app.routing.language import card_cjk_share
 from app.routing.penalty import ParamRule, compile_rules
 from app.routing.text import analyse, parameter_text
 from app.routing.types import FieldWeights, RouterConfig, ToolDoc
@@ -66,25 +67,37 @@ class RouterIndex:
     pinned: np.ndarray
     positions: dict[str, int]
     config: RouterConfig
+    # Each card's CJK share (language.py), and the columns of the vectors a multilingual
+    # encoder wrote (None: no part of the encoder reads every language, so no per-pair rule).
+    cjk_share: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    multilingual: tuple[int, int] | None = None
 
     @classmethod
     def build(
-        cls, docs: Iterable[ToolDoc], embeddings: np.ndarray, config: RouterConfig
+        cls,
+        docs: Iterable[ToolDoc],
+        embeddings: np.ndarray,
+        config: RouterConfig,
+        multilingual: tuple[int, int] | None = None,
     ) -> RouterIndex:
         """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows.
 
         One pass over ``docs``, which may be a generator: the index keeps what routing reads
-        (names, BM25 matrix, vectors, compiled parameter rules, tags, pins), never the docs,
-        so a caller can stream 100,000 cards through without holding them all.
+        (names, BM25 matrix, vectors, compiled parameter rules, tags, pins, each card's CJK
+        share), never the docs, so a caller can stream 100,000 cards through without holding
+        them all. ``multilingual``: the ``[start, stop)`` columns of ``embeddings`` that come
+        from an encoder reading every language (the encoder's ``multilingual_dims``).
         """
         names: list[str] = []
         corpus: list[list[str]] = []
         rules: list[tuple[ParamRule, ...]] = []
         postings: dict[str, list[int]] = {}
         pinned: list[int] = []
+        shares: list[float] = []
         for i, doc in enumerate(docs):
             names.append(doc.name)
             corpus.append(doc_tokens(doc, config.fields))
+            shares.append(card_cjk_share(doc))
             rules.append(compile_rules(doc.parameters))
             for tag in {t.casefold() for t in doc.tags}:
                 postings.setdefault(tag, []).append(i)
@@ -96,15 +109,25 @@ class RouterIndex:
             corpus, method=config.bm25_method, k1=config.bm25_k1, b=config.bm25_b
         )
         del corpus
+        matrix = unit_rows(embeddings, len(names))
+        if (
+            multilingual is not None
+            and not 0 <= multilingual[0] < multilingual[1] <= matrix.shape[1]
+        ):
+            raise ValueError(
+                f"multilingual columns {multilingual} outside dimension {matrix.shape[1]}"
+            )
         return cls(
             names=tuple(names),
             keyword=keyword,
-            embeddings=unit_rows(embeddings, len(names)),
+            embeddings=matrix,
             rules=tuple(rules),
             tags={tag: np.asarray(ids, dtype=np.int64) for tag, ids in postings.items()},
             pinned=np.asarray(pinned, dtype=np.int64),
             positions={name: i for i, name in enumerate(names)},
             config=config,
+            cjk_share=np.asarray(shares, dtype=np.float32),
+            multilingual=multilingual,
         )
 
     def __len__(self) -> int:

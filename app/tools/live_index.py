@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import unit_of_work
-from app.embedding.encoders import Encoder
+from app.embedding.encoders import Encoder, multilingual_dims
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
 from app.tools.catalog import card_to_doc, embed_cards, text_hash
 from registry import repository
@@ -201,7 +201,12 @@ class IndexManager:
             cards = CardStore(dict(work.cards))
             vectors = work.vectors(session, self.encoder.name, names, self.encoder.dim)
             summaries: dict[str, str] = {}
-            index = RouterIndex.build(_docs(cards, names, summaries), vectors, self.config)
+            index = RouterIndex.build(
+                _docs(cards, names, summaries),
+                vectors,
+                self.config,
+                multilingual=multilingual_dims(self.encoder),
+            )
             if self._on_matrix is not None:
                 self._on_matrix(index.embeddings)
             work.names = dict(index.positions)
