@@ -18,6 +18,7 @@ from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
 from app.loop.events import EventWriter
 from app.loop.prior import PriorCache
+from app.loop.validation import ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
 from app.settings import Settings
@@ -40,6 +41,8 @@ class Services:
     metrics: Metrics
     # Whether the database answers; refuses database work at once while it does not.
     health: DatabaseHealth
+    # /v1/validate calls naming a route, recorded by the event writer's thread.
+    validated: ValidatedCalls
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -161,6 +164,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)
+    validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
     metrics = make_metrics(index, events)
     metrics.database_reachable.set_function(lambda: float(health.state.reachable))
     services = Services(
@@ -173,6 +177,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         prior,
         metrics,
         health,
+        validated,
         cosines,
     )
     services.router = RouteExecutor(
