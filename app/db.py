@@ -181,7 +181,11 @@ def _bound(engine: Engine, limits: DatabaseLimits, gate: Gate | None) -> None:
 
     @event.listens_for(engine, "begin")
     def time_out(connection: Any) -> None:
-        connection.exec_driver_sql(settings)
+        """The server's timeouts, for this transaction only; as trivial as the ping, so with
+        its deadline (behind PgBouncer a fresh connection is never pinged: the pooler
+        answers the connect itself, whatever the server's state)."""
+        with connection.connection.dbapi_connection.deadline_of(limits.connect_timeout):
+            connection.exec_driver_sql(settings)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
