@@ -88,6 +88,11 @@ class Metrics:
             "Steps waiting for a route worker",
             registry=self.registry,
         )
+        self.database_reachable = Gauge(
+            "toolreach_database_reachable",
+            "1 while the database answers its probe, 0 while it does not (app/db_health.py)",
+            registry=self.registry,
+        )
         self.feedback = Counter(
             "toolreach_feedback",
             "Feedback recorded or updated, by namespace, outcome and verdict",

@@ -11,12 +11,14 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
-from app.db import make_engine, make_session_factory, unit_of_work
+from app.db import DatabaseLimits, make_engine, make_probe, make_session_factory, unit_of_work
+from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
 from app.loop.events import EventWriter
 from app.loop.prior import PriorCache
+from app.loop.validation import ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
 from app.settings import Settings
@@ -37,6 +39,10 @@ class Services:
     events: EventWriter
     prior: PriorCache
     metrics: Metrics
+    # Whether the database answers; refuses database work at once while it does not.
+    health: DatabaseHealth
+    # /v1/validate calls naming a route, recorded by the event writer's thread.
+    validated: ValidatedCalls
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -44,6 +50,7 @@ class Services:
 
     def start(self) -> None:
         """The background threads of a serving process (the CLI commands run none)."""
+        self.health.start()
         self.index.start_polling(self.settings.index_poll_seconds)
         self.events.start()
         if self.router is not None:
@@ -56,6 +63,7 @@ class Services:
         self.index.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
+        self.health.stop()
         self.engine.dispose()
 
 
@@ -79,13 +87,33 @@ def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
     return metrics
 
 
-def open_database(settings: Settings) -> Engine:
-    """The embedded SQLite default migrates itself; Postgres must be migrated explicitly."""
+def database_limits(settings: Settings) -> DatabaseLimits:
+    return DatabaseLimits(
+        connect_timeout=settings.database_connect_timeout,
+        statement_timeout=settings.database_statement_timeout,
+        lock_timeout=settings.database_lock_timeout,
+        pool_timeout=settings.database_pool_timeout,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+        prepare_threshold=settings.database_prepare_threshold,
+    )
+
+
+def open_database(settings: Settings, health: DatabaseHealth | None = None) -> Engine:
+    """The embedded SQLite default migrates itself; Postgres must be migrated explicitly.
+
+    The engine's waits are bounded by the settings; with ``health``, it reports its timeouts
+    there and is refused new work while the database does not answer.
+    """
     if settings.is_sqlite:
         migrate.upgrade(settings.sqlalchemy_url)
     else:
         migrate.ensure_current(settings.sqlalchemy_url)
-    return make_engine(settings.sqlalchemy_url)
+    limits = database_limits(settings)
+    engine = make_engine(settings.sqlalchemy_url, limits, health)
+    if health is not None:
+        health.probe = make_probe(engine, limits)
+    return engine
 
 
 def limit_blas_threads() -> None:
@@ -118,7 +146,8 @@ def build_encoder(settings: Settings) -> Encoder:
 def build_services(settings: Settings, encoder: Encoder | None = None) -> Services:
     """Engine, encoder and index, on a database whose schema is at head."""
     limit_blas_threads()
-    engine = open_database(settings)
+    health = DatabaseHealth()
+    engine = open_database(settings, health)
     factory = make_session_factory(engine)
     # Concurrent routes share model calls (see app/embedding/batching.py).
     encoder = BatchingEncoder(
@@ -135,8 +164,22 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)
+    validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
     metrics = make_metrics(index, events)
-    services = Services(settings, engine, factory, encoder, index, events, prior, metrics, cosines)
+    metrics.database_reachable.set_function(lambda: float(health.state.reachable))
+    services = Services(
+        settings,
+        engine,
+        factory,
+        encoder,
+        index,
+        events,
+        prior,
+        metrics,
+        health,
+        validated,
+        cosines,
+    )
     services.router = RouteExecutor(
         services,
         workers=settings.route_workers,

@@ -44,6 +44,19 @@ class Settings(BaseSettings):
     )
 
     database_url: str = "sqlite:///./toolreach.db"
+    # Postgres only: how long database work may wait and how many connections a process may
+    # hold (app/db.py; docs/CONFIGURATION.md). A sick database then costs a request these
+    # seconds at most, and usually nothing: once one wait times out, new work is refused at
+    # once (503) until the database answers again (app/db_health.py).
+    database_connect_timeout: int = Field(default=3, ge=2, le=300)  # psycopg: whole s, ≥ 2
+    database_statement_timeout: float = Field(default=10.0, ge=0.1, le=86_400)
+    database_lock_timeout: float = Field(default=5.0, ge=0.1, le=86_400)
+    database_pool_timeout: float = Field(default=5.0, gt=0, le=3600)
+    database_pool_size: int = Field(default=5, ge=1, le=1000)
+    database_max_overflow: int = Field(default=10, ge=0, le=1000)
+    # psycopg prepares a statement after this many runs on a connection; `none`: never (for
+    # PgBouncer in transaction mode before 1.22, docs/DEPLOY.md).
+    database_prepare_threshold: int | None = Field(default=5, ge=0, le=1_000_000)
     admin_keys: KeyList = ()
     agent_keys: KeyList = ()
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
@@ -165,6 +178,22 @@ class Settings(BaseSettings):
     @classmethod
     def _sane_router(cls, value: RouterConfig) -> RouterConfig:
         return check_router_config(value)
+
+    @field_validator("database_prepare_threshold", mode="before")
+    @classmethod
+    def _none_is_never(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("none", "null", ""):
+            return None
+        return value
+
+    @model_validator(mode="after")
+    def _lock_within_statement(self) -> Settings:
+        if self.database_lock_timeout > self.database_statement_timeout:
+            raise ValueError(
+                "TOOLREACH_DATABASE_LOCK_TIMEOUT must not exceed "
+                "TOOLREACH_DATABASE_STATEMENT_TIMEOUT"
+            )
+        return self
 
     @field_validator("database_url")
     @classmethod

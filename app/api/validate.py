@@ -24,7 +24,6 @@ def validate_call(
 
     With a `route_id`, a real tool is also recorded as that route's choice (outcome
     unknown until `/v1/feedback` reports it), so an agent that validates need not report.
+    It is recorded in the background, within a second or so; the answer never waits for it.
     """
-    return validation.validate_call(
-        services.session_factory, services.events, services.index, request
-    )
+    return validation.validate_call(services.validated, services.index, request)

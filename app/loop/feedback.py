@@ -15,12 +15,11 @@ The rules, and why:
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import DATABASE_TROUBLE, unit_of_work
+from app.db import unit_of_work
 from app.loop import repository as event_repository
 from app.loop.events import EventWriter
 from app.loop.models import Feedback
@@ -29,8 +28,6 @@ from app.schemas import FeedbackRead, FeedbackRequest, Verdict
 from app.tools.live_index import IndexManager
 from registry.calls import did_you_mean
 from registry.errors import Conflict, InvalidInput, NotFound
-
-log = logging.getLogger("toolreach")
 
 
 def find_route(session: Session, writer: EventWriter, route_id: str) -> RouteFacts | None:
@@ -164,22 +161,17 @@ def record_validated_call(
 ) -> bool:
     """``/v1/validate`` with a route id: the first real tool validated is the route's choice.
 
-    Its own short transaction, so bookkeeping never fails a validation: an unknown route, a
-    name that is not a tool of the route's namespace, or a route already reported is ignored.
+    Its own short transaction, run off the request path (``ValidatedCalls``). An unknown
+    route, a name that is not a tool of the route's namespace, or a route already reported
+    is ignored (False); the database's own trouble is raised, so the call can be retried.
     """
-    try:
-        with unit_of_work(factory) as session:
-            route = find_route(session, writer, route_id)
-            card = None if route is None else index.card(route.namespace, name)
-            if route is None or card is None:
-                return False
-            if event_repository.get_feedback(session, route_id) is not None:
-                return False
-            request = FeedbackRequest(route_id=route_id, chosen=card.name)
-            # False: a report for this route landed at the same moment; it stands.
-            return event_repository.add_feedback(
-                session, new_row(route, request, from_validate=True)
-            )
-    except DATABASE_TROUBLE as exc:  # the validation itself needs no database
-        log.warning("route %s: validated call not recorded: %s", route_id, exc.__class__.__name__)
-        return False
+    with unit_of_work(factory) as session:
+        route = find_route(session, writer, route_id)
+        card = None if route is None else index.card(route.namespace, name)
+        if route is None or card is None:
+            return False
+        if event_repository.get_feedback(session, route_id) is not None:
+            return False
+        request = FeedbackRequest(route_id=route_id, chosen=card.name)
+        # False: a report for this route landed at the same moment; it stands.
+        return event_repository.add_feedback(session, new_row(route, request, from_validate=True))

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ROOMS = {
     "routing", "registry", "embedding", "tools", "loop", "route", "cli", "api", "mcp",
     "dashboard", "settings", "db", "models", "metrics", "migrate", "errors", "schemas",
-    "services", "deps", "main",
+    "services", "deps", "main", "db_health",
 }  # fmt: skip
 ASSEMBLY = {"services", "deps", "main"}  # builds the parts in the lifespan, serves them
 MAY_IMPORT: dict[str, set[str]] = {
@@ -34,6 +34,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The foundation: small modules every room may stand on.
     "settings": {"routing", "embedding", "registry"},
     "db": set(),
+    "db_health": {"db"},
     "models": {"registry", "loop", "dashboard"},  # every table on one metadata, for Alembic
     "metrics": set(),
     "migrate": {"db"},
