@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, Tool
 
 from tests.conftest import ADMIN_KEY, AGENT, AGENT_KEY
-from tests.mcp.conftest import Serve
+from tests.mcp.conftest import Serve, flush_events
 
 T = TypeVar("T")
 Use = Callable[[ClientSession], Awaitable[T]]
@@ -96,6 +96,7 @@ def test_search_is_routed_and_recorded_like_v1_route(server: str) -> None:
         {"tool_name": "get_weather", "parameters": {"city": "Paris"}, "route_id": route_id},
     )
     assert structured(checked) == {"valid": True, "errors": [], "did_you_mean": []}
+    flush_events(server)  # the validated call is recorded off the request path
     report = {"route_id": route_id, "chosen": "get_weather", "outcome": "success"}
     with httpx.Client(base_url=server, headers=AGENT) as http:
         feedback = http.post("/v1/feedback", json=report)
