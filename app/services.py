@@ -15,6 +15,7 @@ from app.db import make_engine, make_session_factory, unit_of_work
 from app.embedding.batching import BatchingEncoder
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
+from app.keys.store import KeyStore
 from app.loop.events import EventWriter
 from app.loop.prior import PriorCache
 from app.metrics import Metrics
@@ -37,6 +38,8 @@ class Services:
     events: EventWriter
     prior: PriorCache
     metrics: Metrics
+    # Every key, environment and table, in memory; reloaded every key_refresh_seconds.
+    keys: KeyStore
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -45,6 +48,7 @@ class Services:
     def start(self) -> None:
         """The background threads of a serving process (the CLI commands run none)."""
         self.index.start_polling(self.settings.index_poll_seconds)
+        self.keys.start(self.settings.key_refresh_seconds)
         self.events.start()
         if self.router is not None:
             self.router.start()
@@ -54,6 +58,7 @@ class Services:
         if self.router is not None:
             self.router.stop()  # queued routes get 503; routes in hand finish and are recorded
         self.index.stop()
+        self.keys.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.engine.dispose()
@@ -136,7 +141,11 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)
     metrics = make_metrics(index, events)
-    services = Services(settings, engine, factory, encoder, index, events, prior, metrics, cosines)
+    keys = KeyStore.from_settings(settings, factory)
+    keys.refresh()  # the table's keys before the first request
+    services = Services(
+        settings, engine, factory, encoder, index, events, prior, metrics, keys, cosines
+    )
     services.router = RouteExecutor(
         services,
         workers=settings.route_workers,

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
@@ -19,8 +20,13 @@ from app.embedding.encoders import EncoderKind
 from app.routing import RouterConfig
 from app.routing.bm25 import BM25_METHODS
 from app.routing.fusion import FUSION_METHODS
+from registry.card import NAMESPACE_PATTERN
 
 KeyList = Annotated[tuple[str, ...], NoDecode]
+# A key entry is KEY or KEY@NS1|NS2 (docs/CONFIGURATION.md, "Keys scoped to namespaces"): a key
+# may hold none of these characters, and a namespace name none of them either.
+KEY_SEPARATORS = frozenset("@|,")
+MIN_KEY_LENGTH = 16
 log = logging.getLogger("toolreach")
 
 
@@ -40,6 +46,8 @@ class Settings(BaseSettings):
     )
 
     database_url: str = "sqlite:///./toolreach.db"
+    # Each a comma-separated list of KEY or KEY@NS1|NS2 (limited to those namespaces); entries
+    # as written: a key's rights and scope are read through app/keys (KeyStore), never here.
     admin_keys: KeyList = ()
     agent_keys: KeyList = ()
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
@@ -98,6 +106,9 @@ class Settings(BaseSettings):
     prior_refresh_seconds: float = Field(default=60.0, gt=0, le=86_400)
     # /metrics is open (it carries no query text or tool names); false: a viewer key is needed.
     metrics_public: bool = True
+    # Seconds between reloads of the key table (POST/DELETE /v1/keys) by each replica: a key
+    # revoked on one replica stops working on every other within this (docs/API.md, "Keys").
+    key_refresh_seconds: float = Field(default=2.0, gt=0, le=3600)
 
     @field_validator("admin_keys", "agent_keys", "dashboard_keys", mode="before")
     @classmethod
@@ -108,11 +119,26 @@ class Settings(BaseSettings):
 
     @field_validator("admin_keys", "agent_keys", "dashboard_keys")
     @classmethod
-    def _keys_long_enough(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        short = [k for k in value if len(k) < 16]
-        if short:
-            raise ValueError("every key must be at least 16 characters long")
+    def _well_formed_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for number, entry in enumerate(value, start=1):
+            try:
+                parse_key_entry(entry)
+            except ValueError as exc:
+                raise ValueError(f"entry {number}: {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _each_key_once(self) -> Settings:
+        """A key listed twice would have two roles or two scopes: which one was meant?"""
+        seen: dict[str, str] = {}
+        for name in ("admin_keys", "agent_keys", "dashboard_keys"):
+            for number, entry in enumerate(getattr(self, name), start=1):
+                where = f"TOOLREACH_{name.upper()} entry {number}"
+                secret = parse_key_entry(entry)[0]
+                if secret in seen:
+                    raise ValueError(f"the same key is listed twice: {seen[secret]} and {where}")
+                seen[secret] = where
+        return self
 
     @field_validator("router", mode="before")
     @classmethod
@@ -145,6 +171,30 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def parse_key_entry(entry: str) -> tuple[str, frozenset[str] | None]:
+    """``KEY`` → (key, None: every namespace); ``KEY@NS1|NS2`` → (key, {NS1, NS2}).
+
+    ValueError on a malformed entry; the message never repeats any part of it, which may be
+    (part of) a secret.
+    """
+    secret, at, scope = entry.partition("@")
+    if "@" in scope:
+        raise ValueError("'@' may appear once, between a key and its namespaces: KEY@NS1|NS2")
+    if not all(c.isprintable() and not c.isspace() and c not in KEY_SEPARATORS for c in secret):
+        raise ValueError("a key is printable characters other than spaces, '@', '|' and ','")
+    if len(secret) < MIN_KEY_LENGTH:
+        after = " (the part before '@': what follows it are namespaces)" if at else ""
+        raise ValueError(f"every key must be at least {MIN_KEY_LENGTH} characters long{after}")
+    if not at:
+        return secret, None
+    namespaces = scope.split("|")
+    if not all(re.fullmatch(NAMESPACE_PATTERN, ns) for ns in namespaces):
+        raise ValueError(
+            "after '@' come namespace names separated by '|' (letters, digits, _ . : -)"
+        )
+    return secret, frozenset(namespaces)
 
 
 def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[str]:
