@@ -7,6 +7,8 @@ while the database is down; only the bookkeeping needs it, and never fails the a
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.loop.events import EventWriter
@@ -36,8 +38,10 @@ def validate_call(
     writer: EventWriter,
     index: IndexManager,
     request: ValidateRequest,
+    visible: Collection[str] | None = None,
 ) -> ValidateResult:
-    """Record the call as its route's choice (if it names a route), then check it."""
+    """Record the call as its route's choice (if it names a route of a namespace in
+    ``visible``, None: any), then check it."""
     if request.route_id is not None:
-        record_validated_call(factory, writer, index, request.route_id, request.name)
+        record_validated_call(factory, writer, index, request.route_id, request.name, visible)
     return check_call(index, request)
