@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.keys.models import ApiKey
@@ -36,6 +36,16 @@ def revoke_key(session: Session, key_id: str, now: datetime) -> None:
 
 
 ActiveKey = tuple[str, str, str, list[str] | None]  # id, key_hash, role, namespaces
+TableMark = tuple[int, int]
+
+
+def table_mark(session: Session) -> TableMark:
+    """(keys made, keys revoked): each only grows (a key is never deleted nor revoked twice),
+    so any key made or revoked changes it. One aggregate: cheap to ask every interval."""
+    made, revoked = session.execute(
+        select(func.count(), func.count(ApiKey.revoked_at)).select_from(ApiKey)
+    ).one()
+    return int(made), int(revoked)
 
 
 def active_keys(session: Session) -> list[ActiveKey]:

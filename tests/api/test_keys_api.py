@@ -158,3 +158,31 @@ def test_a_key_revoked_on_one_replica_stops_on_the_other_within_the_interval(
     assert took <= bound
     time.sleep(REFRESH_SECONDS)  # and it stays refused
     assert second.get("/v1/tools", headers=key).status_code == 401
+
+
+def test_the_store_reloads_when_the_table_changed_and_every_minute_anyway(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.db import make_engine, make_session_factory, unit_of_work
+    from app.keys import service, store
+    from app.keys.service import KeyCreate
+
+    factory = make_session_factory(make_engine(database_url))
+    keys = store.KeyStore(factory=factory)
+    keys.refresh()
+    with unit_of_work(factory) as session:
+        made = service.create_key(session, KeyCreate(role="agent"))
+    assert keys.resolve(made.key) is None  # not yet refreshed
+    keys.refresh()
+    assert getattr(keys.resolve(made.key), "role", None) == "agent"
+    with unit_of_work(factory) as session:  # a hand edit: the mark does not see it...
+        session.execute(text("UPDATE api_keys SET role = 'dashboard'"))
+    keys.refresh()
+    assert getattr(keys.resolve(made.key), "role", None) == "agent"
+    monkeypatch.setattr(store, "FULL_RELOAD_SECONDS", 0.0)  # ... the periodic reload does
+    keys.refresh()
+    assert getattr(keys.resolve(made.key), "role", None) == "dashboard"
+    with unit_of_work(factory) as session:
+        service.revoke_key(session, made.id)
+    keys.refresh()
+    assert keys.resolve(made.key) is None
