@@ -19,12 +19,17 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz", response_model=None)
 def readyz(services: ServicesDep) -> JSONResponse | dict[str, object]:
-    """The database is reachable and the index is loaded."""
+    """The database is reachable and the index is loaded: how many namespaces and tools.
+
+    Counts only: this answers anyone, and namespace names are what a key's scope hides.
+    """
     if not database_reachable(services.engine):
         error = {"code": "unavailable", "message": "the database is not reachable", "details": None}
         return JSONResponse({"error": error}, status_code=503)
+    sizes = services.index.namespaces()
     return {
         "status": "ready",
         "revision": services.index.revision,
-        "namespaces": services.index.namespaces(),
+        "namespaces": len(sizes),
+        "tools": sum(sizes.values()),
     }
