@@ -132,6 +132,10 @@ class KeyStore:
         self._table = KeyTable.of(self._environment)
         self._noted: dict[str, float] = {}  # key id → monotonic time its use was last noted
         self._used: dict[str, datetime] = {}  # noted uses not yet written
+        self._used_lock = threading.Lock()
+        # One refresh at a time: a background one that read the table before a key was
+        # revoked here must not swap its keys in after the refresh that follows the revocation.
+        self._refresh_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failing = False
@@ -171,16 +175,26 @@ class KeyStore:
         if now - self._noted.get(key_id, -LAST_USED_RESOLUTION_SECONDS) >= (
             LAST_USED_RESOLUTION_SECONDS
         ):
-            self._noted[key_id] = now
-            self._used[key_id] = datetime.now(UTC)
+            with self._used_lock:  # not lost to the swap in refresh()
+                self._noted[key_id] = now
+                self._used[key_id] = datetime.now(UTC)
 
     def refresh(self) -> None:
         """Reload the table's keys if they changed (or are due) and swap them in; then write
         the uses noted since."""
         if self._factory is None:
             return
+        with self._refresh_lock:
+            self._reload_if_changed(self._factory)
+        with self._used_lock:
+            used, self._used = self._used, {}
+        if used:
+            with unit_of_work(self._factory) as session:
+                repository.record_last_used(session, used)
+
+    def _reload_if_changed(self, factory: sessionmaker[Session]) -> None:
         now = time.monotonic()
-        with unit_of_work(self._factory) as session:
+        with unit_of_work(factory) as session:
             mark = repository.table_mark(session)
             due = mark != self._mark or now - self._reloaded_at >= FULL_RELOAD_SECONDS
             rows = repository.active_keys(session) if due else None
@@ -188,10 +202,6 @@ class KeyStore:
             self._table = KeyTable.of([*self._environment, *self._records(rows)])
             self._mark, self._reloaded_at = mark, now
         self.loaded_at = now
-        used, self._used = self._used, {}
-        if used:
-            with unit_of_work(self._factory) as session:
-                repository.record_last_used(session, used)
 
     @staticmethod
     def _records(rows: Iterable[repository.ActiveKey]) -> list[KeyRecord]:
