@@ -16,6 +16,7 @@ from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
+from app.keys.store import KeyStore
 from app.loop.events import EventWriter
 from app.loop.prior import PriorCache
 from app.loop.validation import ValidatedCalls
@@ -43,6 +44,8 @@ class Services:
     health: DatabaseHealth
     # /v1/validate calls naming a route, recorded by the event writer's thread.
     validated: ValidatedCalls
+    # Every key, environment and table, in memory; reloaded every key_refresh_seconds.
+    keys: KeyStore
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -52,6 +55,7 @@ class Services:
         """The background threads of a serving process (the CLI commands run none)."""
         self.health.start()
         self.index.start_polling(self.settings.index_poll_seconds)
+        self.keys.start(self.settings.key_refresh_seconds)
         self.events.start()
         if self.router is not None:
             self.router.start()
@@ -61,6 +65,7 @@ class Services:
         if self.router is not None:
             self.router.stop()  # queued routes get 503; routes in hand finish and are recorded
         self.index.stop()
+        self.keys.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.health.stop()
@@ -166,6 +171,8 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     prior = PriorCache(factory, settings.prior_half_life_days)
     validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
     metrics = make_metrics(index, events)
+    keys = KeyStore.from_settings(settings, factory)
+    keys.refresh()  # the table's keys before the first request
     metrics.database_reachable.set_function(lambda: float(health.state.reachable))
     services = Services(
         settings,
@@ -178,6 +185,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         metrics,
         health,
         validated,
+        keys,
         cosines,
     )
     services.router = RouteExecutor(

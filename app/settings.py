@@ -25,6 +25,10 @@ from registry.card import NAMESPACE_PATTERN
 KeyList = Annotated[tuple[str, ...], NoDecode]
 LOCAL_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+# A key entry is KEY or KEY@NS1|NS2 (docs/CONFIGURATION.md, "Keys scoped to namespaces"): a key
+# may hold none of these characters, and a namespace name none of them either.
+KEY_SEPARATORS = frozenset("@|,")
+MIN_KEY_LENGTH = 16
 log = logging.getLogger("toolreach")
 
 
@@ -57,6 +61,8 @@ class Settings(BaseSettings):
     # psycopg prepares a statement after this many runs on a connection; `none`: never (for
     # PgBouncer in transaction mode before 1.22, docs/DEPLOY.md).
     database_prepare_threshold: int | None = Field(default=5, ge=0, le=1_000_000)
+    # Each a comma-separated list of KEY or KEY@NS1|NS2 (limited to those namespaces); entries
+    # as written: a key's rights and scope are read through app/keys (KeyStore), never here.
     admin_keys: KeyList = ()
     agent_keys: KeyList = ()
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
@@ -124,6 +130,9 @@ class Settings(BaseSettings):
     # The namespace /mcp serves to a key when the path names none ({"<agent key>": "billing"});
     # otherwise "default". It does not limit the key: /mcp/<namespace> still chooses.
     mcp_key_namespaces: dict[str, str] = Field(default_factory=dict)
+    # Seconds between reloads of the key table (POST/DELETE /v1/keys) by each replica: a key
+    # revoked on one replica stops working on every other within this (docs/API.md, "Keys").
+    key_refresh_seconds: float = Field(default=2.0, gt=0, le=3600)
 
     @field_validator(
         "admin_keys",
@@ -141,10 +150,12 @@ class Settings(BaseSettings):
 
     @field_validator("admin_keys", "agent_keys", "dashboard_keys")
     @classmethod
-    def _keys_long_enough(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        short = [k for k in value if len(k) < 16]
-        if short:
-            raise ValueError("every key must be at least 16 characters long")
+    def _well_formed_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for number, entry in enumerate(value, start=1):
+            try:
+                parse_key_entry(entry)
+            except ValueError as exc:
+                raise ValueError(f"entry {number}: {exc}") from None
         return value
 
     @field_validator("mcp_key_namespaces")
@@ -158,11 +169,24 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _namespaced_keys_exist(self) -> Settings:
         """A key mapped to a namespace but given no rights is a typo, and would go unnoticed."""
-        known = set(self.admin_keys) | set(self.agent_keys)
+        known = {parse_key_entry(e)[0] for e in (*self.admin_keys, *self.agent_keys)}
         if any(key not in known for key in self.mcp_key_namespaces):
             raise ValueError(
                 "TOOLREACH_MCP_KEY_NAMESPACES names a key that is neither an admin nor an agent key"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _each_key_once(self) -> Settings:
+        """A key listed twice would have two roles or two scopes: which one was meant?"""
+        seen: dict[str, str] = {}
+        for name in ("admin_keys", "agent_keys", "dashboard_keys"):
+            for number, entry in enumerate(getattr(self, name), start=1):
+                where = f"TOOLREACH_{name.upper()} entry {number}"
+                secret = parse_key_entry(entry)[0]
+                if secret in seen:
+                    raise ValueError(f"the same key is listed twice: {seen[secret]} and {where}")
+                seen[secret] = where
         return self
 
     @field_validator("router", mode="before")
@@ -212,6 +236,30 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def parse_key_entry(entry: str) -> tuple[str, frozenset[str] | None]:
+    """``KEY`` → (key, None: every namespace); ``KEY@NS1|NS2`` → (key, {NS1, NS2}).
+
+    ValueError on a malformed entry; the message never repeats any part of it, which may be
+    (part of) a secret.
+    """
+    secret, at, scope = entry.partition("@")
+    if "@" in scope:
+        raise ValueError("'@' may appear once, between a key and its namespaces: KEY@NS1|NS2")
+    if not all(c.isprintable() and not c.isspace() and c not in KEY_SEPARATORS for c in secret):
+        raise ValueError("a key is printable characters other than spaces, '@', '|' and ','")
+    if len(secret) < MIN_KEY_LENGTH:
+        after = " (the part before '@': what follows it are namespaces)" if at else ""
+        raise ValueError(f"every key must be at least {MIN_KEY_LENGTH} characters long{after}")
+    if not at:
+        return secret, None
+    namespaces = scope.split("|")
+    if not all(re.fullmatch(NAMESPACE_PATTERN, ns) for ns in namespaces):
+        raise ValueError(
+            "after '@' come namespace names separated by '|' (letters, digits, _ . : -)"
+        )
+    return secret, frozenset(namespaces)
 
 
 def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[str]:

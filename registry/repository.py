@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -173,11 +173,17 @@ def delete_tool(session: Session, namespace: str, name: str, revision: int) -> N
     session.flush()
 
 
+def no_tool(namespace: str, name: str) -> NotFound:
+    """The one answer for a tool that is not there (or, to a key limited to other namespaces,
+    not there for it: app/keys/scope.py), word for word."""
+    return NotFound(f"no tool {name!r} in namespace {namespace!r}")
+
+
 def get_card(session: Session, namespace: str, name: str, version: int | None = None) -> StoredCard:
     """The current card, or a given version (also of a deleted tool)."""
     tool = _find(session, namespace, name)
     if tool is None or (version is None and tool.deleted_at is not None):
-        raise NotFound(f"no tool {name!r} in namespace {namespace!r}")
+        raise no_tool(namespace, name)
     if version is None:
         return _stored(tool, _current_version(session, tool))
     row = session.scalar(
@@ -212,11 +218,15 @@ def list_cards(
     text: str | None = None,
     offset: int = 0,
     limit: int = 50,
+    namespaces: Collection[str] | None = None,
 ) -> tuple[list[StoredCard], int]:
-    """Current cards of live tools, filtered, ordered by namespace and name; and the total."""
+    """Current cards of live tools, filtered, ordered by namespace and name; and the total.
+    ``namespaces``: only tools of these (None: of every namespace)."""
     query = select(Tool).where(Tool.deleted_at.is_(None))
     if namespace is not None:
         query = query.where(Tool.namespace == namespace)
+    if namespaces is not None:
+        query = query.where(Tool.namespace.in_(sorted(namespaces)))
     if tag:  # autoescape: '%' and '_' are characters, not wildcards; any case, as routes
         query = query.where(func.lower(Tool.tags).contains(f"|{tag.lower()}|", autoescape=True))
     if text:

@@ -26,12 +26,13 @@ async def healthz() -> dict[str, str]:
 async def readyz(services: ServicesDep, caller: CallerDep) -> JSONResponse | dict[str, Any]:
     """Ready for traffic: the index is loaded and the database answers its probe.
 
-    Without a key the answer says only that; an admin or dashboard key also sees the
-    database's state and the index's namespaces.
+    Without a key the answer says only that; an admin or dashboard key that no scope limits
+    also sees the database's state and the index's namespaces (their names are what a
+    scope hides).
     """
     state = services.health.state
     details: dict[str, Any] | None = None
-    if caller.role in ("admin", "dashboard"):
+    if caller.role in ("admin", "dashboard") and caller.namespaces is None:
         details = {
             "database": {
                 "reachable": state.reachable,

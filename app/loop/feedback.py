@@ -3,7 +3,8 @@
 The rules, and why:
 
 * an unknown route id is 404: the agent has the id from our answer, so an unknown one is a
-  bug or a route older than the retention, and silently accepting it would hide the bug;
+  bug or a route older than the retention, and silently accepting it would hide the bug; to
+  a key limited to namespaces, a route of another namespace is unknown, word for word;
 * a ``chosen`` name that is not a tool of the route's namespace is 422 with the closest real
   names, like ``/v1/validate``: hit rates over invented names would be meaningless;
 * a repeat of the same report is idempotent (200, the same record), so agents may retry
@@ -15,6 +16,7 @@ The rules, and why:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -36,6 +38,23 @@ def find_route(session: Session, writer: EventWriter, route_id: str) -> RouteFac
     if record is not None:
         return RouteFacts(record.route_id, record.namespace, record.candidate_names)
     return event_repository.find_route(session, route_id)
+
+
+def unknown_route(route_id: str) -> NotFound:
+    return NotFound(
+        f"no route {route_id!r}: unknown, older than the retention, or answered by "
+        "another replica a moment ago and not yet written (retry in a few seconds)"
+    )
+
+
+def find_visible_route(
+    session: Session, writer: EventWriter, route_id: str, visible: Collection[str] | None
+) -> RouteFacts | None:
+    """``find_route``, but None for a route of a namespace out of ``visible`` (None: all)."""
+    route = find_route(session, writer, route_id)
+    if route is None or (visible is not None and route.namespace not in visible):
+        return None
+    return route
 
 
 def verdict(chosen: str | None, rank: int | None) -> Verdict:
@@ -123,15 +142,17 @@ def _conflict(row: Feedback, what: str) -> Conflict:
 
 
 def record_feedback(
-    session: Session, writer: EventWriter, index: IndexManager, request: FeedbackRequest
+    session: Session,
+    writer: EventWriter,
+    index: IndexManager,
+    request: FeedbackRequest,
+    visible: Collection[str] | None = None,
 ) -> tuple[FeedbackRead, bool]:
-    """Record (or confirm) the feedback; returns it and whether anything changed."""
-    route = find_route(session, writer, request.route_id)
+    """Record (or confirm) the feedback; returns it and whether anything changed. A route of
+    a namespace out of ``visible`` (None: every one) is unknown."""
+    route = find_visible_route(session, writer, request.route_id, visible)
     if route is None:
-        raise NotFound(
-            f"no route {request.route_id!r}: unknown, older than the retention, or answered by "
-            "another replica a moment ago and not yet written (retry in a few seconds)"
-        )
+        raise unknown_route(request.route_id)
     # A tool the route offered is real even if this replica's index has not yet caught up
     # with the replica that answered it; any other name is checked (and recorded by its card
     # name, however it was called).
@@ -158,15 +179,17 @@ def record_validated_call(
     index: IndexManager,
     route_id: str,
     name: str,
+    visible: Collection[str] | None = None,
 ) -> bool:
     """``/v1/validate`` with a route id: the first real tool validated is the route's choice.
 
     Its own short transaction, run off the request path (``ValidatedCalls``). An unknown
-    route, a name that is not a tool of the route's namespace, or a route already reported
-    is ignored (False); the database's own trouble is raised, so the call can be retried.
+    route (or one out of ``visible``, None: any), a name that is not a tool of the route's
+    namespace, or a route already reported is ignored (False); the database's own trouble is
+    raised, so the call can be retried.
     """
     with unit_of_work(factory) as session:
-        route = find_route(session, writer, route_id)
+        route = find_visible_route(session, writer, route_id, visible)
         card = None if route is None else index.card(route.namespace, name)
         if route is None or card is None:
             return False

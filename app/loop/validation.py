@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Collection
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -44,7 +45,8 @@ class ValidatedCalls:
     ) -> None:
         self._factory, self._writer, self._index = factory, writer, index
         self.buffer_size = buffer_size
-        self._queue: deque[tuple[str, str]] = deque()  # (route id, tool name)
+        # (route id, tool name, the namespaces the caller may see; None: any)
+        self._queue: deque[tuple[str, str, Collection[str] | None]] = deque()
         self._lock = threading.Lock()
         self.dropped = 0
         writer.also_write(self.write)
@@ -53,10 +55,10 @@ class ValidatedCalls:
     def waiting(self) -> int:
         return len(self._queue)
 
-    def submit(self, route_id: str, name: str) -> None:
+    def submit(self, route_id: str, name: str, visible: Collection[str] | None = None) -> None:
         """Queue one call; never blocks on the database."""
         with self._lock:
-            self._queue.append((route_id, name))
+            self._queue.append((route_id, name, visible))
             self._trim()
 
     def _trim(self) -> None:
@@ -75,14 +77,14 @@ class ValidatedCalls:
             with self._lock:
                 if not self._queue:
                     return recorded
-                route_id, name = self._queue.popleft()
+                route_id, name, visible = self._queue.popleft()
             try:
                 recorded += record_validated_call(
-                    self._factory, self._writer, self._index, route_id, name
+                    self._factory, self._writer, self._index, route_id, name, visible
                 )
             except DATABASE_TROUBLE:
                 with self._lock:
-                    self._queue.appendleft((route_id, name))
+                    self._queue.appendleft((route_id, name, visible))
                     self._trim()
                 raise
             except Exception:
@@ -107,9 +109,13 @@ def check_call(index: IndexManager, request: ValidateRequest) -> ValidateResult:
 
 
 def validate_call(
-    validated: ValidatedCalls, index: IndexManager, request: ValidateRequest
+    validated: ValidatedCalls,
+    index: IndexManager,
+    request: ValidateRequest,
+    visible: Collection[str] | None = None,
 ) -> ValidateResult:
-    """Check the call; if it names a route, queue it to be recorded as the route's choice."""
+    """Check the call; if it names a route, queue it to be recorded as the route's choice
+    (only if the route is of a namespace in ``visible``; None: any)."""
     if request.route_id is not None:
-        validated.submit(request.route_id, request.name)
+        validated.submit(request.route_id, request.name, visible)
     return check_call(index, request)

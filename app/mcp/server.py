@@ -55,6 +55,7 @@ class McpScope:
 
     namespace: str
     role: str
+    namespaces: frozenset[str] | None = None  # a scoped key's namespaces; None: every one
 
 
 class ToolInputError(Exception):
@@ -125,7 +126,7 @@ async def validate(services: Services, where: McpScope, arguments: dict[str, Any
     request = parse(ValidateRequest, {**call.model_dump(), "namespace": where.namespace})
     # Recording a validated call is a short database transaction: off the event loop.
     # Answered from memory; a named route's choice is queued for the background writer.
-    result = validate_call(services.validated, services.index, request)
+    result = validate_call(services.validated, services.index, request, visible=where.namespaces)
     return result.model_dump()
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.embedding.encoders import Encoder
+from app.keys.scope import require_writable
 from app.routing import ToolDoc, embedding_text
 from registry import repository
 from registry.card import ToolCard, first_sentence
@@ -77,11 +78,13 @@ def parse_batch(
     items: Sequence[Any],
     namespace: str | None,
     on_cards: Callable[[ParsedBatch, list[ToolCard]], None] | None = None,
+    writable: Collection[str] | None = None,
 ) -> ParsedBatch:
     """Parse every item; collect each bad one (index, name, problems) instead of stopping.
 
     ``on_cards(batch, cards)`` hears of the good cards every ``EMBED_BATCH`` of them, and of
-    the last ones at the end.
+    the last ones at the end. A card in a namespace out of ``writable`` (None: every one)
+    stops it: Forbidden.
     """
     batch = ParsedBatch()
     told = 0
@@ -95,6 +98,7 @@ def parse_batch(
         except InvalidInput as exc:
             batch.rejects.append({"index": index, "name": name, "problems": exc.details})
             continue
+        require_writable(card.namespace, writable)
         key = (card.namespace, card.name)
         if key in seen:
             problem = {"loc": ["name"], "message": f"duplicate of item {seen[key]} in this batch"}
@@ -218,17 +222,22 @@ def delete_card(session: Session, namespace: str, name: str) -> None:
 
 
 def import_items(
-    session: Session, encoder: Encoder, items: Sequence[Any], namespace: str | None
+    session: Session,
+    encoder: Encoder,
+    items: Sequence[Any],
+    namespace: str | None,
+    writable: Collection[str] | None = None,
 ) -> tuple[ParsedBatch, list[WriteStatus] | None]:
     """Parse every item and, if none is bad, write them all (``None`` statuses otherwise:
     nothing is written). The model starts on the first parsed cards while the rest are
-    parsed; a bad item stops it."""
+    parsed; a bad item stops it, a card out of ``writable`` too (Forbidden)."""
     embedding = CardEmbedding(session, encoder)
     try:
         batch = parse_batch(
             items,
             namespace,
             on_cards=lambda b, cards: None if b.rejects else embedding.add(session, cards),
+            writable=writable,
         )
         if batch.rejects:
             return batch, None

@@ -141,7 +141,16 @@ def test_health_and_ready(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json()["status"] == "ready"
+    assert ready.json() == {"status": "ready", "revision": 0, "namespaces": 0, "tools": 0}
+
+
+def test_ready_names_no_namespace(client: TestClient) -> None:
+    """/readyz answers anyone: counts, never the names a key's scope hides."""
+    body = {"tools": [weather_card()], "namespace": "tenant-secret-name"}
+    assert client.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+    ready = client.get("/readyz")
+    assert (ready.json()["namespaces"], ready.json()["tools"]) == (1, 1)
+    assert "tenant-secret-name" not in ready.text
 
 
 def test_an_error_without_text_is_named_by_its_class() -> None:

@@ -164,3 +164,26 @@ def test_open_when_no_agent_keys_are_set_like_v1(serve: Serve) -> None:
     with serve(agent_keys=()) as base:
         answer = structured(call(f"{base}/mcp", "search_tools", {"query": "weather"}, key=None))
         assert answer["tools"]
+
+
+SCOPED_KEY = "scoped-agent-key-0123456789"
+
+
+def test_a_scoped_key_sees_its_namespaces_only_like_v1(serve: Serve) -> None:
+    """A key limited to "other" works there with no path, and gets the /v1 404 for "default"
+    (the same answer as for a namespace that does not exist)."""
+    keys = (AGENT_KEY, f"{SCOPED_KEY}@other")
+    with serve(agent_keys=keys) as base:
+        query = {"query": "check the host answers", "k": 5}
+        own = structured(call(f"{base}/mcp", "search_tools", query, key=SCOPED_KEY))
+        assert own["namespace"] == "other" and [t["name"] for t in own["tools"]] == ["ping"]
+        headers = {"Authorization": f"Bearer {SCOPED_KEY}", "Accept": "application/json"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        with httpx.Client(base_url=base, headers=headers) as http:
+            hidden = http.post("/mcp/default", json=body)
+            missing = http.post("/mcp/nowhere", json=body)
+        assert hidden.status_code == missing.status_code == 404
+        assert hidden.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
+        assert hidden.json()["error"]["message"].replace("default", "X") == missing.json()["error"][
+            "message"
+        ].replace("nowhere", "X")
