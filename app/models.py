@@ -2,6 +2,7 @@
 
 from app.dashboard.signouts import DashboardSignout
 from app.loop.models import Feedback, RouteCandidate, RouteEvent
+from app.sources.models import Source, SourceTool
 from registry.models import Base, Embedding, RegistryState, Tool, ToolVersion
 
 __all__ = [
@@ -12,6 +13,8 @@ __all__ = [
     "RegistryState",
     "RouteCandidate",
     "RouteEvent",
+    "Source",
+    "SourceTool",
     "Tool",
     "ToolVersion",
 ]

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
+from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, SourceRef, ToolCard
 from registry.formats import json_kind
 from registry.nul import NoNul
 
@@ -34,6 +34,9 @@ class ToolRead(BaseModel):
     tags: list[str]
     examples: list[str]
     pinned: bool
+    source: SourceRef | None = Field(
+        default=None, description="the registered source the tool was read from (/v1/sources)"
+    )
     version: int
     created_at: datetime
     updated_at: datetime
