@@ -35,6 +35,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = build_services(settings, encoder)
         services.start()
+        await services.start_sources()
         app.state.services = services
         if freeze_gc:
             gc.collect()
@@ -42,6 +43,7 @@ def create_app(
         try:
             yield
         finally:
+            await services.close_sources()
             services.close()
             if freeze_gc:
                 gc.unfreeze()

@@ -53,7 +53,7 @@ def parse_document(raw: bytes, uri: str) -> Any:
     except json.JSONDecodeError:
         pass
     try:
-        return yaml.load(text, Loader=_NoAliases)  # noqa: S506 (a safe loader, aliases refused)
+        return yaml.load(text, Loader=_NoAliases)
     except yaml.YAMLError as exc:
         raise DocumentError(f"{display(uri)}: neither JSON nor YAML: {_first_line(exc)}") from None
 
@@ -163,9 +163,7 @@ async def load_documents(root: str, fetch: Fetch) -> Documents:
             raise DocumentError(f"the documents are larger than {MAX_TOTAL_BYTES} bytes in all")
         document = parse_document(raw, uri)
         documents.by_uri[uri] = document
-        waiting.extend(
-            target for target in (split_ref(ref, uri)[0] for ref in iter_refs(document))
-        )
+        waiting.extend(target for target in (split_ref(ref, uri)[0] for ref in iter_refs(document)))
     return documents
 
 

@@ -82,14 +82,12 @@ class Options:
 
 
 def spec_version(document: Any) -> str:
-    """"2.0", "3.0.x" or "3.1.x"; DocumentError for anything else."""
+    """ "2.0", "3.0.x" or "3.1.x"; DocumentError for anything else."""
     if not isinstance(document, Mapping):
         raise DocumentError("an OpenAPI document is a JSON or YAML object")
     version = document.get("openapi") or document.get("swagger")
     if not isinstance(version, str) or not re.match(r"^(2\.0|3\.[01]\.\d+)$", version):
-        raise DocumentError(
-            f"not an OpenAPI 3.0/3.1 or Swagger 2.0 document (version {version!r})"
-        )
+        raise DocumentError(f"not an OpenAPI 3.0/3.1 or Swagger 2.0 document (version {version!r})")
     return version
 
 
@@ -129,7 +127,9 @@ def convert(documents: Documents, options: Options) -> Converted:
         result.operations += 1
         where = f"{operation.method} {operation.path}"
         raw = operation.node.get("operationId")
-        name = tool_name(raw if isinstance(raw, str) and raw else _method_path(operation), options.prefix)
+        name = tool_name(
+            raw if isinstance(raw, str) and raw else _method_path(operation), options.prefix
+        )
         taken[name] = taken.get(name, 0) + 1
         if taken[name] > 1:
             result.notes.append(f"{where}: the name {name!r} is taken; named {name}_{taken[name]}")
@@ -348,24 +348,11 @@ def _body(
 ) -> dict[str, Any] | None:
     """Add the request body's arguments; its binding (media type, fields or one argument)."""
     if form:  # 2.0 form fields: each its own argument
-        consumes = operation.node.get("consumes") or ctx.documents.document.get("consumes") or []
-        media = (
-            "multipart/form-data"
-            if "multipart/form-data" in consumes
-            else "application/x-www-form-urlencoded"
-        )
-        fields = []
-        for parameter in form:
-            name = str(parameter["name"])
-            if name in properties:
-                raise _Refused(f"the form field {name!r} has the name of a parameter")
-            properties[name] = _parameter_schema(ctx, parameter)
-            if parameter.get("required") is True:
-                required.append(name)
-            fields.append(name)
-        return {"media": media, "fields": fields}
+        return _form(ctx, operation, form, properties, required)
     if v2_body is not None:
-        schema_node, media, needed = v2_body["v2"].get("schema", {}), "application/json", v2_body["required"]
+        schema_node: Any = v2_body["v2"].get("schema", {})
+        media: str | None = "application/json"
+        needed = bool(v2_body["required"])
     else:
         request = _resolved(ctx, operation.node.get("requestBody"))
         if not isinstance(request, Mapping) or not isinstance(request.get("content"), Mapping):
@@ -376,8 +363,9 @@ def _body(
             raise _Refused(f"a request body only in {kinds}, which the gateway cannot send")
         schema_node = (request["content"][media] or {}).get("schema", {})
         needed = request.get("required") is True
+    assert media is not None
     schema = convert_schema(ctx, schema_node, ctx.documents.root)
-    fields = schema.get("properties") if isinstance(schema, dict) else None
+    fields: Any = schema.get("properties") if isinstance(schema, dict) else None
     flat = (
         isinstance(fields, dict)
         and schema.get("type") in ("object", None)
@@ -395,6 +383,32 @@ def _body(
     if needed:
         required.append("body")
     return {"media": media, "arg": "body"}
+
+
+def _form(
+    ctx: SchemaContext,
+    operation: _Operation,
+    form: list[Mapping[str, Any]],
+    properties: dict[str, Any],
+    required: list[str],
+) -> dict[str, Any]:
+    """Swagger 2.0 form fields, each its own argument; sent as the operation consumes."""
+    consumes = operation.node.get("consumes") or ctx.documents.document.get("consumes") or []
+    media = (
+        "multipart/form-data"
+        if "multipart/form-data" in consumes
+        else "application/x-www-form-urlencoded"
+    )
+    fields = []
+    for parameter in form:
+        name = str(parameter["name"])
+        if name in properties:
+            raise _Refused(f"the form field {name!r} has the name of a parameter")
+        properties[name] = _parameter_schema(ctx, parameter)
+        if parameter.get("required") is True:
+            required.append(name)
+        fields.append(name)
+    return {"media": media, "fields": fields}
 
 
 def _media(content: Mapping[str, Any]) -> str | None:
@@ -447,9 +461,7 @@ def _errors(ctx: SchemaContext, operation: _Operation) -> list[dict[str, Any]]:
         about = response.get("description") if isinstance(response, Mapping) else None
         meaning = " ".join(str(about or "").split())[:2000] or f"HTTP {code}"
         suggestion = SUGGESTIONS.get(code) or (
-            "The source failed: retry later, or use another tool."
-            if code.startswith("5")
-            else None
+            "The source failed: retry later, or use another tool." if code.startswith("5") else None
         )
         entries.append({"code": code, "meaning": meaning, "suggestion": suggestion})
     return entries[:100]
