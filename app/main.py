@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import dashboard
-from app.api import feedback, health, metrics, route, stats, tools, validate
+from app.api import call, feedback, health, metrics, route, sources, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
 from app.api.middleware import BodySizeLimit, NoNulInUrl
 from app.embedding.encoders import Encoder
@@ -57,7 +57,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
     app.add_middleware(NoNulInUrl)
-    for module in (health, metrics, tools, validate, route, feedback, stats):
+    for module in (health, metrics, tools, validate, route, feedback, stats, sources, call):
         app.include_router(module.router)
     app.include_router(dashboard.router)
     return app

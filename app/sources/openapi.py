@@ -144,7 +144,8 @@ def convert(documents: Documents, options: Options) -> Converted:
 
 
 def _method_path(operation: _Operation) -> str:
-    return f"{operation.method.lower()}_{operation.path}"
+    """``get_dogs_dogId`` for GET /dogs/{dogId}: an operation without an operationId."""
+    return f"{operation.method.lower()}_{re.sub(r'[^A-Za-z0-9]+', '_', operation.path).strip('_')}"
 
 
 class _Refused(Exception):
