@@ -18,8 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from mcp.types import CallToolResult
 
 from app.sources.mcp import Connected, Reach, connect
+from app.sources.outbound import ResponseTooLarge
 from app.sources.schemas import SourceConfig
 
 log = logging.getLogger("toolreach.gateway")
@@ -42,9 +44,16 @@ class _Session:
         self.error: BaseException | None = None
         self.done = False
         self.task: asyncio.Task[None] | None = None
+        # An answer the transport could not use (too large, not JSON-RPC): the SDK hands it
+        # here, not to the call waiting for it, so the calls in flight are failed from here.
+        self.broken = anyio.Event()
+        self.failure: BaseException | None = None
 
     async def _message(self, message: Any) -> None:
-        if _method(message) == LIST_CHANGED:
+        if isinstance(message, ResponseTooLarge | ValueError):
+            self.failure = message
+            self.broken.set()
+        elif _method(message) == LIST_CHANGED:
             self.on_changed()
 
     async def run(self) -> None:
@@ -72,8 +81,48 @@ class McpPool:
         self._sessions: dict[str, tuple[str, _Session]] = {}
         self._lock = anyio.Lock()
 
+    async def call(
+        self, source: str, config: SourceConfig, tool: str, arguments: dict[str, Any]
+    ) -> tuple[CallToolResult, list[str]]:
+        """``tools/call`` on the source's session: the result and the secrets to mask. A
+        broken answer fails the call at once (and drops the session) instead of leaving it
+        to wait for its timeout."""
+        held = await self._open(source, config)
+        connected = held.connected
+        if connected is None:
+            raise ConnectionError("the MCP session closed")
+        result: list[CallToolResult] = []
+        errors: list[Exception] = []
+
+        async def run(scope: anyio.CancelScope) -> None:
+            try:
+                result.append(await connected.session.call_tool(tool, arguments))
+            except Exception as exc:  # raised below, outside the task group (no group)
+                errors.append(exc)
+            finally:
+                scope.cancel()
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            await held.broken.wait()
+            scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, group.cancel_scope)
+            group.start_soon(watch, group.cancel_scope)
+        if errors:
+            raise errors[0]
+        if not result:
+            await self.drop(source)
+            raise held.failure or ConnectionError("the MCP session broke")
+        return result[0], connected.secrets
+
     async def session(self, source: str, config: SourceConfig) -> Connected:
         """The source's open session (opened now if there is none, or its config changed)."""
+        held = await self._open(source, config)
+        assert held.connected is not None
+        return held.connected
+
+    async def _open(self, source: str, config: SourceConfig) -> _Session:
         key = config_key(config)
         async with self._lock:
             held = self._sessions.get(source)
@@ -91,7 +140,7 @@ class McpPool:
         if session.connected is None:
             self._sessions.pop(source, None)
             raise session.error or ConnectionError("the MCP session closed")
-        return session.connected
+        return session
 
     async def drop(self, source: str) -> None:
         """Close the source's session (it broke, or the source is gone)."""

@@ -44,7 +44,7 @@ from app.schemas import Outcome
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.mcp import Reach
-from app.sources.outbound import OutboundRefused, ResponseTooLarge, http_client
+from app.sources.outbound import TOO_LARGE, OutboundRefused, ResponseTooLarge, http_client
 from app.sources.schemas import SourceConfig
 from app.sources.secrets import SecretMissing, mask, resolve_all
 from app.tools.live_index import IndexManager
@@ -276,57 +276,40 @@ class Gateway:
 
     async def _send_mcp(self, request: CallRequest, target: Target) -> Any:
         try:
-            connected = await self.pool.session(target.source, target.config)
+            result, secrets = await self.pool.call(
+                target.source, target.config, target.binding["tool"], request.arguments
+            )
         except SecretMissing as exc:
             raise CallFailed("credentials_missing", str(exc)) from None
         except OutboundRefused as exc:
             raise CallFailed("outbound_refused", str(exc)) from None
         except TimeoutError:
             raise
-        except Exception as exc:
+        except MCPError as exc:
+            code = "response_too_large" if TOO_LARGE in str(exc) else "protocol_error"
+            await self.pool.drop(target.source)
+            raise CallFailed(code, f"the MCP call failed: {exc}", source_fault=True) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            await self.pool.drop(target.source)
             raise CallFailed(
                 "unreachable",
                 f"the MCP server cannot be reached: {_reason(exc)}",
                 retryable=True,
                 source_fault=True,
             ) from None
-        try:
-            result = await connected.session.call_tool(target.binding["tool"], request.arguments)
-        except MCPError as exc:
-            raise CallFailed(
-                "protocol_error",
-                mask(f"the MCP server refused the call: {exc}", connected.secrets),
-                source_fault=True,
-            ) from None
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError) as exc:
-            await self.pool.drop(target.source)
-            raise CallFailed(
-                "unreachable",
-                f"the MCP session broke: {type(exc).__name__}",
-                retryable=True,
-                source_fault=True,
-            ) from None
-        except TimeoutError:
-            raise
         except Exception as exc:  # a malformed answer, an answer too large, the SDK's checks
             await self.pool.drop(target.source)
             code = "response_too_large" if _too_large(exc) else "protocol_error"
-            message = mask(
-                f"the MCP server's answer is unusable: {_reason(exc)}", connected.secrets
-            )
+            message = f"the MCP server's answer is unusable: {_reason(exc)}"
             raise CallFailed(code, message, source_fault=True) from None
-        answer = mask(
-            result.model_dump(mode="json", by_alias=True, exclude_none=True), connected.secrets
-        )
+        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        answer: dict[str, Any] = mask(dumped, secrets)
         answer.pop("_meta", None)
         answer.pop("resultType", None)
         if result.is_error:
-            text = " ".join(
-                c.get("text", "") for c in answer.get("content", []) if isinstance(c, dict)
-            )
-            raise CallFailed(
-                "tool_error", text[:2000] or "the tool reported an error", details=answer
-            )
+            texts = [c.get("text", "") for c in answer.get("content", []) if isinstance(c, dict)]
+            message = " ".join(texts)[:2000] or "the tool reported an error"
+            raise CallFailed("tool_error", message, details=answer)
         return answer
 
     async def _report(

@@ -42,8 +42,13 @@ class OutboundRefused(Exception):
     """A request the outbound rules do not allow; the message says which rule."""
 
 
-class ResponseTooLarge(Exception):
-    """An upstream's answer is larger than the gateway accepts."""
+TOO_LARGE = "the answer is larger than"
+
+
+class ResponseTooLarge(httpx2.SSEError, httpx2.StreamError):
+    """An upstream's answer is larger than the gateway accepts. It is one of httpx2's
+    stream errors so the MCP SDK resolves the waiting request with an error (its message
+    starts with ``TOO_LARGE``) instead of leaving it to its timeout."""
 
 
 def _networks(values: Iterable[str]) -> tuple[IPNetwork, ...]:
@@ -189,7 +194,7 @@ class _CappedStream(httpx.AsyncByteStream, httpx2.AsyncByteStream):
         async for chunk in self._stream:
             seen += len(chunk)
             if seen > self._limit:
-                raise ResponseTooLarge(f"the answer is larger than {self._limit} bytes")
+                raise ResponseTooLarge(f"{TOO_LARGE} {self._limit} bytes")
             yield chunk
 
     async def aclose(self) -> None:
@@ -209,7 +214,7 @@ class _Capped(httpx.AsyncBaseTransport, httpx2.AsyncBaseTransport):
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > self._limit:
             await response.aclose()
-            raise ResponseTooLarge(f"the answer is larger than {self._limit} bytes")
+            raise ResponseTooLarge(f"{TOO_LARGE} {self._limit} bytes")
         return self._response_class(
             status_code=response.status_code,
             headers=response.headers,

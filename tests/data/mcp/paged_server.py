@@ -22,7 +22,9 @@ def load() -> None:
     TOOLS[:] = json.loads(Path(os.environ["TOOLS_FILE"]).read_text())
 
 
-async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+async def list_tools(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
     start = int(params.cursor) if params is not None and params.cursor else 0
     page = [types.Tool.model_validate(t) for t in TOOLS[start : start + PAGE]]
     following = str(start + PAGE) if start + PAGE < len(TOOLS) else None
