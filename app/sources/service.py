@@ -84,6 +84,7 @@ class SourceService:
             settings.source_stdio_allowed,
         )
         self._factory = factory
+        self.factory = factory
         self._encoder = encoder
         self._changed = on_registry_change
         self._locks: dict[str, asyncio.Lock] = {}

@@ -113,6 +113,14 @@ def test_malformed_json_rpc_upstream(sqlite_db: str, upstream: Upstream) -> None
         assert gw.get("/v1/sources", headers=ADMIN).json()["total"] == 0
 
 
+def paged(name: str, tools_file: Path) -> dict:
+    return {
+        "name": name,
+        "command": [sys.executable, str(PAGED)],
+        "env": {"TOOLS_FILE": str(tools_file)},
+    }
+
+
 def paged_tools(path: Path, names: list[str], description: str = "A tool.") -> None:
     tools = [
         {"name": n, "description": f"{description} ({n})", "inputSchema": {"type": "object"}}
