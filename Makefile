@@ -5,6 +5,9 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 HOST    ?= 127.0.0.1
 PORT    ?= 8000
+# Real MCP servers from npm for tests/sources (run with the machine's node 20).
+MCP_SERVERS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
+NPM_SERVERS := .npm-tools/.servers-2026.8.31
 
 .PHONY: install system-packages run test lint format typecheck unit migrate eval bench docker-check clean
 
@@ -19,7 +22,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
-install: system-packages $(STAMP) $(BIN)/helm  ## the virtual environment, the models, helm, and the Debian packages the tests need
+install: system-packages $(STAMP) $(BIN)/helm $(NPM_SERVERS)  ## the virtual environment, the models, helm, the MCP servers and the Debian packages the tests need
+
+$(NPM_SERVERS):  # MCP servers nobody here wrote, for tests/sources (skipped only without node)
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .npm-tools --no-audit --no-fund --save-exact $(MCP_SERVERS) && touch $@; \
+	else echo "npm is missing: no MCP servers (their tests are skipped only where node is missing too)"; fi
 
 system-packages:  ## Chromium, CJK fonts and HAProxy for the tests: installed if missing (as root or with sudo)
 	@bash scripts/system-packages.sh
@@ -70,4 +78,4 @@ docker-check: $(STAMP) $(BIN)/helm  ## validate the compose file, the Dockerfile
 	$(BIN)/pytest tests/deploy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache toolreach.db*
+	rm -rf $(VENV) .npm-tools .pytest_cache .mypy_cache .ruff_cache toolreach.db*

@@ -84,7 +84,7 @@ def test_guard_sits_under_every_request() -> None:
         async with http_client(OutboundRules(), timeout=2) as client:
             await client.get("http://localhost:9/")
 
-    with pytest.raises(OutboundRefused, match="loopback|own address"):
+    with pytest.raises(OutboundRefused, match=r"loopback|own address"):
         anyio.run(attempt)
     with pytest.raises(OutboundRefused, match="credentials"):
         anyio.run(OutboundRules().check_url, "http://user:pw@example.com/")
