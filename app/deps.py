@@ -116,6 +116,16 @@ async def require_key_admin(caller: CallerDep) -> Caller:
     return caller
 
 
+async def require_unscoped_admin(caller: CallerDep) -> Caller:
+    """What writes into any namespace it names (``/v1/sources``): an admin key limited to
+    none, since a source's tools could land outside a scope."""
+    if caller.role == "anonymous":
+        raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
+    if caller.role != "admin" or caller.scoped:
+        raise Forbidden("only an admin key limited to no namespace may manage sources")
+    return caller
+
+
 async def require_unscoped_viewer(caller: CallerDep) -> Caller:
     """What covers every namespace at once (``/metrics``): a viewer key limited to none."""
     await require_viewer(caller)
@@ -126,6 +136,7 @@ async def require_unscoped_viewer(caller: CallerDep) -> Caller:
 
 AdminDep = Annotated[Caller, Depends(require_admin)]
 KeyAdminDep = Annotated[Caller, Depends(require_key_admin)]
+UnscopedAdminDep = Annotated[Caller, Depends(require_unscoped_admin)]
 AgentDep = Annotated[Caller, Depends(require_agent)]
 ViewerDep = Annotated[Caller, Depends(require_viewer)]
 

@@ -3,6 +3,7 @@
 from app.dashboard.signouts import DashboardSignout
 from app.keys.models import ApiKey
 from app.loop.models import Feedback, RouteEvent, RouteEventCandidate
+from app.sources.models import Source, SourceTool
 from registry.models import Base, Embedding, RegistryState, Tool, ToolVersion
 
 __all__ = [
@@ -14,6 +15,8 @@ __all__ = [
     "RegistryState",
     "RouteEvent",
     "RouteEventCandidate",
+    "Source",
+    "SourceTool",
     "Tool",
     "ToolVersion",
 ]

@@ -16,6 +16,7 @@ from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
+from app.gateway.service import Gateway
 from app.keys.store import KeyStore
 from app.loop.events import EventWriter
 from app.loop.prior import PriorCache
@@ -23,6 +24,7 @@ from app.loop.validation import ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
 from app.settings import Settings
+from app.sources.service import SourceService
 from app.tools.catalog import parse_batch, write_cards
 from app.tools.live_index import IndexManager
 from registry import repository
@@ -50,6 +52,9 @@ class Services:
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
     router: RouteExecutor | None = None
+    # Sources read into cards, and the gateway that forwards calls to them (docs/SOURCES.md).
+    sources: SourceService | None = None
+    gateway: Gateway | None = None
 
     def start(self) -> None:
         """The background threads of a serving process (the CLI commands run none)."""
@@ -60,6 +65,21 @@ class Services:
         if self.router is not None:
             self.router.start()
         self.prior.start(self.settings.prior_refresh_seconds)
+
+    async def start_sources(self) -> None:
+        """On the serving event loop: the sources' schedule, and a session held open to each
+        live MCP source to hear its tools/list_changed (opened in the background)."""
+        if self.sources is None or self.gateway is None:
+            return
+        self.sources.start()
+        if self.settings.source_watch:
+            self.sources.watch(self.gateway.pool)
+
+    async def close_sources(self) -> None:
+        if self.sources is not None:
+            await self.sources.aclose()
+        if self.gateway is not None:
+            await self.gateway.aclose()
 
     def close(self) -> None:
         if self.router is not None:
@@ -195,6 +215,16 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         max_queue=settings.route_max_queue,
     )
     metrics.route_queue.set_function(services.router.waiting)
+    services.sources = SourceService(settings, factory, services.encoder, index.sync)
+    services.gateway = Gateway(
+        settings,
+        factory,
+        index,
+        events,
+        metrics,
+        services.sources.reach,
+        on_list_changed=services.sources.request_sync,
+    )
     if settings.load_demo:
         load_demo_once(services)
     index.sync()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import logging
 import os
 import re
@@ -133,6 +134,50 @@ class Settings(BaseSettings):
     # Seconds between reloads of the key table (POST/DELETE /v1/keys) by each replica: a key
     # revoked on one replica stops working on every other within this (docs/API.md, "Keys").
     key_refresh_seconds: float = Field(default=2.0, gt=0, le=3600)
+    # Sources and the gateway (docs/SOURCES.md). Seconds between scheduled re-syncs of each
+    # source (0: only on demand and on an MCP server's tools/list_changed).
+    source_sync_seconds: float = Field(default=3600.0, ge=0, le=30 * 86_400)
+    # Hold a session open to each live MCP source, to hear notifications/tools/list_changed.
+    source_watch: bool = True
+    # MCP sources that are local commands (stdio): the admin API would run any command it is
+    # given, so they are refused unless this is on.
+    source_stdio_allowed: bool = False
+    # A forwarded call: its timeout (the whole call, retries included), the calls one source
+    # may have in flight, the attempts a call safe to repeat may make, the consecutive
+    # failures that open a source's circuit and how long it stays open, the largest answer.
+    gateway_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    gateway_source_concurrency: int = Field(default=8, ge=1, le=10_000)
+    gateway_attempts: int = Field(default=3, ge=1, le=10)
+    gateway_breaker_failures: int = Field(default=5, ge=1, le=10_000)
+    gateway_breaker_seconds: float = Field(default=30.0, gt=0, le=86_400)
+    gateway_max_response_bytes: int = Field(default=4 * 1_048_576, ge=1024, le=1024 * 1_048_576)
+    gateway_batch_max: int = Field(default=32, ge=1, le=1000)
+    # Outbound rules (app/sources/outbound.py): networks a source may be at although the
+    # default refuses them (loopback, link-local and metadata addresses, this host's own),
+    # e.g. "127.0.0.0/8"; and networks refused on top of the defaults, e.g. "10.0.0.0/8".
+    outbound_allowed_networks: KeyList = ()
+    outbound_denied_networks: KeyList = ()
+    # Directories a source's credential files may be read from (secrets by reference).
+    secret_dirs: KeyList = ("/run/secrets",)
+
+    @field_validator(
+        "outbound_allowed_networks", "outbound_denied_networks", "secret_dirs", mode="before"
+    )
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(k.strip() for k in value.split(",") if k.strip())
+        return value
+
+    @field_validator("outbound_allowed_networks", "outbound_denied_networks")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for network in value:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ValueError(f"not a network (CIDR, e.g. 127.0.0.0/8): {network!r}") from None
+        return value
 
     @field_validator(
         "admin_keys",

@@ -333,3 +333,21 @@ def count_tools(session: Session, namespace: str | None = None) -> int:
     if namespace is not None:
         query = query.where(Tool.namespace == namespace)
     return session.scalar(query) or 0
+
+
+def live_owners(session: Session, namespace: str, names: Iterable[str]) -> dict[str, str | None]:
+    """The source each live tool of these names was read from (None: written by hand)."""
+    owners: dict[str, str | None] = {}
+    for chunk in _in_chunks(names):
+        rows = session.execute(
+            select(Tool.name, ToolVersion.card)
+            .join(
+                ToolVersion,
+                (ToolVersion.tool_id == Tool.id) & (ToolVersion.version == Tool.current_version),
+            )
+            .where(Tool.namespace == namespace, Tool.name.in_(chunk), Tool.deleted_at.is_(None))
+        )
+        for name, card in rows.tuples():
+            source = card.get("source") if isinstance(card, dict) else None
+            owners[name] = source.get("name") if isinstance(source, dict) else None
+    return owners

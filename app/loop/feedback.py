@@ -16,20 +16,23 @@ The rules, and why:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import unit_of_work
+from app.db import DATABASE_TROUBLE, unit_of_work
 from app.loop import repository as event_repository
 from app.loop.events import EventWriter
 from app.loop.models import Feedback
 from app.loop.repository import RouteFacts
-from app.schemas import FeedbackRead, FeedbackRequest, Verdict
+from app.schemas import FeedbackRead, FeedbackRequest, Outcome, Verdict
 from app.tools.live_index import IndexManager
 from registry.calls import did_you_mean
 from registry.errors import Conflict, InvalidInput, NotFound
+
+log = logging.getLogger("toolreach")
 
 
 def find_route(session: Session, writer: EventWriter, route_id: str) -> RouteFacts | None:
@@ -198,3 +201,49 @@ def record_validated_call(
         request = FeedbackRequest(route_id=route_id, chosen=card.name)
         # False: a report for this route landed at the same moment; it stands.
         return event_repository.add_feedback(session, new_row(route, request, from_validate=True))
+
+
+def record_call(
+    factory: sessionmaker[Session],
+    writer: EventWriter,
+    index: IndexManager,
+    route_id: str,
+    name: str,
+    outcome: Outcome,
+    error_code: str | None,
+) -> FeedbackRead | None:
+    """A call forwarded by the gateway (app/gateway) is the route's report: the tool, the
+    outcome, the error code; the recorded report if this one changed it, else None.
+
+    Its own short transaction, so bookkeeping never fails a call. As with ``/v1/feedback``
+    the first report of a route stands, with one exception: a call of the same tool that
+    succeeds after it failed records the success (the agent fixed its call; the step got
+    done). An unknown route, or a name that is not a tool of the route's namespace, is
+    not recorded.
+    """
+    try:
+        with unit_of_work(factory) as session:
+            route = find_route(session, writer, route_id)
+            card = None if route is None else index.card(route.namespace, name)
+            if route is None or card is None:
+                return None
+            request = FeedbackRequest(
+                route_id=route_id, chosen=card.name, outcome=outcome, error_code=error_code
+            )
+            row = event_repository.get_feedback(session, route_id)
+            if row is None:
+                row = new_row(route, request, from_validate=False)
+                return to_read(row) if event_repository.add_feedback(session, row) else None
+            if row.chosen != card.name:
+                return None
+            if row.outcome == "error" and outcome == "success":
+                row.outcome, row.error_code = outcome, None
+                row.updated_at = datetime.now(UTC)
+                return to_read(row)
+            try:
+                return to_read(row) if reconcile(row, request) else None
+            except Conflict:
+                return None
+    except DATABASE_TROUBLE as exc:
+        log.warning("route %s: call not recorded: %s", route_id, exc.__class__.__name__)
+        return None

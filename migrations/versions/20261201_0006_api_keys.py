@@ -1,7 +1,7 @@
 """api keys: keys made through /v1/keys, stored by SHA-256 digest (app/keys/models.py)
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-12-01 15:24:20.925542
 
 The secret is never stored: a key is looked up by the hex SHA-256 of its text (key_hash).
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0006'
-down_revision: str | None = '0003'
+down_revision: str | None = '0005'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -165,6 +165,23 @@ ENDPOINTS: dict[str, Callable[[World, str, str], Call]] = {
     ),
     "DELETE /v1/keys/{id}": lambda w, c, ns: ("delete", f"/v1/keys/{w.table_keys[c]}", {}),
     "GET /metrics": lambda w, c, ns: ("get", "/metrics", {}),
+    # The gateway: a tool with no source is a structured error (200, ok false) in scope.
+    "POST /v1/call": lambda w, c, ns: (
+        "post",
+        "/v1/call",
+        {"json": {"name": "lookup_order", "arguments": {}, "namespace": ns}},
+    ),
+    "POST /v1/call/batch": lambda w, c, ns: (
+        "post",
+        "/v1/call/batch",
+        {"json": {"calls": [{"name": "lookup_order", "arguments": {}, "namespace": ns}]}},
+    ),
+    # Sources write into the namespaces they name: an admin key limited to none only.
+    "GET /v1/sources": lambda w, c, ns: ("get", "/v1/sources", {}),
+    "POST /v1/sources": lambda w, c, ns: ("post", "/v1/sources", {"json": {}}),
+    "GET /v1/sources/{name}": lambda w, c, ns: ("get", "/v1/sources/nope", {}),
+    "DELETE /v1/sources/{name}": lambda w, c, ns: ("delete", "/v1/sources/nope", {}),
+    "POST /v1/sources/{name}/sync": lambda w, c, ns: ("post", "/v1/sources/nope/sync", {}),
 }
 
 EMPTY = "200, empty"  # 200, and nothing of the namespace named (as for an unknown one)
@@ -186,6 +203,13 @@ EXPECTED: dict[str, tuple[int | str, ...]] = {
     "POST /v1/keys": (201, 403, 403, 403, 403, 403),
     "DELETE /v1/keys/{id}": (204, 403, 403, 403, 403, 403),
     "GET /metrics": (200, 403, 403, 403, 403, 403),
+    "POST /v1/call": (200, 200, 404, 200, 404, 403),
+    "POST /v1/call/batch": (200, 200, 404, 200, 404, 403),
+    "GET /v1/sources": (200, 403, 403, 403, 403, 403),
+    "POST /v1/sources": (422, 403, 403, 403, 403, 403),
+    "GET /v1/sources/{name}": (404, 403, 403, 403, 403, 403),
+    "DELETE /v1/sources/{name}": (404, 403, 403, 403, 403, 403),
+    "POST /v1/sources/{name}/sync": (404, 403, 403, 403, 403, 403),
 }
 CASES = [
     (endpoint, caller, expected)

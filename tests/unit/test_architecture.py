@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Each room of app/ (a package, or a top-level module) and the rooms it may import.
 ROOMS = {
-    "routing", "registry", "embedding", "keys", "tools", "loop", "route", "cli", "api", "mcp",
+    "routing", "registry", "embedding", "keys", "tools", "loop", "route", "sources", "gateway",
+    "cli", "api", "mcp",
     "dashboard", "settings", "db", "models", "metrics", "migrate", "errors", "schemas",
     "services", "deps", "main", "db_health",
 }  # fmt: skip
@@ -31,12 +32,30 @@ MAY_IMPORT: dict[str, set[str]] = {
     "keys": {"registry", "db", "schemas", "settings", "errors"},
     "tools": {"routing", "registry", "embedding", "db", "keys"},
     "loop": {"routing", "registry", "db", "schemas", "tools", "errors", "keys"},
+    "sources": {"registry", "embedding", "tools", "db", "settings", "errors"},
+    "gateway": {
+        "registry",
+        "sources",
+        "tools",
+        "loop",
+        "db",
+        "schemas",
+        "metrics",
+        "settings",
+        "errors",
+    },
     "route": {"routing", "registry", "embedding", "tools", "loop", "schemas", "errors"},
     # The foundation: small modules every room may stand on.
     "settings": {"routing", "embedding", "registry"},
     "db": set(),
     "db_health": {"db"},
-    "models": {"registry", "loop", "keys", "dashboard"},  # every table on one metadata, for Alembic
+    "models": {
+        "registry",
+        "loop",
+        "keys",
+        "sources",
+        "dashboard",
+    },  # every table on one metadata, for Alembic
     "metrics": set(),
     "migrate": {"db"},
     "errors": {"registry"},
@@ -51,7 +70,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cli": ROOMS - {"cli"},  # the command line drives every room
 }
 # What app/models.py may reach into: the tables of the rooms.
-TABLES_ONLY = {"loop.models", "keys.models", "dashboard.signouts"}
+TABLES_ONLY = {"loop.models", "keys.models", "sources.models", "dashboard.signouts"}
 
 
 def room_of(module: str) -> str | None:
