@@ -19,6 +19,9 @@ import pytest
 from toolreach_client import Stats, ToolReach
 
 REPO = Path(__file__).resolve().parents[2]
+# The repository whose service the tests start: this one, or (to try a branch's server)
+# another checkout.
+SERVER_REPO = Path(os.environ.get("TOOLREACH_CLIENT_TEST_SERVER", REPO))
 ADMIN_KEY = "client-test-admin-key-0123"
 AGENT_KEY = "client-test-agent-key-0123"
 # The demo catalog's cards, without their namespace: each test puts them in its own.
@@ -61,7 +64,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     port = free_port()
     env = {
         **os.environ,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": str(SERVER_REPO),
         "HF_HUB_OFFLINE": "1",
         "TOOLREACH_DATABASE_URL": f"sqlite:///{home / 'toolreach.db'}",
         "TOOLREACH_ENCODER": "fake",
