@@ -11,11 +11,12 @@ binds only the routed tools to a chat model.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.graph import MessagesState
 
 from toolreach_client.aclient import AsyncToolReach
 from toolreach_client.client import ToolReach
@@ -92,10 +93,9 @@ def gateway_tools(step: Step) -> list[BaseTool]:
     return [tool(definition) for definition in step.tools]
 
 
-class RoutedState(TypedDict, total=False):
-    """Keys the node writes besides ``messages`` (add them to your state to keep them)."""
+class RoutedState(MessagesState, total=False):
+    """The messages, and what the selection node adds: its route and the routed names."""
 
-    messages: list[AnyMessage]
     route_id: str
     routed_tools: list[str]
 
@@ -116,12 +116,12 @@ def tool_selection_node(
     k: int = 3,
     namespace: str | None = None,
     query: Callable[[list[AnyMessage]], str] = last_human_text,
-) -> Callable[[Mapping[str, Any]], RoutedState]:
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """A graph node: route the step (``query`` of the messages), bind only the routed tools
     to ``model`` and call it. ``tools`` maps tool names to your implementations; without
     it, the routed definitions are called through the gateway (``gateway_tools``)."""
 
-    def select_tools(state: Mapping[str, Any]) -> RoutedState:
+    def select_tools(state: Mapping[str, Any]) -> dict[str, Any]:
         messages = list(state["messages"])
         if tools is None:
             step = client.route(query(messages), k=k, namespace=namespace, format="openai")
