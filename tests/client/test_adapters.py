@@ -34,7 +34,7 @@ from toolreach_client.adapters.langgraph import (
     tool_selection_node,
 )
 
-from tests.client.conftest import AGENT_KEY, Service
+from tests.client.conftest import AGENT_KEY, REPO, Service
 
 FORBID = ConfigDict(extra="forbid")
 
@@ -45,14 +45,18 @@ def valid(item_type: Any, items: list[Any]) -> None:
 
 
 FRAMEWORKS = ("langchain", "langgraph", "openai", "anthropic", "agents")
+SERVER = ("app", "registry", "fastapi", "sqlalchemy", "torch", "numpy")
 
 
-def test_importing_the_client_imports_no_framework() -> None:
+def test_importing_the_client_imports_no_framework_and_nothing_of_the_server() -> None:
     code = (
         "import sys, toolreach_client, toolreach_client.adapters;"
-        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({FRAMEWORKS!r})))"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({FRAMEWORKS + SERVER!r})))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # From the repository's root, where the server's packages could be imported.
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
     assert out.stdout.strip() == "[]"
 
 
