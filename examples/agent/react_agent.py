@@ -139,9 +139,12 @@ class Agent:
             {"role": "user", "content": f"Task: {task}\nObservations so far: {seen}"},
         ]
         reply = await self.model.complete(messages, None)
-        text = reply.get("content") or "{}"
-        parsed: Message = json.loads(text[text.find("{") : text.rfind("}") + 1] or "{}")
-        return parsed
+        text = reply.get("content") or ""
+        try:  # JSON, perhaps inside prose or a code fence
+            plan: Message = json.loads(text[text.find("{") : text.rfind("}") + 1])
+        except ValueError:
+            plan = {}
+        return plan if plan.get("steps") or "answer" in plan else {"answer": text}
 
     async def do(self, text: str) -> Observation:
         step = await self.client.route(text, k=self.k, format="openai")

@@ -118,3 +118,15 @@ def test_the_agent_runs_tools_through_the_gateway(
     assert "not_callable" in model.prompts[1]
     stats = settled_stats(admin, namespace, routes=1, feedback=1)
     assert (stats.routes, stats.feedback) == (1, 1)  # the call was the step's report
+
+
+def test_a_plan_in_prose_is_the_answer() -> None:
+    class Prose:
+        async def complete(self, messages: list[Any], tools: Any) -> dict[str, Any]:
+            return {"role": "assistant", "content": "Paris is sunny today."}
+
+    async def go() -> str:
+        async with AsyncToolReach("http://127.0.0.1:9") as client:  # never reached
+            return await react_agent.Agent(client, Prose(), log=lambda _: None).run("weather?")
+
+    assert asyncio.run(go()) == "Paris is sunny today."
