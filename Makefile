@@ -19,9 +19,10 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # torch first, alone: the local CPU build. Letting another package pull torch fetches CUDA.
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e './clients/python[langgraph,openai,anthropic]'
 	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
