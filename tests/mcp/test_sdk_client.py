@@ -61,11 +61,23 @@ def test_initialize_and_list_the_meta_tools(server: str) -> None:
     info, tools = session(f"{server}/mcp", use)
     assert info.server_info.name == "toolreach"
     assert "search_tools" in (info.instructions or "")
-    assert [t.name for t in tools] == ["search_tools", "describe_tool", "validate_call"]
+    assert [t.name for t in tools] == [
+        "search_tools",
+        "describe_tool",
+        "validate_call",
+        "call_tool",
+    ]
     schemas = {t.name: t.input_schema for t in tools}
     assert schemas["search_tools"]["required"] == ["query"]
     assert set(schemas["validate_call"]["properties"]) == {"name", "arguments", "route_id"}
     assert all(t.annotations is not None for t in tools)
+    read_only = {t.name: t.annotations.read_only_hint for t in tools if t.annotations}
+    assert read_only == {
+        "search_tools": True,
+        "describe_tool": True,
+        "validate_call": True,
+        "call_tool": False,
+    }
 
 
 def test_search_tools_answers_with_full_definitions_in_one_call(server: str) -> None:
@@ -138,12 +150,28 @@ def test_wrong_arguments_are_a_tool_error_the_model_can_correct(server: str) -> 
 def test_an_unknown_tool_is_a_protocol_error(server: str) -> None:
     async def use(client: ClientSession) -> MCPError:
         with pytest.raises(MCPError) as caught:
-            await client.call_tool("call_tool", {"name": "get_weather"})
+            await client.call_tool("run_tool", {"name": "get_weather"})
         return caught.value
 
     error = session(f"{server}/mcp", use)
     assert error.code == INVALID_PARAMS
-    assert "unknown tool 'call_tool'" in error.message
+    assert "unknown tool 'run_tool'" in error.message
+
+
+def test_call_tool_answers_with_the_gateways_structured_errors(server: str) -> None:
+    """call_tool is POST /v1/call: a wrong name gets did-you-mean, bad arguments the schema's
+    problem, and a tool with no source the gateway's own error, each as a tool error."""
+    wrong = structured(call(f"{server}/mcp", "call_tool", {"tool_name": "get_wether"}))
+    assert wrong["ok"] is False and wrong["error"]["code"] == "unknown_tool"
+    assert "get_weather" in wrong["error"]["details"]["did_you_mean"]
+    bad = structured(call(f"{server}/mcp", "call_tool", {"name": "get_weather", "arguments": {}}))
+    assert bad["error"]["code"] == "invalid_arguments"
+    arguments = {"name": "get_weather", "parameters": {"city": "Paris"}}
+    unsourced = structured(call(f"{server}/mcp", "call_tool", arguments))
+    assert unsourced["ok"] is False and unsourced["error"]["code"] not in {
+        "unknown_tool",
+        "invalid_arguments",
+    }
 
 
 def test_namespace_from_the_path_or_the_key(serve: Serve) -> None:
