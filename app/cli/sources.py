@@ -163,7 +163,9 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
 
 def add_commands(sub: Any) -> None:
     source = sub.add_parser("source", help="sources: OpenAPI documents and MCP servers as tools")
-    commands = source.add_subparsers(dest="source_command", required=True)
+    commands = source.add_subparsers(
+        dest="source_command", required=True, metavar="{add,list,sync,remove}", help="what to do"
+    )
 
     add = commands.add_parser("add", help="register a source and read its tools")
     add.add_argument("name")

@@ -107,7 +107,9 @@ def calls(monkeypatch: pytest.MonkeyPatch, outcomes: list[Any]) -> tuple[Validat
     result returned; the route ids it recorded."""
     recorded: list[str] = []
 
-    def record(_factory: Any, _writer: Any, _index: Any, route_id: str, _name: str) -> bool:
+    def record(
+        _factory: Any, _writer: Any, _index: Any, route_id: str, _name: str, _visible: Any
+    ) -> bool:
         outcome = outcomes.pop(0)
         if isinstance(outcome, Exception):
             raise outcome
