@@ -8,6 +8,9 @@ PORT    ?= 8000
 # The MCP Inspector's CLI, for tests/mcp/test_inspector.py (1.x runs on node 20; 2.x needs 22).
 INSPECTOR_VERSION := 1.0.3
 INSPECTOR := .npm-tools/.inspector-$(INSPECTOR_VERSION)
+# Real MCP servers from npm for tests/sources (run with the machine's node 20).
+MCP_SERVERS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
+NPM_SERVERS := .npm-tools/.servers-2026.8.31
 
 .PHONY: install system-packages run test lint format typecheck unit migrate eval bench docker-check clean
 
@@ -16,9 +19,10 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # torch first, alone: the local CPU build. Letting another package pull torch fetches CUDA.
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e './clients/python[langgraph,openai,anthropic]'
 	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
@@ -28,6 +32,12 @@ $(INSPECTOR):  # the MCP Inspector for tests/mcp/test_inspector.py, local to the
 	@if command -v npm >/dev/null 2>&1; then \
 	  npm install --prefix .npm-tools --no-audit --no-fund --save-exact @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) && touch $@; \
 	else echo "npm is missing: no MCP Inspector (its test is skipped only where node is missing too)"; fi
+install: system-packages $(STAMP) $(BIN)/helm $(NPM_SERVERS)  ## the virtual environment, the models, helm, the MCP servers and the Debian packages the tests need
+
+$(NPM_SERVERS):  # MCP servers nobody here wrote, for tests/sources (skipped only without node)
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .npm-tools --no-audit --no-fund --save-exact $(MCP_SERVERS) && touch $@; \
+	else echo "npm is missing: no MCP servers (their tests are skipped only where node is missing too)"; fi
 
 system-packages:  ## Chromium, CJK fonts and HAProxy for the tests: installed if missing (as root or with sudo)
 	@bash scripts/system-packages.sh

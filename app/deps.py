@@ -1,5 +1,10 @@
 """Typed dependencies, declared once: the committing session, the services, the rights.
 
+Rights: a bearer key is resolved (``identify``) into a ``Caller`` (app/keys/scope.py): its
+role and, for a key limited to namespaces, its scope. Every surface then applies the scope
+through the caller (``Caller.in_scope``, ``require_namespace``, or its ``namespaces`` handed
+to the service), so a key never sees another namespace by any path.
+
 The dependencies that only read memory (the services, the caller's rights) are ``async``:
 FastAPI runs them on the event loop, where a plain ``def`` would cost each request one more
 trip through the thread pool. The session, which talks to the database, stays a thread.
@@ -7,10 +12,8 @@ trip through the thread pool. The session, which talks to the database, stays a 
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -19,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from app.db import unit_of_work
 from app.errors import Forbidden, Unauthorized
+from app.keys.scope import Caller, require_namespace
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -48,6 +52,11 @@ def get_session(services: ServicesDep) -> Iterator[Session]:
             services.index.sync()
         except Exception:  # the write landed; the background poll will catch the index up
             log.exception("index sync after a write failed")
+    if session.info.get("keys_changed"):
+        try:  # a key made or revoked here works, or stops working, here at once
+            services.keys.refresh()
+        except Exception:  # the write landed; the background refresh will catch up
+            log.exception("key table reload after a write failed")
 
 
 # scope="function": the commit happens before the response, so a failed commit is an error
@@ -55,34 +64,15 @@ def get_session(services: ServicesDep) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    role: str  # "admin", "agent", "dashboard" (read-only viewer) or "anonymous"
-
-
-def _matches(key: str, keys: tuple[str, ...]) -> bool:
-    """Constant-time comparison against every configured key (no early exit)."""
-    found = False
-    for candidate in keys:
-        found |= hmac.compare_digest(key.encode(), candidate.encode())
-    return found
-
-
 async def identify(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
-    settings = services.settings
+    """The caller a request's bearer key stands for (anonymous without one); Unauthorized for
+    a key no one knows. Read from memory only (app/keys/store.py)."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         return Caller("anonymous")
-    key = credentials.credentials
-    if _matches(key, settings.admin_keys):
-        return Caller("admin")
-    if _matches(key, settings.agent_keys):
-        return Caller("agent")
-    if _matches(key, settings.dashboard_keys):
-        return Caller("dashboard")
-    raise Unauthorized("unknown API key")
+    return services.keys.caller(credentials.credentials)
 
 
 CallerDep = Annotated[Caller, Depends(identify)]
@@ -98,8 +88,9 @@ async def require_admin(caller: CallerDep) -> Caller:
 
 
 async def require_agent(caller: CallerDep, services: ServicesDep) -> Caller:
-    """Agent endpoints: open when no agent keys are set, else an agent or admin key."""
-    if caller.role == "anonymous" and services.settings.agent_keys:
+    """Agent endpoints: an agent or admin key; open while no key is an agent key and none is
+    scoped (environment and table alike: app/keys/store.py, ``KeyTable``)."""
+    if caller.role == "anonymous" and not services.keys.open_to_anonymous:
         raise Unauthorized("an agent key is required: Authorization: Bearer <key>")
     if caller.role == "dashboard":
         raise Forbidden("a dashboard key is read-only: it may only see stats and the dashboard")
@@ -115,6 +106,52 @@ async def require_viewer(caller: CallerDep) -> Caller:
     return caller
 
 
+async def require_key_admin(caller: CallerDep) -> Caller:
+    """``/v1/keys``: an admin key limited to no namespace (a scoped admin could otherwise make
+    itself a key that sees everything)."""
+    if caller.role == "anonymous":
+        raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
+    if caller.role != "admin" or caller.scoped:
+        raise Forbidden("only an admin key limited to no namespace may manage keys")
+    return caller
+
+
+async def require_unscoped_admin(caller: CallerDep) -> Caller:
+    """What writes into any namespace it names (``/v1/sources``): an admin key limited to
+    none, since a source's tools could land outside a scope."""
+    if caller.role == "anonymous":
+        raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
+    if caller.role != "admin" or caller.scoped:
+        raise Forbidden("only an admin key limited to no namespace may manage sources")
+    return caller
+
+
+async def require_unscoped_viewer(caller: CallerDep) -> Caller:
+    """What covers every namespace at once (``/metrics``): a viewer key limited to none."""
+    await require_viewer(caller)
+    if caller.scoped:
+        raise Forbidden("this covers every namespace; a key limited to none is required")
+    return caller
+
+
 AdminDep = Annotated[Caller, Depends(require_admin)]
+KeyAdminDep = Annotated[Caller, Depends(require_key_admin)]
+UnscopedAdminDep = Annotated[Caller, Depends(require_unscoped_admin)]
 AgentDep = Annotated[Caller, Depends(require_agent)]
 ViewerDep = Annotated[Caller, Depends(require_viewer)]
+
+__all__ = [
+    "AdminDep",
+    "AgentDep",
+    "Caller",
+    "CallerDep",
+    "KeyAdminDep",
+    "ServicesDep",
+    "SessionDep",
+    "ViewerDep",
+    "identify",
+    "require_agent",
+    "require_namespace",
+    "require_unscoped_viewer",
+    "require_viewer",
+]

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import dashboard
-from app.api import feedback, health, metrics, route, stats, tools, validate
+from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
 from app.api.middleware import BodySizeLimit, NoNulInUrl
 from app.api.tools import BULK_PATH, NDJSON
@@ -37,6 +37,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = build_services(settings, encoder)
         services.start()
+        await services.start_sources()
         app.state.services = services
         app.state.mcp_sessions = sessions = mcp_sessions(services)
         if freeze_gc:
@@ -46,6 +47,7 @@ def create_app(
             async with sessions.run():  # /mcp's requests run in its task group
                 yield
         finally:
+            await services.close_sources()
             services.close()
             if freeze_gc:
                 gc.unfreeze()
@@ -63,7 +65,7 @@ def create_app(
         streamed={(BULK_PATH, NDJSON): settings.max_import_bytes},
     )
     app.add_middleware(NoNulInUrl)
-    for module in (health, metrics, tools, validate, route, feedback, stats):
+    for module in (health, metrics, tools, validate, route, feedback, stats, keys, sources, call):
         app.include_router(module.router)
     app.include_router(dashboard.router)
     app.router.routes.extend(mcp_routes())

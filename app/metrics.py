@@ -88,10 +88,27 @@ class Metrics:
             "Steps waiting for a route worker",
             registry=self.registry,
         )
+        self.database_reachable = Gauge(
+            "toolreach_database_reachable",
+            "1 while the database answers its probe, 0 while it does not (app/db_health.py)",
+            registry=self.registry,
+        )
         self.feedback = Counter(
             "toolreach_feedback",
             "Feedback recorded or updated, by namespace, outcome and verdict",
             ["namespace", "outcome", "verdict"],
+            registry=self.registry,
+        )
+        self.calls = Counter(
+            "toolreach_gateway_calls",
+            "Calls forwarded by the gateway (POST /v1/call), by namespace, outcome and code",
+            ["namespace", "outcome", "code"],
+            registry=self.registry,
+        )
+        self.call_seconds = Histogram(
+            "toolreach_gateway_call_duration_seconds",
+            "Time of a call through the gateway, upstream included",
+            buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
 
@@ -119,6 +136,13 @@ class Metrics:
 
     def count_feedback(self, namespace: str, outcome: str, verdict: str) -> None:
         self.feedback.labels(self._namespace(namespace), outcome, verdict).inc()
+
+    def count_call(self, namespace: str, code: str | None, seconds: float) -> None:
+        """A gateway call; ``code`` None for a success (codes are a bounded set: HTTP
+        statuses, the gateway's own, ``tool_error``)."""
+        outcome = "success" if code is None else "error"
+        self.calls.labels(self._namespace(namespace), outcome, code or "").inc()
+        self.call_seconds.observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
+from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, SourceRef, ToolCard
 from registry.formats import from_card, json_kind
 from registry.nul import NoNul
 from registry.tool_search import deferred
@@ -53,6 +53,9 @@ class ToolRead(BaseModel):
     examples: list[str]
     pinned: bool
     annotations: dict[str, Any] | None = None
+    source: SourceRef | None = Field(
+        default=None, description="the registered source the tool was read from (/v1/sources)"
+    )
     version: int
     created_at: datetime
     updated_at: datetime

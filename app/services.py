@@ -11,17 +11,22 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
-from app.db import make_engine, make_session_factory, unit_of_work
+from app.db import DatabaseLimits, make_engine, make_probe, make_session_factory, unit_of_work
+from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
+from app.gateway.service import Gateway
+from app.keys.store import KeyStore
 from app.loop.events import EventWriter
 from app.loop.feedback import OtherReplicas
 from app.loop.prior import PriorCache
 from app.loop.repository import ROUTE_WANTED_CHANNEL
+from app.loop.validation import ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
 from app.settings import Settings
+from app.sources.service import SourceService
 from app.tools.catalog import parse_batch, write_cards
 from app.tools.listener import Listener
 from app.tools.live_index import IndexManager
@@ -41,10 +46,19 @@ class Services:
     events: EventWriter
     prior: PriorCache
     metrics: Metrics
+    # Whether the database answers; refuses database work at once while it does not.
+    health: DatabaseHealth
+    # /v1/validate calls naming a route, recorded by the event writer's thread.
+    validated: ValidatedCalls
+    # Every key, environment and table, in memory; reloaded every key_refresh_seconds.
+    keys: KeyStore
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
     router: RouteExecutor | None = None
+    # Sources read into cards, and the gateway that forwards calls to them (docs/SOURCES.md).
+    sources: SourceService | None = None
+    gateway: Gateway | None = None
     # Postgres: other replicas' writes and feedback requests, heard at once (app/tools/listener.py).
     listener: Listener | None = None
     # Postgres: feedback for a route another replica answered a moment ago (app/loop/feedback.py).
@@ -52,13 +66,30 @@ class Services:
 
     def start(self) -> None:
         """The background threads of a serving process (the CLI commands run none)."""
+        self.health.start()
         self.index.start_polling(self.settings.index_poll_seconds)
         if self.listener is not None:
             self.listener.start()
+        self.keys.start(self.settings.key_refresh_seconds)
         self.events.start()
         if self.router is not None:
             self.router.start()
         self.prior.start(self.settings.prior_refresh_seconds)
+
+    async def start_sources(self) -> None:
+        """On the serving event loop: the sources' schedule, and a session held open to each
+        live MCP source to hear its tools/list_changed (opened in the background)."""
+        if self.sources is None or self.gateway is None:
+            return
+        self.sources.start()
+        if self.settings.source_watch:
+            self.sources.watch(self.gateway.pool)
+
+    async def close_sources(self) -> None:
+        if self.sources is not None:
+            await self.sources.aclose()
+        if self.gateway is not None:
+            await self.gateway.aclose()
 
     def close(self) -> None:
         if self.router is not None:
@@ -66,8 +97,10 @@ class Services:
         if self.listener is not None:
             self.listener.stop()
         self.index.stop()
+        self.keys.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
+        self.health.stop()
         self.engine.dispose()
 
 
@@ -101,13 +134,33 @@ def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
     return metrics
 
 
-def open_database(settings: Settings) -> Engine:
-    """The embedded SQLite default migrates itself; Postgres must be migrated explicitly."""
+def database_limits(settings: Settings) -> DatabaseLimits:
+    return DatabaseLimits(
+        connect_timeout=settings.database_connect_timeout,
+        statement_timeout=settings.database_statement_timeout,
+        lock_timeout=settings.database_lock_timeout,
+        pool_timeout=settings.database_pool_timeout,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+        prepare_threshold=settings.database_prepare_threshold,
+    )
+
+
+def open_database(settings: Settings, health: DatabaseHealth | None = None) -> Engine:
+    """The embedded SQLite default migrates itself; Postgres must be migrated explicitly.
+
+    The engine's waits are bounded by the settings; with ``health``, it reports its timeouts
+    there and is refused new work while the database does not answer.
+    """
     if settings.is_sqlite:
         migrate.upgrade(settings.sqlalchemy_url)
     else:
         migrate.ensure_current(settings.sqlalchemy_url)
-    return make_engine(settings.sqlalchemy_url)
+    limits = database_limits(settings)
+    engine = make_engine(settings.sqlalchemy_url, limits, health)
+    if health is not None:
+        health.probe = make_probe(engine, limits)
+    return engine
 
 
 def limit_blas_threads() -> None:
@@ -140,7 +193,8 @@ def build_encoder(settings: Settings) -> Encoder:
 def build_services(settings: Settings, encoder: Encoder | None = None) -> Services:
     """Engine, encoder and index, on a database whose schema is at head."""
     limit_blas_threads()
-    engine = open_database(settings)
+    health = DatabaseHealth()
+    engine = open_database(settings, health)
     factory = make_session_factory(engine)
     # Concurrent routes share model calls (see app/embedding/batching.py).
     encoder = BatchingEncoder(
@@ -157,8 +211,25 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)
+    validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
     metrics = make_metrics(index, events)
-    services = Services(settings, engine, factory, encoder, index, events, prior, metrics, cosines)
+    keys = KeyStore.from_settings(settings, factory)
+    keys.refresh()  # the table's keys before the first request
+    metrics.database_reachable.set_function(lambda: float(health.state.reachable))
+    services = Services(
+        settings,
+        engine,
+        factory,
+        encoder,
+        index,
+        events,
+        prior,
+        metrics,
+        health,
+        validated,
+        keys,
+        cosines,
+    )
     services.router = RouteExecutor(
         services,
         workers=settings.route_workers,
@@ -166,6 +237,16 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         max_queue=settings.route_max_queue,
     )
     metrics.route_queue.set_function(services.router.waiting)
+    services.sources = SourceService(settings, factory, services.encoder, index.sync)
+    services.gateway = Gateway(
+        settings,
+        factory,
+        index,
+        events,
+        metrics,
+        services.sources.reach,
+        on_list_changed=services.sources.request_sync,
+    )
     if settings.listen_url is not None:
         services.listener = make_listener(settings.listen_url, index, events)
         services.replicas = OtherReplicas(factory, settings.feedback_wait_seconds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import logging
 import os
 import re
@@ -25,6 +26,10 @@ from registry.card import NAMESPACE_PATTERN
 KeyList = Annotated[tuple[str, ...], NoDecode]
 LOCAL_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+# A key entry is KEY or KEY@NS1|NS2 (docs/CONFIGURATION.md, "Keys scoped to namespaces"): a key
+# may hold none of these characters, and a namespace name none of them either.
+KEY_SEPARATORS = frozenset("@|,")
+MIN_KEY_LENGTH = 16
 log = logging.getLogger("toolreach")
 
 
@@ -44,6 +49,21 @@ class Settings(BaseSettings):
     )
 
     database_url: str = "sqlite:///./toolreach.db"
+    # Postgres only: how long database work may wait and how many connections a process may
+    # hold (app/db.py; docs/CONFIGURATION.md). A sick database then costs a request these
+    # seconds at most, and usually nothing: once one wait times out, new work is refused at
+    # once (503) until the database answers again (app/db_health.py).
+    database_connect_timeout: int = Field(default=3, ge=2, le=300)  # psycopg: whole s, ≥ 2
+    database_statement_timeout: float = Field(default=10.0, ge=0.1, le=86_400)
+    database_lock_timeout: float = Field(default=5.0, ge=0.1, le=86_400)
+    database_pool_timeout: float = Field(default=5.0, gt=0, le=3600)
+    database_pool_size: int = Field(default=5, ge=1, le=1000)
+    database_max_overflow: int = Field(default=10, ge=0, le=1000)
+    # psycopg prepares a statement after this many runs on a connection; `none`: never (for
+    # PgBouncer in transaction mode before 1.22, docs/DEPLOY.md).
+    database_prepare_threshold: int | None = Field(default=5, ge=0, le=1_000_000)
+    # Each a comma-separated list of KEY or KEY@NS1|NS2 (limited to those namespaces); entries
+    # as written: a key's rights and scope are read through app/keys (KeyStore), never here.
     admin_keys: KeyList = ()
     agent_keys: KeyList = ()
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
@@ -111,6 +131,53 @@ class Settings(BaseSettings):
     # The namespace /mcp serves to a key when the path names none ({"<agent key>": "billing"});
     # otherwise "default". It does not limit the key: /mcp/<namespace> still chooses.
     mcp_key_namespaces: dict[str, str] = Field(default_factory=dict)
+    # Seconds between reloads of the key table (POST/DELETE /v1/keys) by each replica: a key
+    # revoked on one replica stops working on every other within this (docs/API.md, "Keys").
+    key_refresh_seconds: float = Field(default=2.0, gt=0, le=3600)
+    # Sources and the gateway (docs/SOURCES.md). Seconds between scheduled re-syncs of each
+    # source (0: only on demand and on an MCP server's tools/list_changed).
+    source_sync_seconds: float = Field(default=3600.0, ge=0, le=30 * 86_400)
+    # Hold a session open to each live MCP source, to hear notifications/tools/list_changed.
+    source_watch: bool = True
+    # MCP sources that are local commands (stdio): the admin API would run any command it is
+    # given, so they are refused unless this is on.
+    source_stdio_allowed: bool = False
+    # A forwarded call: its timeout (the whole call, retries included), the calls one source
+    # may have in flight, the attempts a call safe to repeat may make, the consecutive
+    # failures that open a source's circuit and how long it stays open, the largest answer.
+    gateway_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    gateway_source_concurrency: int = Field(default=8, ge=1, le=10_000)
+    gateway_attempts: int = Field(default=3, ge=1, le=10)
+    gateway_breaker_failures: int = Field(default=5, ge=1, le=10_000)
+    gateway_breaker_seconds: float = Field(default=30.0, gt=0, le=86_400)
+    gateway_max_response_bytes: int = Field(default=4 * 1_048_576, ge=1024, le=1024 * 1_048_576)
+    gateway_batch_max: int = Field(default=32, ge=1, le=1000)
+    # Outbound rules (app/sources/outbound.py): networks a source may be at although the
+    # default refuses them (loopback, link-local and metadata addresses, this host's own),
+    # e.g. "127.0.0.0/8"; and networks refused on top of the defaults, e.g. "10.0.0.0/8".
+    outbound_allowed_networks: KeyList = ()
+    outbound_denied_networks: KeyList = ()
+    # Directories a source's credential files may be read from (secrets by reference).
+    secret_dirs: KeyList = ("/run/secrets",)
+
+    @field_validator(
+        "outbound_allowed_networks", "outbound_denied_networks", "secret_dirs", mode="before"
+    )
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(k.strip() for k in value.split(",") if k.strip())
+        return value
+
+    @field_validator("outbound_allowed_networks", "outbound_denied_networks")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for network in value:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ValueError(f"not a network (CIDR, e.g. 127.0.0.0/8): {network!r}") from None
+        return value
 
     # --- Writes and replicas (issue 21; docs/DEPLOY.md, "Replicas that agree at once") ---
     # The connection that LISTENs for other replicas' writes (Postgres only): one per
@@ -140,10 +207,12 @@ class Settings(BaseSettings):
 
     @field_validator("admin_keys", "agent_keys", "dashboard_keys")
     @classmethod
-    def _keys_long_enough(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        short = [k for k in value if len(k) < 16]
-        if short:
-            raise ValueError("every key must be at least 16 characters long")
+    def _well_formed_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for number, entry in enumerate(value, start=1):
+            try:
+                parse_key_entry(entry)
+            except ValueError as exc:
+                raise ValueError(f"entry {number}: {exc}") from None
         return value
 
     @field_validator("mcp_key_namespaces")
@@ -157,11 +226,24 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _namespaced_keys_exist(self) -> Settings:
         """A key mapped to a namespace but given no rights is a typo, and would go unnoticed."""
-        known = set(self.admin_keys) | set(self.agent_keys)
+        known = {parse_key_entry(e)[0] for e in (*self.admin_keys, *self.agent_keys)}
         if any(key not in known for key in self.mcp_key_namespaces):
             raise ValueError(
                 "TOOLREACH_MCP_KEY_NAMESPACES names a key that is neither an admin nor an agent key"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _each_key_once(self) -> Settings:
+        """A key listed twice would have two roles or two scopes: which one was meant?"""
+        seen: dict[str, str] = {}
+        for name in ("admin_keys", "agent_keys", "dashboard_keys"):
+            for number, entry in enumerate(getattr(self, name), start=1):
+                where = f"TOOLREACH_{name.upper()} entry {number}"
+                secret = parse_key_entry(entry)[0]
+                if secret in seen:
+                    raise ValueError(f"the same key is listed twice: {seen[secret]} and {where}")
+                seen[secret] = where
         return self
 
     @field_validator("router", mode="before")
@@ -177,6 +259,22 @@ class Settings(BaseSettings):
     @classmethod
     def _sane_router(cls, value: RouterConfig) -> RouterConfig:
         return check_router_config(value)
+
+    @field_validator("database_prepare_threshold", mode="before")
+    @classmethod
+    def _none_is_never(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("none", "null", ""):
+            return None
+        return value
+
+    @model_validator(mode="after")
+    def _lock_within_statement(self) -> Settings:
+        if self.database_lock_timeout > self.database_statement_timeout:
+            raise ValueError(
+                "TOOLREACH_DATABASE_LOCK_TIMEOUT must not exceed "
+                "TOOLREACH_DATABASE_STATEMENT_TIMEOUT"
+            )
+        return self
 
     @field_validator("database_url")
     @classmethod
@@ -209,6 +307,30 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def parse_key_entry(entry: str) -> tuple[str, frozenset[str] | None]:
+    """``KEY`` → (key, None: every namespace); ``KEY@NS1|NS2`` → (key, {NS1, NS2}).
+
+    ValueError on a malformed entry; the message never repeats any part of it, which may be
+    (part of) a secret.
+    """
+    secret, at, scope = entry.partition("@")
+    if "@" in scope:
+        raise ValueError("'@' may appear once, between a key and its namespaces: KEY@NS1|NS2")
+    if not all(c.isprintable() and not c.isspace() and c not in KEY_SEPARATORS for c in secret):
+        raise ValueError("a key is printable characters other than spaces, '@', '|' and ','")
+    if len(secret) < MIN_KEY_LENGTH:
+        after = " (the part before '@': what follows it are namespaces)" if at else ""
+        raise ValueError(f"every key must be at least {MIN_KEY_LENGTH} characters long{after}")
+    if not at:
+        return secret, None
+    namespaces = scope.split("|")
+    if not all(re.fullmatch(NAMESPACE_PATTERN, ns) for ns in namespaces):
+        raise ValueError(
+            "after '@' come namespace names separated by '|' (letters, digits, _ . : -)"
+        )
+    return secret, frozenset(namespaces)
 
 
 def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[str]:

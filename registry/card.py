@@ -27,6 +27,7 @@ from registry.nul import NoNul
 
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+SOURCE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 SUMMARY_MAX_CHARS = 300
 TRUSTED = MappingProxyType({"trusted": True})
 """Validation context for cards read back from storage, whose schemas were checked on write:
@@ -45,7 +46,7 @@ _ABBREVIATIONS = frozenset({"e.g", "i.e", "eg", "ie", "vs", "cf", "approx", "inc
 
 # Fields added after the first cards were stored: left out of a card's content hash while
 # unset, so every card written before them keeps its hash (and a re-import adds no version).
-LATER_FIELDS = ("title", "annotations")
+LATER_FIELDS = ("title", "annotations", "source")
 
 
 def default_parameters() -> dict[str, Any]:
@@ -77,6 +78,17 @@ class ToolAnnotations(BaseModel):
     openWorldHint: StrictBool | None = None
 
 
+class SourceRef(BaseModel):
+    """Where a tool lives: the registered source it was read from (app/sources/) and the
+    upstream's own name for it (an MCP tool's name, an OpenAPI operation's method and path).
+    The gateway forwards calls there; how exactly is the source's business, not the card's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=SOURCE_NAME_PATTERN)
+    ref: str = Field(min_length=1, max_length=2000)
+
+
 class ToolCard(NoNul):
     """The native card an admin writes; ``summary`` defaults to the description's first sentence."""
 
@@ -94,6 +106,7 @@ class ToolCard(NoNul):
     tags: list[_Tag] = Field(default_factory=list, max_length=32)
     examples: list[_Example] = Field(default_factory=list, max_length=50)
     pinned: bool = False
+    source: SourceRef | None = None
     annotations: ToolAnnotations | None = None
 
     @field_serializer("annotations")
@@ -199,7 +212,8 @@ def _clip(text: str) -> str:
 
 
 def content_hash(card: ToolCard) -> str:
-    """sha256 of the card's content as canonical JSON; the namespace is not content."""
+    """sha256 of the card's content as canonical JSON; the namespace is not content, and a
+    card without a source hashes as it did before cards could have one."""
     content = card.model_dump(mode="json", exclude={"namespace"})
     for name in LATER_FIELDS:
         if content[name] is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -182,11 +182,17 @@ def delete_tool(session: Session, namespace: str, name: str, revision: int) -> N
     session.flush()
 
 
+def no_tool(namespace: str, name: str) -> NotFound:
+    """The one answer for a tool that is not there (or, to a key limited to other namespaces,
+    not there for it: app/keys/scope.py), word for word."""
+    return NotFound(f"no tool {name!r} in namespace {namespace!r}")
+
+
 def get_card(session: Session, namespace: str, name: str, version: int | None = None) -> StoredCard:
     """The current card, or a given version (also of a deleted tool)."""
     tool = _find(session, namespace, name)
     if tool is None or (version is None and tool.deleted_at is not None):
-        raise NotFound(f"no tool {name!r} in namespace {namespace!r}")
+        raise no_tool(namespace, name)
     if version is None:
         return _stored(tool, _current_version(session, tool))
     row = session.scalar(
@@ -221,11 +227,15 @@ def list_cards(
     text: str | None = None,
     offset: int = 0,
     limit: int = 50,
+    namespaces: Collection[str] | None = None,
 ) -> tuple[list[StoredCard], int]:
-    """Current cards of live tools, filtered, ordered by namespace and name; and the total."""
+    """Current cards of live tools, filtered, ordered by namespace and name; and the total.
+    ``namespaces``: only tools of these (None: of every namespace)."""
     query = select(Tool).where(Tool.deleted_at.is_(None))
     if namespace is not None:
         query = query.where(Tool.namespace == namespace)
+    if namespaces is not None:
+        query = query.where(Tool.namespace.in_(sorted(namespaces)))
     if tag:  # autoescape: '%' and '_' are characters, not wildcards; any case, as routes
         query = query.where(func.lower(Tool.tags).contains(f"|{tag.lower()}|", autoescape=True))
     if text:
@@ -332,3 +342,21 @@ def count_tools(session: Session, namespace: str | None = None) -> int:
     if namespace is not None:
         query = query.where(Tool.namespace == namespace)
     return session.scalar(query) or 0
+
+
+def live_owners(session: Session, namespace: str, names: Iterable[str]) -> dict[str, str | None]:
+    """The source each live tool of these names was read from (None: written by hand)."""
+    owners: dict[str, str | None] = {}
+    for chunk in _in_chunks(names):
+        rows = session.execute(
+            select(Tool.name, ToolVersion.card)
+            .join(
+                ToolVersion,
+                (ToolVersion.tool_id == Tool.id) & (ToolVersion.version == Tool.current_version),
+            )
+            .where(Tool.namespace == namespace, Tool.name.in_(chunk), Tool.deleted_at.is_(None))
+        )
+        for name, card in rows.tuples():
+            source = card.get("source") if isinstance(card, dict) else None
+            owners[name] = source.get("name") if isinstance(source, dict) else None
+    return owners

@@ -18,11 +18,19 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
     responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 409, 413, 422, 503)},
 )
 def report_feedback(
-    request: FeedbackRequest, session: SessionDep, services: ServicesDep, _agent: AgentDep
+    request: FeedbackRequest, session: SessionDep, services: ServicesDep, caller: AgentDep
 ) -> FeedbackRead:
-    """Report the tool called (null: none fit) and the outcome; repeating a report is safe."""
+    """Report the tool called (null: none fit) and the outcome; repeating a report is safe.
+
+    To a key limited to namespaces, a route of another namespace is an unknown route (404).
+    """
     feedback, changed = record_feedback(
-        session, services.events, services.index, request, services.replicas
+        session,
+        services.events,
+        services.index,
+        request,
+        visible=caller.namespaces,
+        replicas=services.replicas,
     )
     if changed:
         services.metrics.count_feedback(feedback.namespace, feedback.outcome, feedback.verdict)

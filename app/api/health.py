@@ -1,30 +1,53 @@
-"""Liveness and readiness."""
+"""Liveness and readiness: both answer on the event loop at once, and never touch the
+database or a worker thread. Readiness reads the state the database probe keeps
+(app/db_health.py), so a database that does not answer makes it a 503 at once, never a hang.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from app.db import database_reachable
-from app.deps import ServicesDep
+from app.api.error_handlers import DATABASE_RETRY_SECONDS, ERROR_SHAPE, error_response
+from app.deps import CallerDep, ServicesDep
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
-    """The process is alive."""
+async def healthz() -> dict[str, str]:
+    """The process is alive (the database plays no part)."""
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=None)
-def readyz(services: ServicesDep) -> JSONResponse | dict[str, object]:
-    """The database is reachable and the index is loaded."""
-    if not database_reachable(services.engine):
-        error = {"code": "unavailable", "message": "the database is not reachable", "details": None}
-        return JSONResponse({"error": error}, status_code=503)
-    return {
-        "status": "ready",
-        "revision": services.index.revision,
-        "namespaces": services.index.namespaces(),
-    }
+@router.get("/readyz", response_model=None, responses={503: ERROR_SHAPE})
+async def readyz(services: ServicesDep, caller: CallerDep) -> JSONResponse | dict[str, Any]:
+    """Ready for traffic: the index is loaded and the database answers its probe.
+
+    Without a key the answer says only that; an admin or dashboard key that no scope limits
+    also sees the database's state and the index's namespaces (their names are what a
+    scope hides).
+    """
+    state = services.health.state
+    details: dict[str, Any] | None = None
+    if caller.role in ("admin", "dashboard") and caller.namespaces is None:
+        details = {
+            "database": {
+                "reachable": state.reachable,
+                "since": state.since.isoformat(),
+                "error": state.error,
+            },
+            "revision": services.index.revision,
+            "namespaces": services.index.namespaces(),
+        }
+    if not state.reachable:
+        return error_response(
+            503,
+            "unavailable",
+            "the database is not reachable",
+            details,
+            headers={"Retry-After": str(DATABASE_RETRY_SECONDS)},
+        )
+    return {"status": "ready", **(details or {})}

@@ -7,16 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from app.deps import Caller, CallerDep, ServicesDep, require_viewer
+from app.deps import Caller, CallerDep, ServicesDep, require_unscoped_viewer
 
 router = APIRouter(tags=["health"])
 
 
 async def metrics_access(caller: CallerDep, services: ServicesDep) -> Caller:
-    """Open by default (no query text or tool name is in any series); else a viewer key."""
+    """Open by default (no query text or tool name is in any series); else a viewer key
+    limited to no namespace (the series cover every namespace)."""
     if services.settings.metrics_public:
         return caller
-    return await require_viewer(caller)
+    return await require_unscoped_viewer(caller)
 
 
 @router.get("/metrics", response_class=Response)

@@ -16,15 +16,17 @@ router = APIRouter(prefix="/v1", tags=["route"])
     "/route",
     response_model=RouteResponse,
     response_model_exclude_none=True,
-    responses={c: ERROR_SHAPE for c in (400, 401, 403, 413, 422, 503)},
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422, 503)},
 )
 async def route_tools(
-    request: RouteRequest, services: ServicesDep, _agent: AgentDep
+    request: RouteRequest, services: ServicesDep, caller: AgentDep
 ) -> RouteResponse:
     """Rank the namespace's tools for this step; the answer says why each was chosen.
 
-    The answer's `route_id` names this route in `/v1/feedback` and `/v1/validate`.
+    The answer's `route_id` names this route in `/v1/feedback` and `/v1/validate`. A key
+    limited to namespaces gets 404 for any other, before anything is ranked; with no
+    `namespace`, a key limited to one routes in that one.
     """
     if services.router is None:
         raise Unavailable("the router is not running")
-    return await services.router.route(request)  # batched with concurrent steps
+    return await services.router.route(caller.in_scope(request))  # batched with others

@@ -21,25 +21,32 @@ ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 42
 def stats(
     session: SessionDep,
     services: ServicesDep,
-    _viewer: ViewerDep,
-    namespace: Annotated[Namespace | None, Query()] = None,
+    viewer: ViewerDep,
+    namespace: Annotated[
+        Namespace | None,
+        Query(description="all the key's namespaces if absent; one out of its scope: none"),
+    ] = None,
     tool: Annotated[str | None, Query(max_length=256)] = None,
     since: Annotated[datetime | None, Query(description="ISO time, inclusive")] = None,
     until: Annotated[datetime | None, Query(description="ISO time, exclusive")] = None,
     bucket: Literal["hour", "day"] = "day",
 ) -> StatsReport:
-    """Routes, feedback, hit@1, hit@k, misses, none-fit, latency, per tool, confusions."""
-    selected = StatsFilter(namespace, tool, since, until, bucket)
+    """Routes, feedback, hit@1, hit@k, misses, none-fit, latency, per tool, confusions; of
+    the key's namespaces only (a namespace out of its scope counts as one with no routes)."""
+    selected = StatsFilter(namespace, tool, since, until, bucket, viewer.namespaces)
     return requested_stats(session, selected, dropped_events=services.events.dropped)
 
 
 @router.get("/lookalikes", response_model=LookalikeList, responses=ERRORS)
 def lookalikes(
     services: ServicesDep,
-    _viewer: ViewerDep,
-    namespace: Annotated[Namespace | None, Query(description="all namespaces if absent")] = None,
+    viewer: ViewerDep,
+    namespace: Annotated[
+        Namespace | None, Query(description="all the key's namespaces if absent")
+    ] = None,
     threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.8,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> LookalikeList:
-    """Pairs of tools whose cards are so alike that the model and the router confuse them."""
-    return list_lookalikes(services.index, namespace, threshold, limit)
+    """Pairs of tools whose cards are so alike that the model and the router confuse them;
+    of the key's namespaces only."""
+    return list_lookalikes(services.index, namespace, threshold, limit, viewer.namespaces)

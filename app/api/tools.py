@@ -1,4 +1,8 @@
-"""Admin API of the registry: write tools (admin key), read and export them (agent rights)."""
+"""Admin API of the registry: write tools (admin key), read and export them (agent rights).
+
+A key limited to namespaces reads only those (another namespace's tool is the 404 of a tool
+that does not exist) and, an admin key, writes only those (403 elsewhere); with no
+namespace, a key limited to one works in that one (app/keys/scope.py)."""
 
 from __future__ import annotations
 
@@ -23,9 +27,7 @@ from app.schemas import (
     ToolRead,
     tool_in_format,
 )
-from app.tools import catalog
 from app.tools import service as tools
-from app.tools.imports import StreamedImport
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -56,7 +58,16 @@ ToolBody = Annotated[
 ]
 NamespaceQuery = Annotated[
     Namespace | None,
-    Query(description="the namespace of a card that names none; a card naming another is a 422"),
+    Query(
+        description=(
+            "the namespace of a card that names none (none given: the key's only namespace, "
+            "else default); a card naming another is a 422"
+        )
+    ),
+]
+OneNamespace = Annotated[
+    Namespace | None,
+    Query(description="default: the key's only namespace if it is limited to one, else default"),
 ]
 
 
@@ -65,11 +76,18 @@ def create_tool(
     body: ToolBody,
     session: SessionDep,
     services: ServicesDep,
-    _admin: AdminDep,
+    admin: AdminDep,
     namespace: NamespaceQuery = None,
 ) -> ToolRead:
     """Register a new tool; 409 if the name exists in its namespace."""
-    stored = tools.create_tool(session, services.session_factory, services.encoder, body, namespace)
+    stored = tools.create_tool(
+        session,
+        services.encoder,
+        body,
+        namespace,
+        admin.namespaces,
+        sessions=services.session_factory,
+    )
     return ToolRead.from_stored(stored)
 
 
@@ -90,14 +108,17 @@ class NdjsonOnly(APIRoute):
 
 
 async def bulk_import_ndjson(
-    http: Request, services: ServicesDep, _admin: AdminDep, namespace: NamespaceQuery = None
+    http: Request, services: ServicesDep, admin: AdminDep, namespace: NamespaceQuery = None
 ) -> Response:
     """Import tools streamed one a line (any mix of formats), parsed as they arrive: all
     land, or (on any bad line) none. With ``Accept: application/x-ndjson``, progress lines
     as it goes and the result last (app/tools/imports.py)."""
-    settings = services.settings
-    job = StreamedImport(
-        services.session_factory, services.encoder, namespace, settings.max_body_bytes
+    job = tools.start_import(
+        services.session_factory,
+        services.encoder,
+        namespace,
+        admin.namespaces,
+        services.settings.max_body_bytes,
     )
     try:
         async for chunk in http.stream():
@@ -139,12 +160,17 @@ NDJSON_BODY = {
     openapi_extra={"requestBody": {"content": {NDJSON: NDJSON_BODY}}},
 )
 def bulk_import(
-    request: BulkRequest, session: SessionDep, services: ServicesDep, _admin: AdminDep
+    request: BulkRequest, session: SessionDep, services: ServicesDep, admin: AdminDep
 ) -> BulkResult:
     """Import many tools in any mix of formats: all land, or (on any bad item) none. A body
     over the JSON limit: send one tool a line as ``application/x-ndjson`` (streamed)."""
     names = tools.import_tools(
-        session, services.session_factory, services.encoder, request.tools, request.namespace
+        session,
+        services.encoder,
+        request.tools,
+        request.namespace,
+        admin.namespaces,
+        sessions=services.session_factory,
     )
     return BulkResult(**names)
 
@@ -160,7 +186,7 @@ def put_tool(
     session: SessionDep,
     services: ServicesDep,
     response: Response,
-    _admin: AdminDep,
+    admin: AdminDep,
     namespace: NamespaceQuery = None,
 ) -> ToolRead:
     """Create the tool (201) or add a new version of it (200); unchanged content adds none.
@@ -168,7 +194,13 @@ def put_tool(
     The body may leave out the name: the path gives it.
     """
     stored, status = tools.put_tool(
-        session, services.session_factory, services.encoder, name, body, namespace
+        session,
+        services.encoder,
+        name,
+        body,
+        namespace,
+        admin.namespaces,
+        sessions=services.session_factory,
     )
     response.status_code = 201 if status == "created" else 200
     return ToolRead.from_stored(stored)
@@ -176,18 +208,21 @@ def put_tool(
 
 @router.delete("/{name}", status_code=204, responses=ERRORS)
 def delete_tool(
-    name: str, session: SessionDep, _admin: AdminDep, namespace: Namespace = "default"
+    name: str, session: SessionDep, admin: AdminDep, namespace: OneNamespace = None
 ) -> Response:
     """Take a tool out of routing; its versions stay readable with `?version=N`."""
-    catalog.delete_card(session, namespace, name)
+    tools.delete_tool(session, admin.default_namespace(namespace), name, admin.namespaces)
     return Response(status_code=204)
 
 
 @router.get("", response_model=ToolList, responses=ERRORS)
 def list_tools(
     session: SessionDep,
-    _agent: AgentDep,
-    namespace: Namespace | None = None,
+    agent: AgentDep,
+    namespace: Annotated[
+        Namespace | None,
+        Query(description="every namespace of the key if absent; one out of its scope: none"),
+    ] = None,
     tag: Annotated[
         str | None,
         Query(max_length=64, pattern=r"^[^|]*$", description="tools with this tag (any case)"),
@@ -217,6 +252,7 @@ def list_tools(
         limit=limit,
         format=format,
         defer_loading=defer_loading,
+        visible=agent.namespaces,
     )
     return ToolList.from_page(
         page, total, offset=offset, limit=limit, format=format, defer_loading=defer_loading
@@ -227,11 +263,12 @@ def list_tools(
 def get_tool(
     name: str,
     session: SessionDep,
-    _agent: AgentDep,
-    namespace: Namespace = "default",
+    agent: AgentDep,
+    namespace: OneNamespace = None,
     version: Annotated[int | None, Query(ge=1, le=MAX_INT32)] = None,
     format: ExportFormat | None = None,
 ) -> Any:
     """One tool's current card, or an earlier version; `format` exports it (`native`, as no
     format: the stored card)."""
-    return tool_in_format(tools.read_tool(session, namespace, name, version), format)
+    where = agent.default_namespace(namespace)
+    return tool_in_format(tools.read_tool(session, where, name, version, agent.namespaces), format)

@@ -15,16 +15,19 @@ router = APIRouter(prefix="/v1", tags=["validate"])
 @router.post(
     "/validate",
     response_model=ValidateResult,
-    responses={c: ERROR_SHAPE for c in (400, 401, 413, 422)},
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422)},
 )
 def validate_call(
-    request: ValidateRequest, services: ServicesDep, _agent: AgentDep
+    request: ValidateRequest, services: ServicesDep, caller: AgentDep
 ) -> ValidateResult:
     """Check a tool call before it runs: unknown names get the closest real ones.
 
     With a `route_id`, a real tool is also recorded as that route's choice (outcome
     unknown until `/v1/feedback` reports it), so an agent that validates need not report.
+    It is recorded in the background, within a second or so; the answer never waits for it.
+    A key limited to namespaces gets 404 for any other (with no `namespace`, a key limited
+    to one validates in that one), and its route ids are those of its namespaces.
     """
     return validation.validate_call(
-        services.session_factory, services.events, services.index, request
+        services.validated, services.index, caller.in_scope(request), visible=caller.namespaces
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from app.cli import args as cli_args
 from app.cli.progress import progress_bar, progress_iter
-from app.settings import Settings
+from app.settings import Settings, parse_key_entry
 
 
 def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
@@ -35,8 +35,9 @@ def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _first(keys: tuple[str, ...]) -> str | None:
-    return keys[0] if keys else None
+def _first(entries: tuple[str, ...]) -> str | None:
+    """The key of the first entry (KEY or KEY@NS1|NS2: app/settings.py)."""
+    return parse_key_entry(entries[0])[0] if entries else None
 
 
 def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:

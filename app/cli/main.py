@@ -328,8 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     from app.cli.loop import add_commands
+    from app.cli.sources import add_commands as add_source_commands
 
     add_commands(sub)
+    add_source_commands(sub)
     init.set_defaults(handler=cmd_init_local)
     return parser
 
@@ -375,9 +377,12 @@ def _expected_failure(exc: Exception) -> str | None:
     from app.api.error_handlers import first_line
     from app.cli.evaluate import DatasetError
     from app.migrate import NotMigrated
+    from registry.errors import ToolReachError
 
     if isinstance(exc, DatasetError | NotMigrated):
         return str(exc)
+    if isinstance(exc, ToolReachError):  # e.g. a source that cannot be read, an unknown name
+        return exc.message
     if isinstance(exc, OperationalError):  # no server there, no such database, no file
         reason = first_line(exc.orig or exc)
         return f"cannot use the database: {reason}"

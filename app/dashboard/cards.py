@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -82,7 +83,14 @@ def schema_rows(schema: dict[str, Any] | None, prefix: str = "", depth: int = 0)
     return rows
 
 
-def load_card(session: Session, namespace: str, name: str, version: int | None) -> CardPage:
-    """A card (a deleted tool shows its last version), with every version; NotFound if none."""
-    stored, versions = read_history(session, namespace, name, version)
+def load_card(
+    session: Session,
+    namespace: str,
+    name: str,
+    version: int | None,
+    visible: Collection[str] | None,
+) -> CardPage:
+    """A card (a deleted tool shows its last version), with every version; NotFound if none,
+    or if its namespace is not ``visible`` (the same page)."""
+    stored, versions = read_history(session, namespace, name, version, visible)
     return CardPage(stored, versions, versions[0][0], stored.deleted)

@@ -1,12 +1,13 @@
 """What the pages show, fetched through the services: statistics, look-alikes, the registry.
 
 The statistics are exactly those of ``GET /v1/stats`` (one `compute_stats` for both); this
-module only reshapes them for charts and tables.
+module only reshapes them for charts and tables. Every loader takes the viewer's namespaces
+(``visible``; None: every one) first, so no page can forget them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,17 +26,25 @@ from app.loop.stats import (
 from app.services import Services
 from app.tools.lookalikes import LookalikePair, lookalikes_in
 
+Visible = Collection[str] | None
+
 
 def load_stats(
-    services: Services, filters: Filters, *, tool: str | None = None, misroute_limit: int = 50
+    services: Services,
+    filters: Filters,
+    visible: Visible,
+    *,
+    tool: str | None = None,
+    misroute_limit: int = 50,
 ) -> StatsReport:
-    """The StatsReport of /v1/stats for these filters."""
+    """The StatsReport of /v1/stats for these filters, of the ``visible`` namespaces."""
     stats_filter = StatsFilter(
         namespace=filters.namespace,
         tool=tool,
         since=filters.since,
         until=filters.until,
         bucket=filters.bucket,
+        visible=visible,
     )
     with unit_of_work(services.session_factory) as session:
         return compute_stats(
@@ -110,10 +119,10 @@ def timeline(buckets: list[dict[str, Any]], filters: Filters, now: datetime) -> 
 
 
 def load_lookalikes(
-    services: Services, namespace: str | None, threshold: float, limit: int = 50
+    services: Services, visible: Visible, namespace: str | None, threshold: float, limit: int = 50
 ) -> list[LookalikePair]:
-    """Look-alike pairs of one namespace or of all, most similar first."""
-    return lookalikes_in(services.index, namespace, threshold, limit)
+    """Look-alike pairs of one namespace or of all (``visible``), most similar first."""
+    return lookalikes_in(services.index, namespace, threshold, limit, visible)
 
 
 def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:
@@ -123,17 +132,17 @@ def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:
 
 
 def chosen_misroutes(
-    services: Services, namespace: str, name: str, limit: int = 20
+    services: Services, visible: Visible, namespace: str, name: str, limit: int = 20
 ) -> list[Misroute]:
     """The newest misroutes in which this tool was chosen without being offered."""
     with unit_of_work(services.session_factory) as session:
-        return misroutes_choosing(session, namespace, name, limit)
+        return misroutes_choosing(session, namespace, name, limit, visible)
 
 
-def all_confusions(services: Services, filters: Filters) -> list[Confusion]:
+def all_confusions(services: Services, visible: Visible, filters: Filters) -> list[Confusion]:
     """Every confused pair for these filters (a stats report lists the 50 most frequent)."""
     with unit_of_work(services.session_factory) as session:
-        return every_confusion(session, filters.namespace, filters.since, filters.until)
+        return every_confusion(session, filters.namespace, filters.since, filters.until, visible)
 
 
 def confusion_counts(confusions: Iterable[Confusion]) -> dict[tuple[str, str, str], int]:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from app.dashboard import charts, gauges
+from app.dashboard.auth import Viewer
 from app.dashboard.data import (
     all_confusions,
     confusion_counts,
@@ -46,15 +47,17 @@ TEXT_COLUMNS = ("namespace", "name")
 
 
 def page_context(
-    request: Request, services: Services, viewer: Any, active: str, filters: Filters
+    request: Request, services: Services, viewer: Viewer, active: str, filters: Filters
 ) -> dict[str, Any]:
-    """What every page's frame needs: who, where, and the filter bar's state."""
+    """What every page's frame needs: who, where, and the filter bar's state (the viewer's
+    namespaces only)."""
+    namespaces = services.index.namespaces()
     return {
         "viewer": viewer,
         "active": active,
         "filters": filters,
         "path": request.url.path,
-        "namespaces": dict(sorted(services.index.namespaces().items())),
+        "namespaces": {ns: namespaces[ns] for ns in sorted(namespaces) if viewer.can_see(ns)},
         "range_labels": RANGE_LABELS,
     }
 
@@ -101,7 +104,7 @@ def _overview_charts(report: dict[str, Any], filters: Filters) -> dict[str, Any]
 def overview(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
     """Hit rates over time, volume, latency and the headline counts."""
     filters = parse_filters(request.query_params)
-    report = load_stats(services, filters, misroute_limit=5).model_dump()
+    report = load_stats(services, filters, viewer.namespaces, misroute_limit=5).model_dump()
     return render(
         "overview.html",
         **page_context(request, services, viewer, "overview", filters),
@@ -129,7 +132,7 @@ def tools(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLRe
     """Per-tool counts, sortable by every column (server-side, `?sort=COLUMN&dir=asc|desc`),
     a page of `TOOLS_PAGE_SIZE` rows at a time (`?page=N`)."""
     filters = parse_filters(request.query_params)
-    report = load_stats(services, filters, misroute_limit=0).model_dump()
+    report = load_stats(services, filters, viewer.namespaces, misroute_limit=0).model_dump()
     params = request.query_params
     rows, sort, direction = sorted_tools(report["tools"], params.get("sort"), params.get("dir"))
     page = page_of(params.get("page"), len(rows), TOOLS_PAGE_SIZE)
@@ -152,7 +155,7 @@ def misroutes(request: Request, services: ServicesDep, viewer: PageViewer) -> HT
     """The most frequent confusions, and every misroute with its query and candidates."""
     filters = parse_filters(request.query_params)
     limit = 200 if request.query_params.get("limit") == "200" else 50
-    report = load_stats(services, filters, misroute_limit=limit).model_dump()
+    report = load_stats(services, filters, viewer.namespaces, misroute_limit=limit).model_dump()
     return render(
         "misroutes.html",
         **page_context(request, services, viewer, "misroutes", filters),
@@ -166,8 +169,9 @@ def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> H
     """Pairs of tools so alike that they get confused, with how often they were confused."""
     filters = parse_filters(request.query_params)
     threshold = parse_threshold(request.query_params.get("threshold"))
-    pairs = load_lookalikes(services, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
-    counts = confusion_counts(all_confusions(services, filters))
+    visible = viewer.namespaces
+    pairs = load_lookalikes(services, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
+    counts = confusion_counts(all_confusions(services, visible, filters))
     return render(
         "lookalikes.html",
         **page_context(request, services, viewer, "lookalikes", filters),
@@ -180,8 +184,8 @@ def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> H
 
 
 @router.get("/stats.json")
-def stats_json(request: Request, services: ServicesDep, _viewer: JsonViewer) -> JSONResponse:
+def stats_json(request: Request, services: ServicesDep, viewer: JsonViewer) -> JSONResponse:
     """The numbers behind the pages, for the same filters: the body of GET /v1/stats."""
     filters = parse_filters(request.query_params)
-    report = load_stats(services, filters)
+    report = load_stats(services, filters, viewer.namespaces)
     return JSONResponse(report.model_dump(mode="json"))

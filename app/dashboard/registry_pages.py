@@ -36,6 +36,7 @@ def registry(request: Request, services: ServicesDep, viewer: PageViewer) -> HTM
             text=q.strip() or None,
             offset=(page - 1) * PAGE_SIZE,
             limit=PAGE_SIZE,
+            visible=viewer.namespaces,
         )
     return render(
         "registry.html",
@@ -64,13 +65,13 @@ def card_page(
         if not _NAMESPACE.match(namespace):
             raise NotFound(f"no namespace {namespace!r}")
         with unit_of_work(services.session_factory) as session:
-            card = load_card(session, namespace, name, version)
+            card = load_card(session, namespace, name, version, viewer.namespaces)
     except NotFound as missing:
         return render(
             "not_found.html", status_code=404, **context, message=missing.message, name=name
         )
-    stats = load_stats(services, filters, tool=name, misroute_limit=0).model_dump()
-    routing = next((t for t in stats["tools"] if t["name"] == name), None)
+    stats = load_stats(services, filters, viewer.namespaces, tool=name, misroute_limit=0)
+    routing = next((t for t in stats.tools if t["name"] == name), None)
     return render(
         "card.html",
         **context,
@@ -79,6 +80,6 @@ def card_page(
         parameters=schema_rows(card.stored.card.parameters),
         returns=schema_rows(card.stored.card.returns),
         routing=routing,
-        misroutes=chosen_misroutes(services, namespace, name),
+        misroutes=chosen_misroutes(services, viewer.namespaces, namespace, name),
         now=datetime.now(UTC),
     )

@@ -14,7 +14,7 @@ from app.dashboard.auth import (
     COOKIE_PATH,
     SESSION_SECONDS,
     issue,
-    role_for_key,
+    key_for_login,
     verify,
 )
 from app.dashboard.signouts import sign_out
@@ -52,14 +52,14 @@ def login(
     (login CSRF) and see what they then look at as that viewer."""
     if not same_site(request):
         return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
-    role = role_for_key(key.strip(), services.settings) if len(key) <= MAX_KEY else None
-    if role is None:
+    record = key_for_login(key.strip(), services.keys) if len(key) <= MAX_KEY else None
+    if record is None:
         error = "That key is not an admin or dashboard key of this service."
         return render("login.html", status_code=401, next=safe_next(next), error=error)
     response = RedirectResponse(safe_next(next), status_code=303)
     response.set_cookie(
         COOKIE_NAME,
-        issue(key.strip(), role),
+        issue(record),
         max_age=SESSION_SECONDS,
         path=COOKIE_PATH,
         secure=True,
@@ -76,7 +76,7 @@ def logout(request: Request, services: ServicesDep) -> RedirectResponse | HTMLRe
     if not same_site(request):
         return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
     token = request.cookies.get(COOKIE_NAME)
-    viewer = verify(token, services.settings) if token else None
+    viewer = verify(token, services.keys) if token else None
     if token is not None and viewer is not None:
         with unit_of_work(services.session_factory) as session:
             sign_out(session, token, viewer.expires)

@@ -67,7 +67,7 @@ def current_viewer(request: Request, services: ServicesDep) -> Viewer | None:
     """Who the session cookie stands for: None if it is missing, forged, expired or signed
     out (app/dashboard/signouts.py)."""
     token = request.cookies.get(COOKIE_NAME)
-    viewer = verify(token, services.settings) if token else None
+    viewer = verify(token, services.keys) if token else None
     if viewer is None or token is None:
         return None
     with unit_of_work(services.session_factory) as session:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.embedding.encoders import Encoder
+from app.embedding.encoders import Encoder, multilingual_dims
 
 # A call with more texts than this is a bulk write; a route sends its step and at most 8 asks.
 INTERACTIVE_TEXTS = 9
@@ -98,6 +98,7 @@ class BatchingEncoder(LeaderFollower):
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
+        self.multilingual_dims = multilingual_dims(inner)
         self.max_batch = max_batch
         self.bulk_batch = bulk_batch
         self.query_threads = query_threads

@@ -35,19 +35,30 @@ import numpy as np
 
 from app.routing.text import embedding_text
 
-__all__ = ["Encoder", "embedding_text", "l2_normalise", "make_encoder"]
+__all__ = ["Encoder", "embedding_text", "l2_normalise", "make_encoder", "multilingual_dims"]
 
 _MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class Encoder(Protocol):
-    """Anything that turns texts into unit-norm float32 rows; ``name`` keys stored vectors."""
+    """Anything that turns texts into unit-norm float32 rows; ``name`` keys stored vectors.
+
+    An encoder may also say which ``[start, stop)`` columns of its rows come from a model that
+    reads every language (``multilingual_dims``, see :func:`multilingual_dims`): the router
+    then weighs signals per step–card pair across scripts (app/routing/language.py).
+    """
 
     name: str
     dim: int
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def multilingual_dims(encoder: object) -> tuple[int, int] | None:
+    """The encoder's multilingual columns, or ``None`` if it declares none."""
+    dims = getattr(encoder, "multilingual_dims", None)
+    return None if dims is None else (int(dims[0]), int(dims[1]))
 
 
 def l2_normalise(rows: np.ndarray) -> np.ndarray:
@@ -235,6 +246,7 @@ class USEM3Encoder:
 
     name = "universal-sentence-encoder-multilingual-3"
     dim = 512
+    multilingual_dims = (0, 512)  # the whole vector (16 languages, Yang et al. 2019)
     # The session and the tokeniser are only read; a call runs without the interpreter lock
     # (the package's numpy pass holds it between its small operations).
     concurrent = True
@@ -279,6 +291,15 @@ class MixEncoder:
         self.name = f"{first.name}+{second.name}@{weight:g}"
         self.dim = first.dim + second.dim
         self.concurrent = all(getattr(p, "concurrent", False) for p in self.parts)
+        # The second part's columns when it is the multilingual one, else the first's.
+        inner = multilingual_dims(second)
+        if inner is not None:
+            self.multilingual_dims: tuple[int, int] | None = (
+                first.dim + inner[0],
+                first.dim + inner[1],
+            )
+        else:
+            self.multilingual_dims = multilingual_dims(first)
 
     def set_threads(self, threads: int) -> None:
         for part in self.parts:

@@ -7,6 +7,10 @@ with exponential backoff up to ``retry_max_seconds``, and once the buffer holds
 ``buffer_size`` events it drops the oldest, counting each one in :attr:`dropped`. Events not
 yet written stay findable by route id (:meth:`pending`), so feedback may arrive first.
 
+Other bookkeeping that must not wait on the database (the calls ``/v1/validate`` records)
+joins this thread with :meth:`EventWriter.also_write`: written after the events, retried
+with them.
+
 A batch the database refuses for its data (a value it cannot store) is written again one
 event at a time, so one bad event is dropped, counted and logged instead of holding back
 every event behind it for ever.
@@ -18,7 +22,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -134,6 +138,7 @@ class EventWriter:
         self._thread: threading.Thread | None = None
         self._dropped = 0
         self._written = 0
+        self._also: list[Callable[[], int]] = []
 
     @property
     def dropped(self) -> int:
@@ -149,6 +154,11 @@ class EventWriter:
     def buffered(self) -> int:
         with self._lock:
             return len(self._queue) + len(self._inflight)
+
+    def also_write(self, write: Callable[[], int]) -> None:
+        """Run ``write`` after the events at each flush; like the events, what it cannot
+        write now it keeps, and it raises so that the thread backs off and retries."""
+        self._also.append(write)
 
     def submit(self, record: RouteEventRecord) -> None:
         """Buffer one event; never blocks on the database."""
@@ -252,7 +262,8 @@ class EventWriter:
             self._trim()
 
     def flush(self) -> int:
-        """Write until the buffer is empty, in the caller's thread; returns how many.
+        """Write until the buffer is empty, then what joined it (``also_write``), in the
+        caller's thread; returns how many events were written.
 
         If the database fails, this raises, and what was not written stays buffered.
         """
@@ -260,8 +271,11 @@ class EventWriter:
         while True:
             taken, written = self._write_batch()
             if not taken:
-                return total
+                break
             total += written
+        for write in self._also:
+            write()
+        return total
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="route-events", daemon=True)

@@ -3,7 +3,8 @@
 The rules, and why:
 
 * an unknown route id is 404: the agent has the id from our answer, so an unknown one is a
-  bug or a route older than the retention, and silently accepting it would hide the bug;
+  bug or a route older than the retention, and silently accepting it would hide the bug; to
+  a key limited to namespaces, a route of another namespace is unknown, word for word;
 * a ``chosen`` name that is not a tool of the route's namespace is 422 with the closest real
   names, like ``/v1/validate``: hit rates over invented names would be meaningless;
 * a repeat of the same report is idempotent (200, the same record), so agents may retry
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -27,7 +29,7 @@ from app.loop import repository as event_repository
 from app.loop.events import EventWriter, route_id_time
 from app.loop.models import Feedback
 from app.loop.repository import RouteFacts
-from app.schemas import FeedbackRead, FeedbackRequest, Verdict
+from app.schemas import FeedbackRead, FeedbackRequest, Outcome, Verdict
 from app.tools.live_index import IndexManager
 from registry.calls import did_you_mean
 from registry.errors import Conflict, InvalidInput, NotFound
@@ -41,6 +43,23 @@ def find_route(session: Session, writer: EventWriter, route_id: str) -> RouteFac
     if record is not None:
         return RouteFacts(record.route_id, record.namespace, record.candidate_names)
     return event_repository.find_route(session, route_id)
+
+
+def unknown_route(route_id: str) -> NotFound:
+    return NotFound(
+        f"no route {route_id!r}: unknown, older than the retention, or answered by "
+        "another replica a moment ago and not yet written (retry in a few seconds)"
+    )
+
+
+def find_visible_route(
+    session: Session, writer: EventWriter, route_id: str, visible: Collection[str] | None
+) -> RouteFacts | None:
+    """``find_route``, but None for a route of a namespace out of ``visible`` (None: all)."""
+    route = find_route(session, writer, route_id)
+    if route is None or (visible is not None and route.namespace not in visible):
+        return None
+    return route
 
 
 # A route id made longer ago than this (or later: clocks drift) is not waited for.
@@ -164,18 +183,17 @@ def record_feedback(
     writer: EventWriter,
     index: IndexManager,
     request: FeedbackRequest,
+    visible: Collection[str] | None = None,
     replicas: OtherReplicas | None = None,
 ) -> tuple[FeedbackRead, bool]:
-    """Record (or confirm) the feedback; returns it and whether anything changed.
-    ``replicas``: ask the other replicas for a recent route this one does not know."""
+    """Record (or confirm) the feedback; returns it and whether anything changed. A route of
+    a namespace out of ``visible`` (None: every one) is unknown. ``replicas``: ask the other
+    replicas for a recent route this one does not know."""
     route = find_route(session, writer, request.route_id)
     if route is None and replicas is not None:
         route = replicas.find(session, request.route_id)
-    if route is None:
-        raise NotFound(
-            f"no route {request.route_id!r}: unknown, older than the retention, or answered by "
-            "a replica that has not written it (retry in a few seconds)"
-        )
+    if route is None or (visible is not None and route.namespace not in visible):
+        raise unknown_route(request.route_id)
     # A tool the route offered is real even if this replica's index has not yet caught up
     # with the replica that answered it; any other name is checked (and recorded by its card
     # name, however it was called).
@@ -202,25 +220,68 @@ def record_validated_call(
     index: IndexManager,
     route_id: str,
     name: str,
+    visible: Collection[str] | None = None,
 ) -> bool:
     """``/v1/validate`` with a route id: the first real tool validated is the route's choice.
 
-    Its own short transaction, so bookkeeping never fails a validation: an unknown route, a
-    name that is not a tool of the route's namespace, or a route already reported is ignored.
+    Its own short transaction, run off the request path (``ValidatedCalls``). An unknown
+    route (or one out of ``visible``, None: any), a name that is not a tool of the route's
+    namespace, or a route already reported is ignored (False); the database's own trouble is
+    raised, so the call can be retried.
+    """
+    with unit_of_work(factory) as session:
+        route = find_visible_route(session, writer, route_id, visible)
+        card = None if route is None else index.card(route.namespace, name)
+        if route is None or card is None:
+            return False
+        if event_repository.get_feedback(session, route_id) is not None:
+            return False
+        request = FeedbackRequest(route_id=route_id, chosen=card.name)
+        # False: a report for this route landed at the same moment; it stands.
+        return event_repository.add_feedback(session, new_row(route, request, from_validate=True))
+
+
+def record_call(
+    factory: sessionmaker[Session],
+    writer: EventWriter,
+    index: IndexManager,
+    route_id: str,
+    name: str,
+    outcome: Outcome,
+    error_code: str | None,
+) -> FeedbackRead | None:
+    """A call forwarded by the gateway (app/gateway) is the route's report: the tool, the
+    outcome, the error code; the recorded report if this one changed it, else None.
+
+    Its own short transaction, so bookkeeping never fails a call. As with ``/v1/feedback``
+    the first report of a route stands, with one exception: a call of the same tool that
+    succeeds after it failed records the success (the agent fixed its call; the step got
+    done). An unknown route, or a name that is not a tool of the route's namespace, is
+    not recorded.
     """
     try:
         with unit_of_work(factory) as session:
             route = find_route(session, writer, route_id)
             card = None if route is None else index.card(route.namespace, name)
             if route is None or card is None:
-                return False
-            if event_repository.get_feedback(session, route_id) is not None:
-                return False
-            request = FeedbackRequest(route_id=route_id, chosen=card.name)
-            # False: a report for this route landed at the same moment; it stands.
-            return event_repository.add_feedback(
-                session, new_row(route, request, from_validate=True)
+                return None
+            request = FeedbackRequest(
+                route_id=route_id, chosen=card.name, outcome=outcome, error_code=error_code
             )
-    except DATABASE_TROUBLE as exc:  # the validation itself needs no database
-        log.warning("route %s: validated call not recorded: %s", route_id, exc.__class__.__name__)
-        return False
+            row = event_repository.get_feedback(session, route_id)
+            if row is None:
+                row = new_row(route, request, from_validate=False)
+                return to_read(row) if event_repository.add_feedback(session, row) else None
+            if row.chosen != card.name:
+                return None
+            if row.outcome == "error" and outcome == "success":
+                row.outcome, row.error_code = outcome, None
+                row.updated_at = datetime.now(UTC)
+                return to_read(row)
+            try:
+                return to_read(row) if reconcile(row, request) else None
+            except Conflict:
+                return None
+    except DATABASE_TROUBLE as exc:
+        log.warning("route %s: call not recorded: %s", route_id, exc.__class__.__name__)
+        return None

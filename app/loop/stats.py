@@ -13,6 +13,7 @@ computed here, over the newest ``LATENCY_SAMPLE`` routes of the window.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
@@ -41,6 +42,9 @@ class StatsFilter:
     since: datetime | None = None  # inclusive
     until: datetime | None = None  # exclusive
     bucket: Literal["hour", "day"] = "day"
+    # The caller's namespaces (app/keys/scope.py); None: every one. A `namespace` out of
+    # them counts as one with no routes, as an unknown namespace does.
+    visible: Collection[str] | None = None
 
 
 class Rates(TypedDict):
@@ -218,7 +222,7 @@ def compute_stats(
     session: Session, f: StatsFilter, *, dropped_events: int = 0, misroute_limit: int = 50
 ) -> StatsReport:
     """Everything ``GET /v1/stats`` answers, for the routes the filter selects."""
-    where = sql.route_conditions(f.namespace, f.tool, f.since, f.until)
+    where = sql.route_conditions(f.namespace, f.tool, f.since, f.until, f.visible)
     buckets, totals = bucket_rows(session, f, where)
     return StatsReport(
         **totals,
@@ -248,18 +252,28 @@ def requested_stats(session: Session, f: StatsFilter, *, dropped_events: int) ->
     return compute_stats(session, f, dropped_events=dropped_events)
 
 
-def misroutes_choosing(session: Session, namespace: str, name: str, limit: int) -> list[Misroute]:
+def misroutes_choosing(
+    session: Session,
+    namespace: str,
+    name: str,
+    limit: int,
+    visible: Collection[str] | None = None,
+) -> list[Misroute]:
     """The newest misroutes in which tool ``name`` was chosen without being offered.
 
     Filtered in the query: a stats report's misroutes for a tool also hold those it was
     merely offered in, and ``limit`` of those could hide every one it was chosen in.
     """
-    return misroute_rows(session, sql.chosen_conditions(namespace, name), limit)
+    return misroute_rows(session, sql.chosen_conditions(namespace, name, visible), limit)
 
 
 def every_confusion(
-    session: Session, namespace: str | None, since: datetime | None, until: datetime | None
+    session: Session,
+    namespace: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    visible: Collection[str] | None = None,
 ) -> list[Confusion]:
     """Every confused pair of these routes (a stats report lists the most frequent only)."""
-    where = sql.route_conditions(namespace, None, since, until)
+    where = sql.route_conditions(namespace, None, since, until, visible)
     return confusion_rows(session, where, limit=None)

@@ -6,7 +6,7 @@ offered or chosen) and joins the candidates and the feedback by route id.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,12 +21,19 @@ E, C, F = RouteEvent, RouteEventCandidate, Feedback
 
 
 def route_conditions(
-    namespace: str | None, tool: str | None, since: datetime | None, until: datetime | None
+    namespace: str | None,
+    tool: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    visible: Collection[str] | None = None,
 ) -> list[ColumnElement[bool]]:
-    """Which route events count: `since` inclusive, `until` exclusive."""
+    """Which route events count: `since` inclusive, `until` exclusive; only those of
+    ``visible`` namespaces (None: of every one)."""
     conditions: list[ColumnElement[bool]] = []
     if namespace is not None:
         conditions.append(E.namespace == namespace)
+    if visible is not None:
+        conditions.append(E.namespace.in_(sorted(visible)))
     if since is not None:
         conditions.append(E.created_at >= since)
     if until is not None:
@@ -41,9 +48,11 @@ def route_conditions(
     return conditions
 
 
-def chosen_conditions(namespace: str, chosen: str) -> list[ColumnElement[bool]]:
+def chosen_conditions(
+    namespace: str, chosen: str, visible: Collection[str] | None = None
+) -> list[ColumnElement[bool]]:
     """The route events of ``namespace`` whose feedback chose tool ``chosen``."""
-    return [*route_conditions(namespace, None, None, None), F.chosen == chosen]
+    return [*route_conditions(namespace, None, None, None, visible), F.chosen == chosen]
 
 
 def _count(condition: ColumnElement[bool]) -> ColumnElement[Any]:

@@ -2,18 +2,95 @@
 id, the first real tool validated recorded as that route's choice.
 
 The check itself reads only the live index (no database), so a validation answers even
-while the database is down; only the bookkeeping needs it, and never fails the answer.
+while the database is down or not answering. The bookkeeping is queued (`ValidatedCalls`)
+and written by the event writer's thread, so it never delays or fails the answer.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections import deque
+from collections.abc import Collection
+
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import DATABASE_TROUBLE
 from app.loop.events import EventWriter
 from app.loop.feedback import record_validated_call, unknown_tool
 from app.schemas import CallProblem, ValidateRequest, ValidateResult
 from app.tools.live_index import IndexManager
 from registry.calls import validate_arguments
+
+log = logging.getLogger("toolreach.events")
+
+
+class ValidatedCalls:
+    """Validated calls that name a route, waiting to be recorded as the route's choice.
+
+    At most ``buffer_size`` wait (the oldest are dropped first, counted in `dropped`). The
+    event writer's thread records them after its route events (`EventWriter.also_write`),
+    oldest first; while the database cannot take them they stay queued and are retried with
+    the events. A report (`/v1/feedback`) that lands before a queued call stands; the call
+    is then ignored, as any call for a route already reported.
+    """
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        writer: EventWriter,
+        index: IndexManager,
+        *,
+        buffer_size: int = 10_000,
+    ) -> None:
+        self._factory, self._writer, self._index = factory, writer, index
+        self.buffer_size = buffer_size
+        # (route id, tool name, the namespaces the caller may see; None: any)
+        self._queue: deque[tuple[str, str, Collection[str] | None]] = deque()
+        self._lock = threading.Lock()
+        self.dropped = 0
+        writer.also_write(self.write)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    def submit(self, route_id: str, name: str, visible: Collection[str] | None = None) -> None:
+        """Queue one call; never blocks on the database."""
+        with self._lock:
+            self._queue.append((route_id, name, visible))
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._queue) > self.buffer_size:
+            self._queue.popleft()
+            self.dropped += 1
+            if self.dropped % 1000 == 1:  # log, but not every drop
+                log.warning("validated-call queue full: %d oldest dropped so far", self.dropped)
+
+    def write(self) -> int:
+        """Record every queued call, oldest first; returns how many became a choice. On the
+        database's trouble the call goes back to the front and this raises; a call that
+        fails otherwise (a bug, data the database refuses) is logged and dropped."""
+        recorded = 0
+        while True:
+            with self._lock:
+                if not self._queue:
+                    return recorded
+                route_id, name, visible = self._queue.popleft()
+            try:
+                recorded += record_validated_call(
+                    self._factory, self._writer, self._index, route_id, name, visible
+                )
+            except DATABASE_TROUBLE:
+                with self._lock:
+                    self._queue.appendleft((route_id, name, visible))
+                    self._trim()
+                raise
+            except Exception:
+                with self._lock:
+                    self.dropped += 1
+                log.exception("route %s: validated call %r not recorded", route_id, name)
 
 
 def check_call(index: IndexManager, request: ValidateRequest) -> ValidateResult:
@@ -32,12 +109,13 @@ def check_call(index: IndexManager, request: ValidateRequest) -> ValidateResult:
 
 
 def validate_call(
-    factory: sessionmaker[Session],
-    writer: EventWriter,
+    validated: ValidatedCalls,
     index: IndexManager,
     request: ValidateRequest,
+    visible: Collection[str] | None = None,
 ) -> ValidateResult:
-    """Record the call as its route's choice (if it names a route), then check it."""
+    """Check the call; if it names a route, queue it to be recorded as the route's choice
+    (only if the route is of a namespace in ``visible``; None: any)."""
     if request.route_id is not None:
-        record_validated_call(factory, writer, index, request.route_id, request.name)
+        validated.submit(request.route_id, request.name, visible)
     return check_call(index, request)

@@ -72,19 +72,23 @@ class McpEndpoint:
         services: Services = state.services
         credentials = _bearer(Headers(scope=scope))
         caller = await require_agent(await identify(services, credentials), services)
-        namespace = scope.get("path_params", {}).get("namespace")
-        if namespace is None:
+        named = scope.get("path_params", {}).get("namespace")
+        if named is None:
             key = credentials.credentials if credentials and caller.role != "anonymous" else ""
-            namespace = services.settings.mcp_key_namespaces.get(key, "default")
-        elif not re.fullmatch(NAMESPACE_PATTERN, namespace):
-            raise NotFound(f"{namespace!r} is not a namespace name")
+            named = services.settings.mcp_key_namespaces.get(key)
+        elif not re.fullmatch(NAMESPACE_PATTERN, named):
+            raise NotFound(f"{named!r} is not a namespace name")
+        # The one scope rule of /v1: a key limited to namespaces gets the same 404 for any
+        # other; with none named, a key limited to one works in it, others in "default".
+        namespace = caller.namespace_for(named)
         if scope["method"] != "POST":
             # GET would hold an SSE stream open that nothing is ever sent on (no session, no
             # server-initiated messages); DELETE would end a session there is not. MCP lets a
             # server answer both with 405.
             raise HTTPException(405, "/mcp takes POST only: it is stateless", {"Allow": "POST"})
         sessions: StreamableHTTPSessionManager = state.mcp_sessions
-        scope = {**scope, SCOPE_KEY: McpScope(namespace=namespace, role=caller.role)}
+        where = McpScope(namespace=namespace, role=caller.role, namespaces=caller.namespaces)
+        scope = {**scope, SCOPE_KEY: where}
         await sessions.handle_request(scope, receive, send)
 
 

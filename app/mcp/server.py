@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -30,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from app.errors import Unavailable
+from app.gateway.schemas import CallRequest
 from app.loop.validation import validate_call
 from app.mcp import arguments as args
 from app.schemas import RouteCandidate, RouteRequest, ValidateRequest
@@ -56,6 +56,7 @@ class McpScope:
 
     namespace: str
     role: str
+    namespaces: frozenset[str] | None = None  # a scoped key's namespaces; None: every one
 
 
 class ToolInputError(Exception):
@@ -125,17 +126,33 @@ async def validate(services: Services, where: McpScope, arguments: dict[str, Any
     call = parse(args.CallArguments, arguments)
     request = parse(ValidateRequest, {**call.model_dump(), "namespace": where.namespace})
     # Recording a validated call is a short database transaction: off the event loop.
-    result = await anyio.to_thread.run_sync(
-        validate_call, services.session_factory, services.events, services.index, request
-    )
+    # Answered from memory; a named route's choice is queued for the background writer.
+    result = validate_call(services.validated, services.index, request, visible=where.namespaces)
     return result.model_dump()
 
 
-def _tool(name: str, description: str, schema: dict[str, Any]) -> types.Tool:
-    """A meta-tool's definition. Read-only: none changes anything the user has (that a search
-    or a validated call is recorded for the statistics is not an effect on their world), so
-    clients that ask before every non-read-only call need not ask before a search."""
-    hints = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+async def call(services: Services, where: McpScope, arguments: dict[str, Any]) -> Result:
+    """Forward the call through the gateway (as ``POST /v1/call``): the tool's result, or a
+    structured error (code, message, retryable, suggestion) the model can act on."""
+    if services.gateway is None:
+        raise Unavailable("the gateway is not running")
+    call = parse(args.CallArguments, arguments)
+    request = parse(CallRequest, {**call.model_dump(), "namespace": where.namespace})
+    result = await services.gateway.call(request)
+    answer: Result = result.model_dump(mode="json")
+    if not result.ok:
+        raise ToolInputError("the call failed", answer)
+    return answer
+
+
+def _tool(
+    name: str, description: str, schema: dict[str, Any], *, read_only: bool = True
+) -> types.Tool:
+    """A meta-tool's definition. The search, describe and validate tools are read-only: none
+    changes anything the user has (that a search or a validated call is recorded for the
+    statistics is not an effect on their world), so clients that ask before every
+    non-read-only call need not ask before a search. ``call_tool`` runs a real tool: it may."""
+    hints = types.ToolAnnotations(read_only_hint=read_only, open_world_hint=not read_only)
     return types.Tool(name=name, description=description, input_schema=schema, annotations=hints)
 
 
@@ -169,6 +186,17 @@ META_TOOLS: dict[str, MetaTool] = {
             args.CALL_SCHEMA,
         ),
         validate,
+    ),
+    "call_tool": MetaTool(
+        _tool(
+            "call_tool",
+            "Call a tool found by search_tools, through ToolReach: its result, or an error "
+            "with a code, whether a retry may help, and what to do next. Pass the search's "
+            "route_id so the call counts as that step's choice.",
+            args.CALL_SCHEMA,
+            read_only=False,
+        ),
+        call,
     ),
 }
 

@@ -12,14 +12,20 @@ so each score row is first normalised over the eligible tools, then weighted and
 Multi-ask queries (see ``segment.py``) add, per tool, its best segment's fused score times
 ``segment_weight``; a tool serving any one ask well climbs even when the whole-query
 score is dominated by another ask.
+
+Across languages (``language.py``) the weights are per step–card pair: each signal counts as
+far as it can read the pair, the multilingual cosine takes what the others lose
+(``language_parts``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from app.routing.language import Visibility
 from app.routing.types import RouterConfig
 
 FUSION_METHODS: tuple[str, ...] = ("zscore", "minmax", "rrf")
@@ -38,6 +44,21 @@ def zscore(rows: np.ndarray, moments: np.ndarray | None = None) -> np.ndarray:
         mean = moments[:, :1].astype(rows.dtype)
         std = moments[:, 1:].astype(rows.dtype)
     return (rows - mean) / np.where(std > _EPS, std, np.inf).astype(rows.dtype)
+
+
+def weighted_zscore(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Row-wise standard score over a weighted population: each tool counts in the mean and
+    spread by its weight (``(rows, tools)``, broadcastable), so tools a signal cannot read
+    (weight 0) do not set its scale. Equal weights give ``zscore``; a row whose weights are
+    all 0, or whose population is constant, becomes all zeros."""
+    rows = np.asarray(rows, dtype=np.float64)
+    weights = np.broadcast_to(np.asarray(weights, dtype=np.float64), rows.shape)
+    total = weights.sum(axis=1, keepdims=True)
+    safe = np.where(total > 0, total, 1.0)
+    mean = (weights * rows).sum(axis=1, keepdims=True) / safe
+    std = np.sqrt((weights * (rows - mean) ** 2).sum(axis=1, keepdims=True) / safe)
+    ok = (total > 0) & (std > _EPS)
+    return np.where(ok, (rows - mean) / np.where(ok, std, 1.0), 0.0)
 
 
 def zscore_stats(row: np.ndarray) -> tuple[float, float]:
@@ -107,6 +128,44 @@ def weighted_rows(
     return weight * normalise(rows, config.fusion, config.rrf_k, moments)
 
 
+@dataclass(frozen=True, slots=True)
+class LanguageView:
+    """What fusion needs to weigh signals per pair (``language.py``): the visibility of each
+    pair, and the multilingual part's cosine rows (one per text, or one for all)."""
+
+    visibility: Visibility
+    multilingual: np.ndarray
+
+
+def language_parts(
+    keyword: np.ndarray | None,
+    embedding: np.ndarray,
+    view: LanguageView,
+    config: RouterConfig,
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """Per-pair keyword and embedding parts, ``(rows, tools)`` each.
+
+    ``keyword = wk·v_k·z(K)``, each row z-scored over the tools weighted by how much of them
+    BM25 can read; ``embedding = (we + wk·(1 − v_k))·(v_m·z(E) + (1 − v_m)·z(U))`` with ``E``
+    the whole encoder's cosine (z-scored over the tools weighted by the English part's
+    visibility) and ``U`` the multilingual part's: the weight a signal cannot use goes to the
+    one that reads every pair, so each tool's weights add up to ``wk + we``. With the keyword
+    stage off the embedding keeps its own weight. z-scores only (the router applies the rule
+    with ``fusion = "zscore"``, the default).
+    """
+    vis = view.visibility
+    wk, we = config.keyword_weight, config.embedding_weight
+    shape = vis.keyword.shape
+    mixed = weighted_zscore(np.broadcast_to(embedding, shape), vis.english_pair)
+    multi = weighted_zscore(np.broadcast_to(view.multilingual, shape), np.ones(shape))
+    dense = vis.english * mixed + (1.0 - vis.english) * multi
+    if keyword is None or wk == 0.0:
+        return None, (we * dense).astype(np.float32)
+    kw = wk * vis.keyword * weighted_zscore(keyword, vis.keyword_pair)
+    emb = (we + wk * (1.0 - vis.keyword)) * dense
+    return kw.astype(np.float32), emb.astype(np.float32)
+
+
 def best_segment(
     kw: np.ndarray | None, emb: np.ndarray | None
 ) -> tuple[np.ndarray | float, np.ndarray | float]:
@@ -130,6 +189,7 @@ def fuse(
     embedding: np.ndarray | None,
     config: RouterConfig,
     embedding_moments: np.ndarray | None = None,
+    languages: LanguageView | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-tool keyword and embedding parts of the fused score.
 
@@ -137,12 +197,19 @@ def fuse(
     the same shape or a single whole-query row; ``None`` for a stage that is off. Returns two
     ``(tools,)`` arrays whose sum ranks tools: ``part(row 0) + segment_weight · part(best
     segment)``, each tool's best segment being the one with the highest keyword + embedding.
+    ``languages``: weigh each pair by what each signal can read (``language_parts``; needs
+    the embedding rows).
     """
     present = keyword if keyword is not None else embedding
     if present is None:
         raise ValueError("fuse needs at least one of keyword or embedding scores")
-    kw = weighted_rows(keyword, config.keyword_weight, config)
-    emb = weighted_rows(embedding, config.embedding_weight, config, embedding_moments)
+    kw: np.ndarray | None
+    emb: np.ndarray | None
+    if languages is not None and embedding is not None:
+        kw, emb = language_parts(keyword, embedding, languages, config)
+    else:
+        kw = weighted_rows(keyword, config.keyword_weight, config)
+        emb = weighted_rows(embedding, config.embedding_weight, config, embedding_moments)
     zeros = np.zeros(present.shape[1], dtype=np.float32)
     kw_whole = zeros if kw is None else kw[0]
     emb_whole = zeros if emb is None else emb[0]

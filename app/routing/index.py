@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 import numpy as np
@@ -43,29 +43,43 @@ class RouterIndex:
     pinned: np.ndarray
     positions: dict[str, int]
     config: RouterConfig
+    # Each card's CJK share (language.py), and the columns of the vectors a multilingual
+    # encoder wrote (None: no part of the encoder reads every language, so no per-pair rule).
+    cjk_share: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    multilingual: tuple[int, int] | None = None
     in_name_order: bool = False  # names ascending: what ``merge`` needs and keeps
 
     @classmethod
     def build(
-        cls, docs: Iterable[ToolDoc], embeddings: np.ndarray, config: RouterConfig
+        cls,
+        docs: Iterable[ToolDoc],
+        embeddings: np.ndarray,
+        config: RouterConfig,
+        multilingual: tuple[int, int] | None = None,
     ) -> RouterIndex:
         """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows, in the
         order given.
 
         One pass over ``docs``, which may be a generator: the index keeps what routing reads
-        (names, BM25 matrix, vectors, compiled parameter rules, tags, pins) and each card's
-        term counts, never the docs, so a caller can stream 100,000 cards through without
-        holding them all.
+        (names, BM25 matrix, vectors, compiled parameter rules, tags, pins, each card's CJK
+        share) and each card's term counts, never the docs, so a caller can stream 100,000
+        cards through without holding them all. ``multilingual``: the ``[start, stop)``
+        columns of ``embeddings`` that come from an encoder reading every language (the
+        encoder's ``multilingual_dims``).
         """
         segment = IndexSegment.analyse(docs, embeddings, config.fields)
-        nothing = cls.empty(segment.embeddings.shape[1], config)
+        nothing = cls.empty(segment.embeddings.shape[1], config, multilingual)
         index = nothing._laid_out(MergePlan.appended(len(segment)), segment)
         in_order = all(a < b for a, b in pairwise(index.names))
         return dataclasses.replace(index, in_name_order=in_order)
 
     @classmethod
-    def empty(cls, dim: int, config: RouterConfig) -> RouterIndex:
+    def empty(
+        cls, dim: int, config: RouterConfig, multilingual: tuple[int, int] | None = None
+    ) -> RouterIndex:
         """An index of no tools, with vectors of ``dim`` dimensions."""
+        if multilingual is not None and not 0 <= multilingual[0] < multilingual[1] <= dim:
+            raise ValueError(f"multilingual columns {multilingual} outside dimension {dim}")
         nothing = Postings.empty()
         lengths = np.zeros(0, dtype=np.int64)
         return cls(
@@ -79,6 +93,8 @@ class RouterIndex:
             pinned=np.zeros(0, dtype=np.int64),
             positions={},
             config=config,
+            cjk_share=np.zeros(0, dtype=np.float32),
+            multilingual=multilingual,
             in_name_order=True,
         )
 
@@ -128,6 +144,8 @@ class RouterIndex:
             pinned=np.flatnonzero(flags).astype(np.int64),
             positions=dict(zip(names, range(len(names)), strict=True)),
             config=config,
+            cjk_share=plan.rows(old.cjk_share, segment.cjk_share),
+            multilingual=old.multilingual,
             in_name_order=True,  # a merge's plan keeps names in order (build checks its own)
         )
 

@@ -3,7 +3,8 @@
 1. keyword — BM25 of the whole query and of each of its asks (``segment.py``) over all tools;
 2. embedding — cosine of the query (and ask) vectors with every tool's vector; both fused by
    ``fusion.fuse`` and rescaled so the best tool's fused score is 1.0; plus the usage prior;
-   the top ``pool_size`` tools go on;
+   the top ``pool_size`` tools go on. When the step or a card is in CJK script and the
+   encoder has a multilingual part, the weights are per step–card pair (``language.py``);
 3. penalty — ``-missing_param_penalty`` per required parameter that neither the query nor the
    context can supply (``penalty.py``); then the top ``k`` (optionally MMR-diversified).
 
@@ -25,8 +26,15 @@ import numpy as np
 
 from app.routing.bm25 import matched_in
 from app.routing.diversity import mmr_order, top_indices
-from app.routing.fusion import fuse, relative_to_best, sparse_zscore_stats, zscore_stats
+from app.routing.fusion import (
+    LanguageView,
+    fuse,
+    relative_to_best,
+    sparse_zscore_stats,
+    zscore_stats,
+)
 from app.routing.index import RouterIndex
+from app.routing.language import all_visible, cjk_share, pair_visibility, with_lead
 from app.routing.penalty import QueryEvidence, missing_required, penalty, query_evidence
 from app.routing.signals import (
     EXACT_TOP,
@@ -37,6 +45,7 @@ from app.routing.signals import (
     cosine_rows,
     exact_where_it_counts,
     gemv_rows,
+    multilingual_rows,
     prior_part,
 )
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
@@ -106,6 +115,30 @@ class Scores:
         return self.keyword + self.embedding + self.prior
 
 
+def query_shares(
+    index: RouterIndex, query: QueryRows, config: RouterConfig, stages: frozenset[str]
+) -> list[float] | None:
+    """The CJK share of each of the query's texts when signals are weighed per pair
+    (``language.py``): with the embedding stage on, z-score fusion and an encoder with a
+    multilingual part, and CJK in the query or in some card; else ``None``."""
+    if index.multilingual is None or config.fusion != "zscore" or "embedding" not in stages:
+        return None
+    shares = [cjk_share(text) for text in query.texts]
+    return None if all_visible(shares, index.cjk_share) else shares
+
+
+def language_view(
+    index: RouterIndex,
+    shares: list[float],
+    unit: np.ndarray,
+    select: slice | np.ndarray,
+) -> LanguageView:
+    """Each eligible pair's visibility, led by the multilingual cosine, and its rows."""
+    multilingual = multilingual_rows(index, unit)[:, select]
+    visibility = pair_visibility(shares, index.cjk_share[select])
+    return LanguageView(with_lead(visibility, multilingual), multilingual)
+
+
 def stage_scores(
     index: RouterIndex,
     query: QueryRows,
@@ -119,16 +152,18 @@ def stage_scores(
 ) -> Scores:
     """Keyword, embedding and prior parts of the eligible tools (``None`` = all tools) that
     can reach the top ``depth`` (all of them unless ``candidate_scores`` applies)."""
-    fast = candidate_scores(
-        index, query, query_vec, eligible, prior, config, stages, cosines, depth
-    )
-    if fast is not None:
-        return fast
+    shares = query_shares(index, query, config, stages)
+    if shares is None:
+        fast = candidate_scores(
+            index, query, query_vec, eligible, prior, config, stages, cosines, depth
+        )
+        if fast is not None:
+            return fast
     select: slice | np.ndarray = slice(None) if eligible is None else eligible
     cols = np.arange(len(index)) if eligible is None else eligible
     keyword_hit = bool(query.keyword[0, select].any())
     kw_rows = query.keyword[:, select] if "keyword" in stages else None
-    emb_rows, moments = None, None
+    emb_rows, moments, languages = None, None, None
     if "embedding" in stages and query_vec is not None and index.embeddings.shape[1] > 0:
         found = cosine_rows(index, query_vec, len(query.texts), cosines)
         if found is not None:
@@ -146,10 +181,13 @@ def stage_scores(
             emb_rows = rows[:, select]
             # Estimated moments are those over every tool: a tag filter's subset has its own.
             moments = found.moments if eligible is None else None
+            if shares is not None:
+                languages = language_view(index, shares, found.unit, select)
     signal = (kw_rows is not None and keyword_hit) or emb_rows is not None
     keyword, embedding = np.zeros(cols.size), np.zeros(cols.size)
     if signal:
-        keyword, embedding = relative_to_best(*fuse(kw_rows, emb_rows, config, moments))
+        fused = fuse(kw_rows, emb_rows, config, moments, languages)
+        keyword, embedding = relative_to_best(*fused)
     boost = np.zeros(cols.size)
     if "prior" in stages:
         boost = prior_part(index, prior, config)[select]
@@ -173,7 +211,8 @@ def candidate_scores(
     the same top ``depth`` with the same scores, without normalising, adding and sorting
     every tool's. ``None`` where it does not apply (then every tool is scored).
 
-    It applies to the common case: one query text, z-score fusion with both stages on and
+    It applies to the common case (``stage_scores`` does not ask when signals are weighed
+    per pair, ``language.py``): one query text, z-score fusion with both stages on and
     non-negative weights, BM25 without a non-occurrence constant. A tool that no query term
     touches then has the keyword part every such tool has, so it is outscored by each of the
     ``depth`` best by cosine unless it is one of them; the candidates are those, every

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from app.routing.language import card_cjk_share
 from app.routing.penalty import ParamRule, compile_rules
 from app.routing.text import analyse, parameter_text
 from app.routing.types import FieldWeights, ToolDoc
@@ -78,6 +79,7 @@ class IndexSegment:
     tags: tuple[frozenset[str], ...]  # case-folded
     pinned: np.ndarray  # bool
     embeddings: np.ndarray  # (n, dim) unit rows
+    cjk_share: np.ndarray  # float32: the CJK share of each card's prose (language.py)
 
     @classmethod
     def analyse(
@@ -90,6 +92,7 @@ class IndexSegment:
         rules: list[tuple[ParamRule, ...]] = []
         tags: list[frozenset[str]] = []
         pinned: list[bool] = []
+        shares: list[float] = []
         for doc in docs:
             tokens = doc_tokens(doc, fields)
             names.append(doc.name)
@@ -98,6 +101,7 @@ class IndexSegment:
             rules.append(compile_rules(doc.parameters))
             tags.append(frozenset(t.casefold() for t in doc.tags))
             pinned.append(doc.pinned)
+            shares.append(card_cjk_share(doc))
         if len(set(names)) != len(names):
             raise ValueError("tool names must be unique within an index")
         return cls(
@@ -108,6 +112,7 @@ class IndexSegment:
             tags=tuple(tags),
             pinned=np.asarray(pinned, dtype=bool),
             embeddings=unit_rows(embeddings, len(names)),
+            cjk_share=np.asarray(shares, dtype=np.float32),
         )
 
     def __len__(self) -> int:
@@ -126,6 +131,7 @@ class IndexSegment:
             tags=tuple(self.tags[i] for i in order),
             pinned=self.pinned[order],
             embeddings=self.embeddings[order],
+            cjk_share=self.cjk_share[order],
         )
 
 

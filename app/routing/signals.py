@@ -128,6 +128,19 @@ def cosine_rows(
     return CosineRows(rows, unit, False, None)
 
 
+def multilingual_rows(index: RouterIndex, unit: np.ndarray) -> np.ndarray:
+    """The cosine of the multilingual part alone (``index.multilingual`` columns), one row per
+    unit query row, over every tool; exact float32 whatever the service's product.
+
+    Each part of a mixed vector has the same norm in every row (encoders.MixEncoder), so this
+    is the part's cosine times a constant, which z-scores ignore."""
+    if index.multilingual is None:
+        raise ValueError("the index has no multilingual columns")
+    start, stop = index.multilingual
+    rows: np.ndarray = (index.embeddings[:, start:stop] @ unit[:, start:stop].T).T
+    return rows
+
+
 def decisive_tools(
     rows: np.ndarray,
     keyword: np.ndarray | None,

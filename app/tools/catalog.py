@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
+from app.keys.scope import require_writable
 from app.routing import ToolDoc, embedding_text
 from registry import repository
 from registry.card import ToolCard, first_sentence
@@ -78,14 +79,17 @@ class ParsedBatch:
 class BatchParser:
     """Parses items one at a time (``add``), collecting each bad one (index, name, problems)
     instead of stopping, and a name given twice; ``on_cards(batch, cards)`` hears of the good
-    cards every ``EMBED_BATCH`` of them, and of the last ones at ``finish``."""
+    cards every ``EMBED_BATCH`` of them, and of the last ones at ``finish``. A card in a
+    namespace out of ``writable`` (None: every one) stops it: Forbidden."""
 
     def __init__(
         self,
         namespace: str | None,
         on_cards: Callable[[ParsedBatch, list[ToolCard]], None] | None = None,
+        writable: Collection[str] | None = None,
     ) -> None:
         self.namespace = namespace
+        self.writable = writable
         self.batch = ParsedBatch()
         self._on_cards = on_cards
         self._told = 0
@@ -101,6 +105,7 @@ class BatchParser:
         except InvalidInput as exc:
             self.reject(index, name, exc.details)
             return
+        require_writable(card.namespace, self.writable)
         key = (card.namespace, card.name)
         if key in self._seen:
             problem = {
@@ -129,13 +134,15 @@ def parse_batch(
     items: Sequence[Any],
     namespace: str | None,
     on_cards: Callable[[ParsedBatch, list[ToolCard]], None] | None = None,
+    writable: Collection[str] | None = None,
 ) -> ParsedBatch:
     """Parse every item; collect each bad one (index, name, problems) instead of stopping.
 
     ``on_cards(batch, cards)`` hears of the good cards every ``EMBED_BATCH`` of them, and of
-    the last ones at the end.
+    the last ones at the end. A card in a namespace out of ``writable`` (None: every one)
+    stops it: Forbidden.
     """
-    parser = BatchParser(namespace, on_cards)
+    parser = BatchParser(namespace, on_cards, writable)
     for index, item in enumerate(items):
         parser.add(index, item)
     return parser.finish()
@@ -300,13 +307,15 @@ def import_items(
     encoder: Encoder,
     items: Sequence[Any],
     namespace: str | None,
+    writable: Collection[str] | None = None,
     *,
     sessions: sessionmaker[Session] | None = None,
 ) -> tuple[ParsedBatch, list[WriteStatus] | None]:
     """Parse every item and, if none is bad, write them all (``None`` statuses otherwise:
     nothing is written). The model starts on the first parsed cards while the rest are
-    parsed; a bad item stops it. ``sessions``: store the vectors in transactions of their
-    own, before ``session`` is used at all (``CardEmbedding``)."""
+    parsed; a bad item stops it, a card out of ``writable`` too (Forbidden). ``sessions``:
+    store the vectors in transactions of their own, before ``session`` is used at all
+    (``CardEmbedding``)."""
     embedding = CardEmbedding(None if sessions else session, encoder, sessions=sessions)
     target = None if sessions else session
     try:
@@ -314,6 +323,7 @@ def import_items(
             items,
             namespace,
             on_cards=lambda b, cards: None if b.rejects else embedding.add(target, cards),
+            writable=writable,
         )
         if batch.rejects:
             return batch, None

@@ -17,7 +17,7 @@ Progress, for ``report``: ``{"stage": "parsed", "tools": n}`` at the end of the 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -40,12 +40,13 @@ class StreamedImport:
         encoder: Encoder,
         namespace: str | None,
         line_limit: int,
+        writable: Collection[str] | None = None,
     ) -> None:
         self.sessions = sessions
         self.encoder = encoder
         self.line_limit = line_limit
         self.embedding = CardEmbedding(None, encoder, sessions=sessions)
-        self.parser = BatchParser(namespace, self._embed)
+        self.parser = BatchParser(namespace, self._embed, writable)
         self.lines = 0
         self._partial = b""
 

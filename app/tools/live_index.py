@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import unit_of_work
-from app.embedding.encoders import Encoder
+from app.embedding.encoders import Encoder, multilingual_dims
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
 from app.routing.index import IndexSegment
 from app.tools.catalog import card_to_doc, embed_cards, text_hash
@@ -203,7 +203,11 @@ class IndexManager:
         for namespace in namespaces:
             work = self._work[namespace]
             old = snapshots.get(namespace)
-            base = RouterIndex.empty(self.encoder.dim, self.config) if old is None else old.index
+            base = (
+                RouterIndex.empty(self.encoder.dim, self.config, multilingual_dims(self.encoder))
+                if old is None
+                else old.index
+            )
             cards = CardStore(dict(work.cards))
             added = sorted(name for name, text in work.changed.items() if text is not None)
             vectors = work.vectors(session, self.encoder.name, added, self.encoder.dim)

@@ -9,7 +9,7 @@ Computed in row blocks (never the whole n×n matrix) and memoised on the immutab
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import numpy as np
 from pydantic import BaseModel
@@ -122,10 +122,16 @@ def find_lookalikes(
 
 
 def lookalikes_in(
-    index: IndexManager, namespace: str | None, threshold: float, limit: int = 50
+    index: IndexManager,
+    namespace: str | None,
+    threshold: float,
+    limit: int = 50,
+    visible: Collection[str] | None = None,
 ) -> list[LookalikePair]:
-    """Look-alike pairs of one namespace or of all, most similar first."""
+    """Look-alike pairs of one namespace or of all, most similar first; only of ``visible``
+    namespaces (None: every one), so one out of them has none, as an unknown one."""
     names = [namespace] if namespace else sorted(index.namespaces())
+    names = [name for name in names if visible is None or name in visible]
     pairs: list[LookalikePair] = []
     for name in names:
         snapshot = index.get(name)
@@ -135,7 +141,11 @@ def lookalikes_in(
 
 
 def list_lookalikes(
-    index: IndexManager, namespace: str | None, threshold: float, limit: int
+    index: IndexManager,
+    namespace: str | None,
+    threshold: float,
+    limit: int,
+    visible: Collection[str] | None = None,
 ) -> LookalikeList:
     """``GET /v1/lookalikes``: the pairs of ``lookalikes_in``, as the answer lists them."""
-    return LookalikeList(pairs=lookalikes_in(index, namespace, threshold, limit))
+    return LookalikeList(pairs=lookalikes_in(index, namespace, threshold, limit, visible))

@@ -1,6 +1,10 @@
 """What the ``/v1/tools`` endpoints do: write a tool in any format, import many, read one or
 a page of them. The endpoints only parse the request and shape the answer
 (``ToolRead.from_stored``); the rules about names and namespaces live here.
+
+A key limited to namespaces passes them: ``writable`` (an admin's writes: 403 elsewhere) or
+``visible`` (reads: another namespace's tool is the 404 of a tool that does not exist, a
+list leaves it out). None: every namespace. The rule: app/keys/scope.py.
 """
 
 from __future__ import annotations
@@ -9,19 +13,20 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.embedding.encoders import Encoder
+from app.keys.scope import only_namespace, require_writable
 from app.tools import catalog
 from app.tools.imports import StreamedImport
 from app.tools.live_index import IndexManager
 from registry import repository
 from registry.card import ToolCard
-from registry.errors import InvalidInput, NotFound, ToolReachError
+from registry.errors import InvalidInput, ToolReachError
 from registry.repository import StoredCard, WriteStatus
 from registry.tool_search import DEFERRABLE
 
@@ -38,60 +43,78 @@ def named(body: dict[str, Any], name: str) -> dict[str, Any]:
     return item
 
 
-def parse_in_namespace(body: dict[str, Any], namespace: str | None) -> ToolCard:
-    """The card in ``body``, in ``namespace`` if it names none; InvalidInput if it names
-    another (which one was meant cannot be guessed)."""
-    card = catalog.parse_card(body, namespace)
+def parse_in_namespace(
+    body: dict[str, Any], namespace: str | None, writable: Collection[str] | None = None
+) -> ToolCard:
+    """The card in ``body``, in ``namespace`` if it names none (no ``namespace``: the only one
+    of a key limited to one); InvalidInput if it names another than ``namespace`` (which one
+    was meant cannot be guessed); Forbidden if the key may not write there."""
+    card = catalog.parse_card(body, namespace or only_namespace(writable))
     if namespace is not None and card.namespace != namespace:
         raise InvalidInput(
             f"the body names namespace {card.namespace!r} but the query names {namespace!r}"
         )
+    require_writable(card.namespace, writable)
     return card
 
 
 def create_tool(
     session: Session,
-    sessions: sessionmaker[Session],
     encoder: Encoder,
     body: dict[str, Any],
     namespace: str | None,
+    writable: Collection[str] | None = None,
+    *,
+    sessions: sessionmaker[Session] | None = None,
 ) -> StoredCard:
-    """Register a new tool; Conflict if its name exists in its namespace. Its vector is
-    made and stored before ``session`` begins (``catalog.embed_first``)."""
-    card = parse_in_namespace(body, namespace)
-    embedding = catalog.embed_first(sessions, encoder, [card])
+    """Register a new tool; Conflict if its name exists in its namespace. ``sessions``: its
+    vector is made and stored before ``session`` begins (``catalog.embed_first``)."""
+    card = parse_in_namespace(body, namespace, writable)
+    embedding = None if sessions is None else catalog.embed_first(sessions, encoder, [card])
     catalog.write_cards(session, encoder, [card], create_only=True, embedding=embedding)
     return repository.get_card(session, card.namespace, card.name)
 
 
 def put_tool(
     session: Session,
-    sessions: sessionmaker[Session],
     encoder: Encoder,
     name: str,
     body: dict[str, Any],
     namespace: str | None,
+    writable: Collection[str] | None = None,
+    *,
+    sessions: sessionmaker[Session] | None = None,
 ) -> tuple[StoredCard, WriteStatus]:
     """Create tool ``name`` or add a version of it (none if unchanged); the body may leave
-    the name out, and InvalidInput if it names another."""
-    card = parse_in_namespace(named(body, name), namespace)
+    the name out, and InvalidInput if it names another. ``sessions``: as ``create_tool``."""
+    card = parse_in_namespace(named(body, name), namespace, writable)
     if card.name != name:
         raise InvalidInput(f"the body names {card.name!r} but the path names {name!r}")
-    embedding = catalog.embed_first(sessions, encoder, [card])
+    embedding = None if sessions is None else catalog.embed_first(sessions, encoder, [card])
     [status] = catalog.write_cards(session, encoder, [card], embedding=embedding)
     return repository.get_card(session, card.namespace, card.name), status
 
 
 def import_tools(
     session: Session,
-    sessions: sessionmaker[Session],
     encoder: Encoder,
     items: Sequence[Any],
     namespace: str | None,
+    writable: Collection[str] | None = None,
+    *,
+    sessions: sessionmaker[Session] | None = None,
 ) -> dict[WriteStatus, list[str]]:
-    """Write every item, or none: InvalidInput listing each bad one. The names written, by
-    what happened to each. The vectors are stored before ``session`` begins."""
-    batch, statuses = catalog.import_items(session, encoder, items, namespace, sessions=sessions)
+    """Write every item, or none: InvalidInput listing each bad one, Forbidden at the first in
+    a namespace the key may not write. The names written, by what happened to each.
+    ``sessions``: the vectors are stored before ``session`` begins."""
+    batch, statuses = catalog.import_items(
+        session,
+        encoder,
+        items,
+        namespace or only_namespace(writable),
+        writable,
+        sessions=sessions,
+    )
     if statuses is None:
         raise InvalidInput(
             f"{len(batch.rejects)} of {len(items)} tools are invalid; nothing was written",
@@ -101,6 +124,21 @@ def import_tools(
     for card, status in zip(batch.cards, statuses, strict=True):
         names[status].append(card.name)
     return names
+
+
+def start_import(
+    sessions: sessionmaker[Session],
+    encoder: Encoder,
+    namespace: str | None,
+    writable: Collection[str] | None,
+    line_limit: int,
+) -> StreamedImport:
+    """A streamed NDJSON import (app/tools/imports.py) into ``namespace`` (for a card that
+    names none; none given: the only one of a key limited to one), or Forbidden at the
+    first card in a namespace the key may not write."""
+    return StreamedImport(
+        sessions, encoder, namespace or only_namespace(writable), line_limit, writable
+    )
 
 
 def run_import(job: StreamedImport, index: IndexManager) -> dict[WriteStatus, list[str]]:
@@ -143,19 +181,42 @@ def _catch_up(index: IndexManager) -> None:
         log.exception("index sync after an import failed")
 
 
-def read_tool(session: Session, namespace: str, name: str, version: int | None) -> StoredCard:
-    """A tool's current card, or version ``version`` of it; NotFound if there is none."""
+def delete_tool(
+    session: Session, namespace: str, name: str, writable: Collection[str] | None = None
+) -> None:
+    """Take a tool out of routing; NotFound if there is none, Forbidden out of the scope."""
+    require_writable(namespace, writable)
+    catalog.delete_card(session, namespace, name)
+
+
+def read_tool(
+    session: Session,
+    namespace: str,
+    name: str,
+    version: int | None,
+    visible: Collection[str] | None = None,
+) -> StoredCard:
+    """A tool's current card, or version ``version`` of it; NotFound if there is none, or if
+    it is in a namespace out of ``visible``: the same answer, word for word."""
+    if visible is not None and namespace not in visible:
+        raise repository.no_tool(namespace, name)
     return repository.get_card(session, namespace, name, version)
 
 
 def read_history(
-    session: Session, namespace: str, name: str, version: int | None
+    session: Session,
+    namespace: str,
+    name: str,
+    version: int | None,
+    visible: Collection[str] | None = None,
 ) -> tuple[StoredCard, list[tuple[int, datetime]]]:
     """A tool's card at ``version`` (else its latest: a deleted tool shows its last), and
-    every version's number and time, newest first; NotFound if the tool never existed."""
-    versions = repository.list_versions(session, namespace, name)
+    every version's number and time, newest first; NotFound if the tool never existed (or
+    is out of ``visible``)."""
+    hidden = visible is not None and namespace not in visible
+    versions = [] if hidden else repository.list_versions(session, namespace, name)
     if not versions:
-        raise NotFound(f"no tool {name!r} in namespace {namespace!r}")
+        raise repository.no_tool(namespace, name)
     return repository.get_card(session, namespace, name, version or versions[0][0]), versions
 
 
@@ -169,11 +230,19 @@ def list_tools(
     limit: int = 50,
     format: str | None = None,
     defer_loading: bool = False,
+    visible: Collection[str] | None = None,
 ) -> tuple[list[StoredCard], int]:
     """A page of live tools, by namespace and name, filtered; and how many match in all.
-    ``defer_loading`` is for the formats whose platform takes it (checked before reading)."""
+    Only of ``visible`` namespaces (None: of all). ``defer_loading`` is for the formats whose
+    platform takes it (checked before reading)."""
     if defer_loading and format not in DEFERRABLE:
         raise InvalidInput(f"defer_loading=true needs format {' or '.join(DEFERRABLE)}")
     return repository.list_cards(
-        session, namespace=namespace, tag=tag, text=text, offset=offset, limit=limit
+        session,
+        namespace=namespace,
+        tag=tag,
+        text=text,
+        offset=offset,
+        limit=limit,
+        namespaces=visible,
     )

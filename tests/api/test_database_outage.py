@@ -5,11 +5,13 @@ service's open ones are terminated."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from httpx import Response
 from sqlalchemy import func, select
 
 from app import migrate
@@ -42,6 +44,15 @@ def set_down(name: str, down: bool) -> None:
         )
 
 
+def answer_within(client: TestClient, path: str, status: int, *, seconds: float) -> Response:
+    """The first answer with ``status``, asking every 0.1 s for at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (answer := client.get(path)).status_code != status and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert answer.status_code == status, answer.text
+    return answer
+
+
 def test_a_database_outage_is_503_where_it_matters_and_nothing_is_lost(outage_db: str) -> None:
     url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{outage_db}"
     migrate.upgrade(url)
@@ -63,7 +74,10 @@ def test_a_database_outage_is_503_where_it_matters_and_nothing_is_lost(outage_db
             assert answer.status_code == 503, (path, answer.text)
             assert answer.json()["error"]["code"] == "unavailable"
             assert answer.headers["Retry-After"] == "5"
-        assert client.get("/readyz").status_code == 503
+        # Readiness serves the state the database probe keeps, updated every second.
+        not_ready = answer_within(client, "/readyz", 503, seconds=5)
+        assert not_ready.headers["Retry-After"] == "5"
+        assert not_ready.json()["error"]["details"] is None  # no key: nothing more
         during = [
             client.post("/v1/route", json={"query": f"weather in city {i}"}, headers=AGENT)
             for i in range(3)
@@ -78,7 +92,7 @@ def test_a_database_outage_is_503_where_it_matters_and_nothing_is_lost(outage_db
 
         set_down(outage_db, False)
         assert client.get("/v1/tools", headers=AGENT).json()["total"] == 1
-        assert client.get("/readyz").status_code == 200
+        assert answer_within(client, "/readyz", 200, seconds=5).json() == {"status": "ready"}
         services_of(client).events.flush()
     engine = make_engine(url)
     with engine.connect() as connection:

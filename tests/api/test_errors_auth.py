@@ -141,7 +141,19 @@ def test_health_and_ready(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json()["status"] == "ready"
+    assert ready.json() == {"status": "ready"}  # without a key: ready or not, nothing more
+
+
+def test_ready_names_no_namespace(client: TestClient) -> None:
+    """/readyz answers anyone, and without a key never names a namespace (the names a key's
+    scope hides); an admin key limited to none sees the index's namespaces."""
+    body = {"tools": [weather_card()], "namespace": "tenant-secret-name"}
+    assert client.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+    ready = client.get("/readyz")
+    assert ready.json() == {"status": "ready"}
+    assert "tenant-secret-name" not in ready.text
+    detailed = client.get("/readyz", headers=ADMIN).json()
+    assert detailed["namespaces"] == {"tenant-secret-name": 1}
 
 
 def test_an_error_without_text_is_named_by_its_class() -> None:

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.embedding.encoders import make_encoder
+from app.keys.store import ENVIRONMENT_PREFIX, KeyRecord, digest
 from app.main import create_app
 from tests.conftest import ADMIN_KEY, make_settings
 
@@ -20,6 +21,12 @@ def dashboard_client(database_url: str) -> TestClient:
     settings = make_settings(database_url, dashboard_keys=(VIEWER_KEY,))
     app = create_app(settings, encoder=make_encoder("fake"))
     return TestClient(app, base_url="https://testserver", raise_server_exceptions=False)
+
+
+def environment_key(key: str, role: str = "dashboard") -> KeyRecord:
+    """The record the service makes of ``key`` set in the environment (unscoped)."""
+    hashed = digest(key)
+    return KeyRecord(f"{ENVIRONMENT_PREFIX}{hashed[:12]}", role, None, hashed, True)  # type: ignore[arg-type]
 
 
 def sign_in(client: TestClient, key: str = ADMIN_KEY) -> None:

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute
 from app.dashboard import auth
 from tests.api.test_errors_auth import assert_error
 from tests.conftest import ADMIN, ADMIN_KEY, AGENT_KEY
-from tests.dashboard.conftest import VIEWER_KEY, sign_in
+from tests.dashboard.conftest import VIEWER_KEY, environment_key, sign_in
 
 PUBLIC = {"/dashboard/login", "/dashboard/logout", "/dashboard/static/dashboard.css"}
 JSON_URLS = ("/dashboard/stats.json", "/v1/stats", "/v1/lookalikes")
@@ -57,7 +57,7 @@ def test_the_page_list_is_complete(anonymous: TestClient) -> None:
         None,
         "garbage",
         "admin.9999999999.nonce." + "0" * 64,
-        auth.issue("a-key-this-service-never-had", "admin"),
+        auth.issue(environment_key("a-key-this-service-never-had", "admin")),
     ],
 )
 def test_strangers_are_sent_to_the_login_form(anonymous: TestClient, cookie: str | None) -> None:
@@ -75,7 +75,7 @@ def test_strangers_are_sent_to_the_login_form(anonymous: TestClient, cookie: str
 
 def test_a_valid_cookie_set_the_same_way_is_accepted(anonymous: TestClient) -> None:
     """The control of the test above: cookies set like this do reach the server."""
-    token = auth.issue(VIEWER_KEY, "dashboard")
+    token = auth.issue(environment_key(VIEWER_KEY))
     anonymous.cookies.set(auth.COOKIE_NAME, token, domain="testserver.local", path="/")
     for url in dashboard_urls(anonymous):
         assert anonymous.get(url, follow_redirects=False).status_code in (200, 404), url

@@ -12,44 +12,55 @@ from app.dashboard.cards import schema_rows
 from app.dashboard.data import timeline
 from app.dashboard.filters import parse_filters
 from app.dashboard.web import safe_next
+from app.keys.store import KeyStore
 from tests.conftest import ADMIN_KEY, make_settings
+from tests.dashboard.conftest import environment_key
 
 VIEWER_KEY = "test-dashboard-key-0123456789"
 SETTINGS = make_settings("sqlite:///unused.db", dashboard_keys=(VIEWER_KEY,))
+KEYS = KeyStore.from_settings(SETTINGS)
 NOW = 1_800_000_000.0
 
 
 def test_a_token_round_trips_and_never_holds_the_key() -> None:
-    token = auth.issue(ADMIN_KEY, "admin", now=NOW)
-    assert ADMIN_KEY not in token
-    viewer = auth.verify(token, SETTINGS, now=NOW + 60)
-    assert viewer == auth.Viewer("admin", int(NOW) + auth.SESSION_SECONDS)
+    record = KEYS.resolve(ADMIN_KEY)
+    assert record is not None
+    token = auth.issue(record, now=NOW)
+    assert ADMIN_KEY not in token and record.digest not in token
+    viewer = auth.verify(token, KEYS, now=NOW + 60)
+    assert viewer == auth.Viewer("admin", int(NOW) + auth.SESSION_SECONDS, None, record.id)
 
 
 def test_roles_come_from_the_key_lists() -> None:
-    assert auth.role_for_key(ADMIN_KEY, SETTINGS) == "admin"
-    assert auth.role_for_key(VIEWER_KEY, SETTINGS) == "dashboard"
-    assert auth.role_for_key("test-agent-key-0123456789", SETTINGS) is None
-    assert auth.role_for_key("", SETTINGS) is None
+    assert getattr(auth.key_for_login(ADMIN_KEY, KEYS), "role", None) == "admin"
+    assert getattr(auth.key_for_login(VIEWER_KEY, KEYS), "role", None) == "dashboard"
+    assert auth.key_for_login("test-agent-key-0123456789", KEYS) is None
+    assert auth.key_for_login("", KEYS) is None
 
 
 def test_forged_expired_and_revoked_tokens_are_refused() -> None:
-    token = auth.issue(VIEWER_KEY, "dashboard", now=NOW)
-    role, expires, nonce, signature = token.split(".")
-    assert auth.verify(token, SETTINGS, now=NOW) is not None
-    assert auth.verify(f"admin.{expires}.{nonce}.{signature}", SETTINGS, now=NOW) is None
-    assert auth.verify(f"{role}.{int(expires) + 1}.{nonce}.{signature}", SETTINGS, now=NOW) is None
-    assert auth.verify(f"{role}.{expires}.{nonce}.{'0' * 64}", SETTINGS, now=NOW) is None
-    assert auth.verify(token, SETTINGS, now=NOW + auth.SESSION_SECONDS + 1) is None
-    revoked = make_settings("sqlite:///unused.db", dashboard_keys=())
+    token = auth.issue(environment_key(VIEWER_KEY), now=NOW)
+    key_id, expires, nonce, signature = token.split(".")
+    admin_id = environment_key(ADMIN_KEY, "admin").id
+    assert auth.verify(token, KEYS, now=NOW) is not None
+    assert auth.verify(f"{admin_id}.{expires}.{nonce}.{signature}", KEYS, now=NOW) is None
+    assert auth.verify(f"{key_id}.{int(expires) + 1}.{nonce}.{signature}", KEYS, now=NOW) is None
+    assert auth.verify(f"{key_id}.{expires}.{nonce}.{'0' * 64}", KEYS, now=NOW) is None
+    assert auth.verify(token, KEYS, now=NOW + auth.SESSION_SECONDS + 1) is None
+    revoked = KeyStore.from_settings(make_settings("sqlite:///unused.db", dashboard_keys=()))
     assert auth.verify(token, revoked, now=NOW) is None
     for junk in ("", "x", "a.b.c.d", "admin.notanumber.n.s", "admin.1.n.s.extra"):
-        assert auth.verify(junk, SETTINGS, now=NOW) is None
+        assert auth.verify(junk, KEYS, now=NOW) is None
 
 
 def test_a_token_signed_with_an_unknown_key_is_refused() -> None:
-    token = auth.issue("not-a-configured-key-xxxxxxxx", "admin", now=NOW)
-    assert auth.verify(token, SETTINGS, now=NOW) is None
+    token = auth.issue(environment_key("not-a-configured-key-xxxxxxxx", "admin"), now=NOW)
+    assert auth.verify(token, KEYS, now=NOW) is None
+
+
+def test_an_agent_key_signs_no_session() -> None:
+    token = auth.issue(environment_key("test-agent-key-0123456789", "agent"), now=NOW)
+    assert auth.verify(token, KEYS, now=NOW) is None
 
 
 def test_next_is_never_an_open_redirect() -> None:

@@ -1,41 +1,46 @@
-"""The connections one replica may hold, as app/db.py sets them, are the figure the chart's
-NOTES and docs/DEPLOY.md budget with: a change to the pool shows up here first."""
+"""The connections one replica may hold, as the settings make them (TOOLREACH_DATABASE_POOL_SIZE
++ TOOLREACH_DATABASE_MAX_OVERFLOW, app/settings.py, and the database probe's own connection,
+app/db_health.py), are the figure the chart's NOTES and docs/DEPLOY.md budget with: a change
+to the pool shows up here first."""
 
 from __future__ import annotations
 
-import ast
-import re
-
+from app.settings import Settings
 from tests.deploy.tools import CHART, ROOT, helm
 
-
-def postgres_pool() -> tuple[int, int]:
-    """pool_size and max_overflow of the Postgres engine in app/db.py::make_engine."""
-    tree = ast.parse((ROOT / "app" / "db.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "create_engine":
-            options = {k.arg: k.value for k in node.keywords}
-            if "pool_size" in options:
-                size, overflow = options["pool_size"], options["max_overflow"]
-                assert isinstance(size, ast.Constant) and isinstance(overflow, ast.Constant)
-                return int(size.value), int(overflow.value)
-    raise AssertionError("app/db.py: no create_engine(..., pool_size=..., max_overflow=...)")
+PROBE = 1  # the connection app/db_health.py's probe keeps of its own
 
 
-def test_chart_and_docs_budget_the_pool_app_db_sets() -> None:
-    size, overflow = postgres_pool()
-    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
-    per_replica = re.search(r'define "toolreach.connectionsPerReplica" -}}(\d+)', helpers)
-    assert per_replica and int(per_replica.group(1)) == size + overflow
+def pool_defaults() -> tuple[int, int]:
+    fields = Settings.model_fields
+    size, overflow = fields["database_pool_size"].default, fields["database_max_overflow"].default
+    assert isinstance(size, int) and isinstance(overflow, int)
+    return size, overflow
+
+
+def notes(*values: str) -> str:
+    sets = [arg for value in values for arg in ("--set", value)]
+    done = helm("install", "toolreach", str(CHART), "--dry-run=client", "-n", "agents", *sets)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_docs_budget_the_pool_the_settings_default_to() -> None:
+    size, overflow = pool_defaults()
     deploy_doc = (ROOT / "docs" / "DEPLOY.md").read_text()
     assert f"`pool_size={size}`" in deploy_doc
     assert f"`max_overflow={overflow}`" in deploy_doc
-    assert f"up to **{size + overflow}**" in deploy_doc
+    assert f"up to **{size + overflow + PROBE}**" in deploy_doc
 
 
 def test_notes_sum_the_connections_at_the_autoscaler_maximum() -> None:
-    size, overflow = postgres_pool()
-    done = helm("install", "toolreach", str(CHART), "--dry-run=client", "--namespace", "agents")
-    assert done.returncode == 0, done.stderr
+    size, overflow = pool_defaults()
     pods = 10 + 3  # maxReplicas, and maxSurge 25 % of it rounded up during a rollout
-    assert f"{pods * (size + overflow)} with 10 replicas" in done.stdout
+    assert f"{pods * (size + overflow + PROBE)} with 10 replicas" in notes()
+
+
+def test_notes_follow_the_pool_set_in_the_config() -> None:
+    small = notes(
+        "config.TOOLREACH_DATABASE_POOL_SIZE=2", "config.TOOLREACH_DATABASE_MAX_OVERFLOW=0"
+    )
+    assert "up to 3 per replica, 39 with 10 replicas" in small

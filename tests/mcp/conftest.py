@@ -19,6 +19,12 @@ from tests.conftest import ADMIN, empty_database, make_settings
 
 OTHER = {"tools": [{"name": "ping", "description": "Check that a host answers."}]}
 Serve = Callable[..., Any]
+APPS: dict[str, Any] = {}  # base URL → the app served there (to flush its event writer)
+
+
+def flush_events(base: str) -> None:
+    """Write what the served app's background writer holds (route events, validated calls)."""
+    APPS[base].state.services.events.flush()
 
 
 @contextmanager
@@ -33,9 +39,12 @@ def served(**settings: Any) -> Iterator[str]:
         assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    APPS[base] = app
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield base
     finally:
+        APPS.pop(base, None)
         server.should_exit = True
         thread.join(timeout=30)
 

@@ -40,6 +40,7 @@ def test_stateless_json_answers(server: str) -> None:
         "search_tools",
         "describe_tool",
         "validate_call",
+        "call_tool",
     ]
 
 

@@ -34,7 +34,7 @@ def inspector(url: str, *args: str) -> Any:
 def test_inspector_lists_the_meta_tools(server: str) -> None:
     listed = inspector(f"{server}/mcp", "--method", "tools/list")
     tools = {tool["name"]: tool for tool in listed["tools"]}
-    assert list(tools) == ["search_tools", "describe_tool", "validate_call"]
+    assert list(tools) == ["search_tools", "describe_tool", "validate_call", "call_tool"]
     assert tools["search_tools"]["inputSchema"]["required"] == ["query"]
 
 

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, Tool
 
 from tests.conftest import ADMIN_KEY, AGENT, AGENT_KEY
-from tests.mcp.conftest import Serve
+from tests.mcp.conftest import Serve, flush_events
 
 T = TypeVar("T")
 Use = Callable[[ClientSession], Awaitable[T]]
@@ -61,11 +61,23 @@ def test_initialize_and_list_the_meta_tools(server: str) -> None:
     info, tools = session(f"{server}/mcp", use)
     assert info.server_info.name == "toolreach"
     assert "search_tools" in (info.instructions or "")
-    assert [t.name for t in tools] == ["search_tools", "describe_tool", "validate_call"]
+    assert [t.name for t in tools] == [
+        "search_tools",
+        "describe_tool",
+        "validate_call",
+        "call_tool",
+    ]
     schemas = {t.name: t.input_schema for t in tools}
     assert schemas["search_tools"]["required"] == ["query"]
     assert set(schemas["validate_call"]["properties"]) == {"name", "arguments", "route_id"}
     assert all(t.annotations is not None for t in tools)
+    read_only = {t.name: t.annotations.read_only_hint for t in tools if t.annotations}
+    assert read_only == {
+        "search_tools": True,
+        "describe_tool": True,
+        "validate_call": True,
+        "call_tool": False,
+    }
 
 
 def test_search_tools_answers_with_full_definitions_in_one_call(server: str) -> None:
@@ -96,6 +108,7 @@ def test_search_is_routed_and_recorded_like_v1_route(server: str) -> None:
         {"tool_name": "get_weather", "parameters": {"city": "Paris"}, "route_id": route_id},
     )
     assert structured(checked) == {"valid": True, "errors": [], "did_you_mean": []}
+    flush_events(server)  # the validated call is recorded off the request path
     report = {"route_id": route_id, "chosen": "get_weather", "outcome": "success"}
     with httpx.Client(base_url=server, headers=AGENT) as http:
         feedback = http.post("/v1/feedback", json=report)
@@ -137,12 +150,28 @@ def test_wrong_arguments_are_a_tool_error_the_model_can_correct(server: str) -> 
 def test_an_unknown_tool_is_a_protocol_error(server: str) -> None:
     async def use(client: ClientSession) -> MCPError:
         with pytest.raises(MCPError) as caught:
-            await client.call_tool("call_tool", {"name": "get_weather"})
+            await client.call_tool("run_tool", {"name": "get_weather"})
         return caught.value
 
     error = session(f"{server}/mcp", use)
     assert error.code == INVALID_PARAMS
-    assert "unknown tool 'call_tool'" in error.message
+    assert "unknown tool 'run_tool'" in error.message
+
+
+def test_call_tool_answers_with_the_gateways_structured_errors(server: str) -> None:
+    """call_tool is POST /v1/call: a wrong name gets did-you-mean, bad arguments the schema's
+    problem, and a tool with no source the gateway's own error, each as a tool error."""
+    wrong = structured(call(f"{server}/mcp", "call_tool", {"tool_name": "get_wether"}))
+    assert wrong["ok"] is False and wrong["error"]["code"] == "unknown_tool"
+    assert "get_weather" in wrong["error"]["details"]["did_you_mean"]
+    bad = structured(call(f"{server}/mcp", "call_tool", {"name": "get_weather", "arguments": {}}))
+    assert bad["error"]["code"] == "invalid_arguments"
+    arguments = {"name": "get_weather", "parameters": {"city": "Paris"}}
+    unsourced = structured(call(f"{server}/mcp", "call_tool", arguments))
+    assert unsourced["ok"] is False and unsourced["error"]["code"] not in {
+        "unknown_tool",
+        "invalid_arguments",
+    }
 
 
 def test_namespace_from_the_path_or_the_key(serve: Serve) -> None:
@@ -163,3 +192,26 @@ def test_open_when_no_agent_keys_are_set_like_v1(serve: Serve) -> None:
     with serve(agent_keys=()) as base:
         answer = structured(call(f"{base}/mcp", "search_tools", {"query": "weather"}, key=None))
         assert answer["tools"]
+
+
+SCOPED_KEY = "scoped-agent-key-0123456789"
+
+
+def test_a_scoped_key_sees_its_namespaces_only_like_v1(serve: Serve) -> None:
+    """A key limited to "other" works there with no path, and gets the /v1 404 for "default"
+    (the same answer as for a namespace that does not exist)."""
+    keys = (AGENT_KEY, f"{SCOPED_KEY}@other")
+    with serve(agent_keys=keys) as base:
+        query = {"query": "check the host answers", "k": 5}
+        own = structured(call(f"{base}/mcp", "search_tools", query, key=SCOPED_KEY))
+        assert own["namespace"] == "other" and [t["name"] for t in own["tools"]] == ["ping"]
+        headers = {"Authorization": f"Bearer {SCOPED_KEY}", "Accept": "application/json"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        with httpx.Client(base_url=base, headers=headers) as http:
+            hidden = http.post("/mcp/default", json=body)
+            missing = http.post("/mcp/nowhere", json=body)
+        assert hidden.status_code == missing.status_code == 404
+        assert hidden.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
+        assert hidden.json()["error"]["message"].replace("default", "X") == missing.json()["error"][
+            "message"
+        ].replace("nowhere", "X")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from registry.card import TRUSTED, ToolCard, content_hash, first_sentence
+from registry.card import LATER_FIELDS, TRUSTED, ToolCard, content_hash, first_sentence
 
 WEATHER: dict[str, Any] = {
     "name": "get_weather",
@@ -170,13 +170,14 @@ def test_content_hash_ignores_namespace_and_sees_every_content_field() -> None:
 
 
 def test_content_hash_of_a_card_without_the_later_fields_is_as_it_was() -> None:
-    """Cards stored before `title` and `annotations` existed keep their hash: re-importing one
-    unchanged adds no version."""
-    content = card().model_dump(mode="json", exclude={"namespace", "title", "annotations"})
+    """Cards stored before `title`, `annotations` and `source` existed keep their hash:
+    re-importing one unchanged adds no version."""
+    content = card().model_dump(mode="json", exclude={"namespace", *LATER_FIELDS})
     text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     assert content_hash(card()) == hashlib.sha256(text.encode()).hexdigest()
     assert content_hash(card(title="Weather")) != content_hash(card())
     assert content_hash(card(annotations={"readOnlyHint": True})) != content_hash(card())
+    assert LATER_FIELDS == ("title", "annotations", "source")
 
 
 def test_content_hash_does_not_depend_on_key_order() -> None:

@@ -41,6 +41,9 @@ WORDS = [
     "stock",
     "price",
     "news",
+    "天气",
+    "订单",
+    "邮件",
 ]
 QUERIES = [
     "send an email to the team",
@@ -50,6 +53,7 @@ QUERIES = [
     "upload the report file",
     "",
     "zzz unknown words only",
+    "查询 天气 和 订单",
 ]
 
 
@@ -74,9 +78,12 @@ def vectors(docs: list[ToolDoc]) -> np.ndarray:
     return ENCODER.encode([embedding_text(d) for d in docs])
 
 
+MULTILINGUAL = (16, 32)  # as if the fake encoder's second half read every language
+
+
 def built(live: dict[str, ToolDoc]) -> RouterIndex:
     docs = [live[name] for name in sorted(live)]
-    return RouterIndex.build(docs, vectors(docs), CONFIG)
+    return RouterIndex.build(docs, vectors(docs), CONFIG, multilingual=MULTILINGUAL)
 
 
 def answers(index: RouterIndex) -> list[object]:
@@ -95,6 +102,8 @@ def assert_same_index(merged: RouterIndex, fresh: RouterIndex) -> None:
     assert merged.embeddings.tobytes() == fresh.embeddings.tobytes()
     assert merged.embeddings.shape == fresh.embeddings.shape
     assert merged.rules == fresh.rules
+    assert merged.cjk_share.tobytes() == fresh.cjk_share.tobytes()
+    assert merged.multilingual == fresh.multilingual
     np.testing.assert_array_equal(merged.pinned, fresh.pinned)
     assert merged.keyword.n_docs == fresh.keyword.n_docs
     for term, j in fresh.keyword.vocab.items():

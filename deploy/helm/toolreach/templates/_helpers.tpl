@@ -50,10 +50,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-Connections one replica may hold: the engine's pool_size 5 + max_overflow 10 (app/db.py,
-not configurable yet). docs/DEPLOY.md, "Connection budget", does the sum.
+Connections one replica may hold: TOOLREACH_DATABASE_POOL_SIZE (5) + TOOLREACH_DATABASE_MAX_OVERFLOW
+(10), as set in `config` or by default (app/settings.py), + 1 for the database probe
+(app/db_health.py). docs/DEPLOY.md, "Connection budget", does the sum.
 */}}
-{{- define "toolreach.connectionsPerReplica" -}}15{{- end }}
+{{- define "toolreach.connectionsPerReplica" -}}
+{{- $config := .Values.config | default dict }}
+{{- $size := ternary (get $config "TOOLREACH_DATABASE_POOL_SIZE") 5 (hasKey $config "TOOLREACH_DATABASE_POOL_SIZE") | int }}
+{{- $overflow := ternary (get $config "TOOLREACH_DATABASE_MAX_OVERFLOW") 10 (hasKey $config "TOOLREACH_DATABASE_MAX_OVERFLOW") | int }}
+{{- add $size $overflow 1 }}
+{{- end }}
 
 {{/* The ServiceMonitor: "auto" renders it when the cluster serves the Prometheus Operator's API. */}}
 {{- define "toolreach.serviceMonitorEnabled" -}}

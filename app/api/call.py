@@ -1,0 +1,58 @@
+"""POST /v1/call: call a tool through ToolReach; its source answers (or a structured error)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+
+from app.api.error_handlers import ERROR_SHAPE
+from app.deps import AgentDep, ServicesDep
+from app.errors import Unavailable
+from app.gateway.schemas import BatchCallRequest, BatchCallResult, CallRequest, CallResult
+from app.gateway.service import Gateway
+from app.sources.outbound import HOP_HEADER
+from registry.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+router = APIRouter(prefix="/v1", tags=["call"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: ERROR_SHAPE for code in (400, 401, 403, 413, 422, 503)
+}
+
+
+def _gateway(services: Services) -> Gateway:
+    if services.gateway is None:
+        raise Unavailable("the gateway is not running")
+    return services.gateway
+
+
+@router.post("/call", response_model=CallResult, responses=ERRORS)
+async def call_tool(
+    body: CallRequest, request: Request, services: ServicesDep, agent: AgentDep
+) -> CallResult:
+    """Validate the call, forward it to the tool's source, answer with its result or a
+    structured error (`ok` false: code, message, retryable, suggestion).
+
+    With a `route_id` the call is that route's report: no `/v1/feedback` needed. A key
+    limited to namespaces gets 404 for a tool of any other, as for one that does not exist.
+    """
+    hop = HOP_HEADER.lower() in request.headers
+    return await _gateway(services).call(agent.in_scope(body), hop=hop)
+
+
+@router.post("/call/batch", response_model=BatchCallResult, responses=ERRORS)
+async def call_tools(
+    body: BatchCallRequest, request: Request, services: ServicesDep, agent: AgentDep
+) -> BatchCallResult:
+    """Several calls at once; each result is the tool's or its own structured error."""
+    limit = services.settings.gateway_batch_max
+    if len(body.calls) > limit:
+        raise InvalidInput(f"at most {limit} calls in one batch (TOOLREACH_GATEWAY_BATCH_MAX)")
+    hop = HOP_HEADER.lower() in request.headers
+    calls = [agent.in_scope(call) for call in body.calls]  # any call out of scope: 404
+    results = await _gateway(services).call_batch(calls, hop=hop)
+    succeeded = sum(r.ok for r in results)
+    return BatchCallResult(results=results, succeeded=succeeded, failed=len(results) - succeeded)

@@ -1,0 +1,168 @@
+"""The HTTP request an OpenAPI operation describes, built from a call's arguments and sent.
+
+The binding (app/sources/openapi.py) says where each argument goes: the path template, the
+query, a header, a cookie, or the body (its fields side by side with the parameters, or one
+``body`` argument). The request goes to the operation's server only; a redirect is followed
+within that origin (for GET and HEAD, and 307/308 for any method), never elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from app.gateway.failures import CallFailed
+from app.sources.outbound import same_origin
+
+MAX_REDIRECTS = 5
+RETRYABLE_STATUS = frozenset({408, 429, 502, 503, 504})
+DETAIL_CHARS = 2000  # of an error answer's body, in the structured error
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _joined(value: Any, separator: str = ",") -> str:
+    return separator.join(_text(v) for v in value) if isinstance(value, list) else _text(value)
+
+
+_SEPARATORS = {"csv": ",", "ssv": " ", "tsv": "\t", "pipes": "|"}
+
+
+def _query_values(argument: Mapping[str, Any], value: Any) -> list[str]:
+    """A query argument's values: a list repeated (OpenAPI's default, 2.0's ``multi``) or
+    joined (``explode: false``, 2.0's ``csv``, ``ssv``, ``pipes``)."""
+    if not isinstance(value, list):
+        return [_text(value)]
+    collection = argument.get("collection")
+    if collection in _SEPARATORS or (collection is None and argument.get("explode") is False):
+        return [_joined(value, _SEPARATORS.get(str(collection), ","))]
+    if argument.get("style") == "pipeDelimited":
+        return [_joined(value, "|")]
+    return [_text(v) for v in value]
+
+
+def build_request(
+    client: httpx.AsyncClient,
+    binding: Mapping[str, Any],
+    arguments: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str],
+    query: Mapping[str, str],
+) -> httpx.Request:
+    """The request for one call; ``headers`` and ``query`` are the source's own (resolved
+    credentials included)."""
+    path = str(binding["path"])
+    params: list[tuple[str, str | int | float | bool | None]] = list(query.items())
+    sent_headers = dict(headers)
+    cookies: list[str] = []
+    for argument in binding.get("params", []):
+        if argument["arg"] not in arguments:
+            continue
+        value, name, where = arguments[argument["arg"]], str(argument["name"]), argument["in"]
+        if where == "path":
+            path = path.replace("{" + name + "}", quote(_joined(value), safe=""))
+        elif where == "query":
+            params.extend((name, v) for v in _query_values(argument, value))
+        elif where == "header":
+            sent_headers[name] = _joined(value)
+        elif where == "cookie":
+            cookies.append(f"{name}={quote(_joined(value), safe='')}")
+    if cookies:
+        sent_headers["Cookie"] = "; ".join(cookies)
+    url = str(binding["server"]).rstrip("/") + path
+    if not same_origin(url, str(binding["server"])):
+        raise CallFailed("outbound_refused", "the request would leave the source's origin")
+    body = _body(binding.get("body"), arguments, sent_headers)
+    return client.build_request(
+        str(binding["method"]), url, params=params, headers=sent_headers, **body
+    )
+
+
+def _body(
+    body: Mapping[str, Any] | None, arguments: Mapping[str, Any], headers: dict[str, str]
+) -> dict[str, Any]:
+    """httpx's keyword for the body (its Content-Type put in ``headers`` when httpx sets none)."""
+    if not body:
+        return {}
+    if "arg" in body:
+        if body["arg"] not in arguments:
+            return {}
+        payload = arguments[body["arg"]]
+    else:
+        payload = {k: arguments[k] for k in body.get("fields", []) if k in arguments}
+    media = str(body["media"])
+    if media == "application/x-www-form-urlencoded":
+        return {"data": {k: _joined(v) for k, v in payload.items()}}
+    if media == "multipart/form-data":
+        return {"files": {k: (None, _joined(v)) for k, v in payload.items()}}
+    if media in ("text/plain", "application/octet-stream"):
+        headers["Content-Type"] = media
+        return {"content": _text(payload).encode()}
+    headers["Content-Type"] = media if media != "*/*" else "application/json"
+    return {"content": json.dumps(payload, ensure_ascii=False).encode()}
+
+
+async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """Send, following redirects only within the request's origin."""
+    for _ in range(MAX_REDIRECTS + 1):
+        response = await client.send(request)
+        if not response.is_redirect:
+            return response
+        target = request.url.join(response.headers.get("location", ""))
+        if not same_origin(str(request.url), str(target)):
+            raise CallFailed(
+                "redirect_refused",
+                f"the source redirected to another origin ({target.host}); refused",
+                source_fault=True,
+            )
+        keeps_method = response.status_code in (307, 308)
+        if not keeps_method and request.method not in ("GET", "HEAD"):
+            return response
+        request = client.build_request(
+            request.method,
+            target,
+            headers=request.headers,
+            content=request.content if keeps_method else None,
+        )
+    raise CallFailed("redirect_refused", f"more than {MAX_REDIRECTS} redirects", source_fault=True)
+
+
+def answer(response: httpx.Response) -> Any:
+    """The body: JSON when it is JSON, else text."""
+    if not response.content:
+        return None
+    kind = response.headers.get("content-type", "")
+    if "json" in kind:
+        try:
+            return response.json()
+        except ValueError:
+            pass
+    return response.text
+
+
+def result_or_failure(response: httpx.Response) -> dict[str, Any]:
+    """A 2xx answer's result; CallFailed with the status as its code otherwise."""
+    body = answer(response)
+    if response.is_success:
+        return {"status": response.status_code, "body": body}
+    status = response.status_code
+    shown = body if not isinstance(body, str) else body[:DETAIL_CHARS]
+    if len(json.dumps(shown, default=str)) > DETAIL_CHARS * 2:
+        shown = json.dumps(shown, default=str)[:DETAIL_CHARS]
+    raise CallFailed(
+        str(status),
+        f"the source answered HTTP {status} {response.reason_phrase}".rstrip(),
+        retryable=status in RETRYABLE_STATUS or (status >= 500 and status != 501),
+        source_fault=status >= 500,
+        details={"status": status, "body": shown},
+    )

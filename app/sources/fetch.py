@@ -1,0 +1,151 @@
+"""Read a source as it is now: its cards and bindings, what was refused, and one hash of it
+all (the same hash again means nothing changed)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+
+from app.sources import openapi
+from app.sources.documents import DocumentError, Documents, file_uri, load_documents, read_file
+from app.sources.mcp import Reach, connect, list_all_tools, to_cards
+from app.sources.openapi_check import problems
+from app.sources.outbound import (
+    OutboundRefused,
+    OutboundRules,
+    ResponseTooLarge,
+    http_client,
+    same_origin,
+)
+from app.sources.schemas import SourceConfig, SourceKind
+from app.sources.secrets import SecretMissing, resolve_all
+from registry.card import ToolCard
+from registry.errors import ToolReachError
+
+MAX_REDIRECTS = 5
+
+
+class SourceFailed(ToolReachError):
+    """The source could not be read (unreachable, refused, invalid): nothing changed."""
+
+    status_code = 502
+    code = "source_failed"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    name: str
+    namespace: str
+    kind: SourceKind
+    config: SourceConfig
+
+
+@dataclass
+class Snapshot:
+    cards: list[tuple[ToolCard, dict[str, Any]]]
+    refused: list[dict[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def hash(self) -> str:
+        content = [[c.model_dump(mode="json"), b] for c, b in self.cards]
+        text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def fetch(spec: SourceSpec, reach: Reach) -> Snapshot:
+    """The source's tools now; SourceFailed (with the reason) if it cannot be read."""
+    try:
+        if spec.kind == "openapi":
+            return await _openapi(spec, reach)
+        return await _mcp(spec, reach)
+    except (OutboundRefused, SecretMissing, DocumentError, ResponseTooLarge) as exc:
+        raise SourceFailed(f"source {spec.name!r}: {exc}") from None
+    except (httpx.HTTPError, OSError, TimeoutError) as exc:
+        raise SourceFailed(f"source {spec.name!r} is unreachable: {_reason(exc)}") from None
+    except Exception as exc:  # the MCP SDK's errors, a server's malformed answer
+        raise SourceFailed(f"source {spec.name!r} failed: {_reason(exc)}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    nested = getattr(exc, "exceptions", None)  # an exception group from a task group
+    if nested:
+        return _reason(nested[0])
+    return f"{type(exc).__name__}: {str(exc)[:300]}".rstrip(": ")
+
+
+async def _mcp(spec: SourceSpec, reach: Reach) -> Snapshot:
+    async with connect(spec.config, reach) as connected:
+        tools = await list_all_tools(connected.session, reach.timeout)
+    listed = to_cards(tools, source=spec.name, namespace=spec.namespace, prefix=spec.config.prefix)
+    return Snapshot(listed.cards, refused=listed.refused)
+
+
+async def _openapi(spec: SourceSpec, reach: Reach) -> Snapshot:
+    config = spec.config
+    if config.base_url is not None:
+        await reach.rules.check_url(config.base_url)
+    if config.url is not None:
+        await reach.rules.check_url(config.url)
+        headers = resolve_all(config.headers, reach.secret_dirs).values
+        async with http_client(reach.rules, timeout=reach.timeout, headers=headers) as client:
+            documents = await load_documents(config.url, lambda uri: _download(client, uri))
+    else:
+        documents = await load_documents(file_uri(str(config.path)), read_file)
+    options = openapi.Options(
+        namespace=spec.namespace,
+        source=spec.name,
+        prefix=config.prefix,
+        base_url=config.base_url.rstrip("/") if config.base_url else None,
+        supplied=frozenset(
+            {("header", h.lower()) for h in config.headers}
+            | {("query", q.lower()) for q in config.query}
+        ),
+    )
+    # Checking and converting a big document is seconds of CPU: off the event loop.
+    return await anyio.to_thread.run_sync(_convert, documents, options, config.strict)
+
+
+def _convert(documents: Documents, options: openapi.Options, strict: bool) -> Snapshot:
+    version = openapi.spec_version(documents.document)
+    found = problems(documents, version)
+    if strict and found:
+        raise DocumentError(f"the document is invalid ({len(found)} problems): {found[0]}")
+    converted = openapi.convert(documents, options)
+    return Snapshot(
+        converted.cards, refused=converted.refused, problems=found, notes=converted.notes
+    )
+
+
+async def _download(client: httpx.AsyncClient, url: str) -> bytes:
+    response = await get_within_origin(client, url)
+    if response.status_code != 200:
+        raise DocumentError(f"{url}: HTTP {response.status_code}")
+    return response.content
+
+
+async def get_within_origin(client: httpx.AsyncClient, url: str) -> httpx.Response:
+    """GET ``url``, following redirects only within its origin."""
+    for _ in range(MAX_REDIRECTS + 1):
+        response = await client.get(url)
+        if not response.is_redirect:
+            return response
+        target = str(response.url.join(response.headers.get("location", "")))
+        if not same_origin(url, target):
+            raise OutboundRefused(
+                f"a redirect to another origin ({httpx.URL(target).host}) refused"
+            )
+        url = target
+    raise OutboundRefused(f"more than {MAX_REDIRECTS} redirects")
+
+
+def reach_of(
+    rules: OutboundRules, secret_dirs: tuple[str, ...], timeout: float, stdio_allowed: bool
+) -> Reach:
+    return Reach(rules, secret_dirs, timeout, stdio_allowed)

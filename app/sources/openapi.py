@@ -1,0 +1,468 @@
+"""An OpenAPI document (Swagger 2.0, OpenAPI 3.0, 3.1) becomes cards, one per operation.
+
+Each operation's card:
+
+* ``name``: its ``operationId``, else its method and path (``get_files_file_id``), with every
+  character the card's name pattern refuses made ``_``, cut to 128; a name taken twice gets
+  ``_2``, ``_3``...
+* ``summary``, ``description``: the operation's own (its method and path when it has none);
+* ``parameters``: one JSON Schema object of its path, query, header and cookie parameters
+  and its request body (an object body's fields side by side with the parameters, any
+  other body as one ``body`` argument), ``$ref``s inlined and bounded
+  (app/sources/openapi_schema.py); parameters the source's credentials supply are left out;
+* ``returns``: its first success response's schema; ``errors``: its documented 4xx and 5xx
+  responses, each with what an agent should do next; ``tags``: its tags.
+
+Its *binding* (app/sources/models.py ``SourceTool``) says how the gateway sends the HTTP
+request: method, server, path template, and where each argument goes. A card that the
+registry refuses (registry/json_schema.py) is tried again with its schemas cut shorter
+(fewer ``$ref``s inlined, then no ``returns``, then no ``pattern``s); an operation that still
+fails, or that cannot be called (a body in a media type the gateway cannot send), is refused
+with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from pydantic import ValidationError
+
+from app.sources.documents import DocumentError, Documents
+from app.sources.openapi_schema import SchemaContext, convert_schema
+from registry.card import NAME_PATTERN, ToolCard
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Headers the gateway sets itself (or HTTP does): never a tool's argument.
+RESERVED_HEADERS = frozenset({"accept", "content-type", "authorization", "content-length", "host"})
+DESCRIPTION_MAX = 8000
+_NAME_OK = re.compile(NAME_PATTERN)
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]+")
+# Each try: how many nested $refs to inline, keep `returns`, keep `pattern`s.
+ATTEMPTS = ((3, True, True), (2, True, True), (1, False, True), (0, False, False))
+SUGGESTIONS = {
+    "400": "Check the arguments against the tool's parameters, correct them and call again.",
+    "401": "The source's credentials are missing or wrong; tell the operator. A retry "
+    "will not help.",
+    "403": "The source's credentials may not do this; do not retry. Tell the user.",
+    "404": "Check the identifiers passed: search or list first to find a real one.",
+    "405": "This operation is not allowed on that resource; choose another tool.",
+    "409": "The resource changed or already exists: read its current state, then decide.",
+    "412": "The resource changed since it was read: read it again, then retry with the "
+    "new version.",
+    "413": "The request is too large: send less at once.",
+    "422": "The arguments are well-formed but not acceptable: fix them as the message says.",
+    "429": "Rate limited: wait a little, then retry.",
+}
+
+
+@dataclass
+class Converted:
+    """The cards and bindings of a document, what was refused and why, its problems."""
+
+    version: str
+    operations: int = 0
+    cards: list[tuple[ToolCard, dict[str, Any]]] = field(default_factory=list)
+    refused: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Options:
+    namespace: str
+    source: str
+    prefix: str = ""
+    base_url: str | None = None
+    # (location, lower-case name) of parameters the source's credentials supply.
+    supplied: frozenset[tuple[str, str]] = frozenset()
+
+
+def spec_version(document: Any) -> str:
+    """ "2.0", "3.0.x" or "3.1.x"; DocumentError for anything else."""
+    if not isinstance(document, Mapping):
+        raise DocumentError("an OpenAPI document is a JSON or YAML object")
+    version = document.get("openapi") or document.get("swagger")
+    if not isinstance(version, str) or not re.match(r"^(2\.0|3\.[01]\.\d+)$", version):
+        raise DocumentError(f"not an OpenAPI 3.0/3.1 or Swagger 2.0 document (version {version!r})")
+    return version
+
+
+def tool_name(raw: str, prefix: str) -> str:
+    """``prefix + raw`` made to fit the card's name pattern (invalid runs become '_')."""
+    name = _NOT_NAME.sub("_", prefix + raw).strip("_") or "operation"
+    return name[:128]
+
+
+@dataclass
+class _Operation:
+    method: str
+    path: str
+    node: Mapping[str, Any]
+    item: Mapping[str, Any]
+
+
+def _operations(documents: Documents) -> Iterator[_Operation]:
+    paths = documents.document.get("paths") or {}
+    for path, item in paths.items():
+        if not isinstance(item, Mapping):
+            continue
+        if isinstance(item.get("$ref"), str):  # a path item kept in another file
+            item = documents.resolve(item["$ref"], documents.root)[1]
+        for method in METHODS:
+            node = item.get(method)
+            if isinstance(node, Mapping):
+                yield _Operation(method.upper(), str(path), node, item)
+
+
+def convert(documents: Documents, options: Options) -> Converted:
+    """Every operation of the document as a (card, binding), or a refusal with its reason."""
+    version = spec_version(documents.document)
+    result = Converted(version)
+    taken: dict[str, int] = {}
+    for operation in _operations(documents):
+        result.operations += 1
+        where = f"{operation.method} {operation.path}"
+        raw = operation.node.get("operationId")
+        name = tool_name(
+            raw if isinstance(raw, str) and raw else _method_path(operation), options.prefix
+        )
+        taken[name] = taken.get(name, 0) + 1
+        if taken[name] > 1:
+            result.notes.append(f"{where}: the name {name!r} is taken; named {name}_{taken[name]}")
+            name = f"{name[:120]}_{taken[name]}"
+        try:
+            result.cards.append(_card(documents, version, operation, name, options))
+        except _Refused as exc:
+            result.refused.append({"operation": where, "name": name, "reason": str(exc)})
+        except DocumentError as exc:
+            result.refused.append({"operation": where, "name": name, "reason": str(exc)})
+    return result
+
+
+def _method_path(operation: _Operation) -> str:
+    """``get_dogs_dogId`` for GET /dogs/{dogId}: an operation without an operationId."""
+    return f"{operation.method.lower()}_{re.sub(r'[^A-Za-z0-9]+', '_', operation.path).strip('_')}"
+
+
+class _Refused(Exception):
+    """This operation cannot become a card; the message says why."""
+
+
+def _card(
+    documents: Documents, version: str, operation: _Operation, name: str, options: Options
+) -> tuple[ToolCard, dict[str, Any]]:
+    binding = _binding_base(documents, version, operation, options)
+    problem = ""
+    for max_refs, with_returns, patterns in ATTEMPTS:
+        ctx = SchemaContext(
+            documents,
+            openapi2=version == "2.0",
+            openapi30=version.startswith("3.0"),
+            max_refs=max_refs,
+            keep_patterns=patterns,
+        )
+        parameters, arguments, body = _parameters(ctx, operation, options)
+        data = {
+            "name": name,
+            "namespace": options.namespace,
+            **_texts(operation),
+            "parameters": parameters,
+            "returns": _returns(ctx, operation) if with_returns else None,
+            "errors": _errors(ctx, operation),
+            "tags": _tags(operation),
+            "source": {"name": options.source, "ref": f"{operation.method} {operation.path}"},
+        }
+        try:
+            card = ToolCard.model_validate(data)
+        except ValidationError as exc:
+            problem = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]
+            )
+            continue
+        return card, {**binding, "params": arguments, "body": body}
+    raise _Refused(f"the card is refused even with its schemas cut short: {problem}")
+
+
+def _texts(operation: _Operation) -> dict[str, str]:
+    summary = " ".join(str(operation.node.get("summary") or "").split())[:300]
+    description = str(operation.node.get("description") or "").strip()
+    text = "\n\n".join(part for part in (summary, description) if part)
+    text = text or f"{operation.method} {operation.path}"
+    if operation.node.get("deprecated") is True:
+        text = "Deprecated. " + text
+    if len(text) > DESCRIPTION_MAX:
+        text = text[: DESCRIPTION_MAX - 1].rstrip() + "…"
+    return {"summary": summary, "description": text}
+
+
+def _tags(operation: _Operation) -> list[str]:
+    tags = operation.node.get("tags") or []
+    return [
+        " ".join(str(t).split())[:64]
+        for t in tags
+        if isinstance(t, str) and t.strip() and "|" not in t
+    ][:32]
+
+
+def _binding_base(
+    documents: Documents, version: str, operation: _Operation, options: Options
+) -> dict[str, Any]:
+    return {
+        "kind": "http",
+        "method": operation.method,
+        "server": options.base_url or _server(documents, version, operation),
+        "path": operation.path,
+        "safe": operation.method in SAFE_METHODS,
+    }
+
+
+def _server(documents: Documents, version: str, operation: _Operation) -> str:
+    """The base URL the operation is served at, variables at their defaults."""
+    root = documents.document
+    if version == "2.0":
+        origin = urlsplit(documents.root)
+        schemes = root.get("schemes") or [origin.scheme if origin.scheme != "file" else "https"]
+        scheme = "https" if "https" in schemes else str(schemes[0])
+        host = root.get("host") or (origin.netloc if origin.scheme != "file" else "")
+        if not host:
+            raise _Refused("the document names no host: register the source with a base_url")
+        return f"{scheme}://{host}{root.get('basePath') or ''}".rstrip("/")
+    for level in (operation.node, operation.item, root):
+        servers = level.get("servers")
+        if isinstance(servers, list) and servers and isinstance(servers[0], Mapping):
+            return _server_url(documents.root, servers[0])
+    if documents.root.startswith("file:"):
+        raise _Refused("the document names no server: register the source with a base_url")
+    return urljoin(documents.root, "/").rstrip("/")
+
+
+def _server_url(document_uri: str, server: Mapping[str, Any]) -> str:
+    url = str(server.get("url") or "/")
+    for key, variable in (server.get("variables") or {}).items():
+        if isinstance(variable, Mapping) and "default" in variable:
+            url = url.replace("{" + str(key) + "}", str(variable["default"]))
+    if not urlsplit(url).scheme:
+        if document_uri.startswith("file:"):
+            raise _Refused(f"the server URL {url!r} is relative: register with a base_url")
+        url = urljoin(document_uri, url)
+    return url.rstrip("/")
+
+
+def _resolved(ctx: SchemaContext, node: Any) -> Any:
+    """A parameter, body or response that may itself be a ``$ref``, followed (bounded)."""
+    for _ in range(8):
+        if isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+            node = ctx.documents.resolve(node["$ref"], ctx.documents.root)[1]
+        else:
+            return node
+    raise DocumentError("a $ref chain of more than 8 links")
+
+
+def _declared_parameters(ctx: SchemaContext, operation: _Operation) -> list[Mapping[str, Any]]:
+    """Path-level parameters, overridden by the operation's own of the same name and place."""
+    found: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for level in (operation.item, operation.node):
+        for raw in level.get("parameters") or []:
+            parameter = _resolved(ctx, raw)
+            if isinstance(parameter, Mapping) and "name" in parameter and "in" in parameter:
+                found[(str(parameter["in"]), str(parameter["name"]))] = parameter
+    return list(found.values())
+
+
+_V2_SCHEMA_KEYS = (
+    "type", "format", "items", "enum", "default", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
+    "uniqueItems", "multipleOf",
+)  # fmt: skip
+
+
+def _parameter_schema(ctx: SchemaContext, parameter: Mapping[str, Any]) -> dict[str, Any]:
+    if "schema" in parameter:
+        schema = convert_schema(ctx, parameter["schema"], ctx.documents.root)
+    elif isinstance(parameter.get("content"), Mapping) and parameter["content"]:
+        media = next(iter(parameter["content"].values()))
+        schema = convert_schema(ctx, (media or {}).get("schema", {}), ctx.documents.root)
+    else:  # 2.0: the schema's words sit on the parameter itself
+        words = {k: parameter[k] for k in _V2_SCHEMA_KEYS if k in parameter}
+        schema = convert_schema(ctx, words, ctx.documents.root)
+    schema = dict(schema) if isinstance(schema, dict) else {}
+    if parameter.get("description") and "description" not in schema:
+        schema["description"] = str(parameter["description"])[:2000]
+    return schema
+
+
+def _parameters(
+    ctx: SchemaContext, operation: _Operation, options: Options
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
+    """The card's parameters schema, where each argument goes, and the body's binding."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    arguments: list[dict[str, Any]] = []
+    form: list[Mapping[str, Any]] = []
+    body_node: Any = None
+    for parameter in _declared_parameters(ctx, operation):
+        where, name = str(parameter["in"]), str(parameter["name"])
+        if where == "body":
+            body_node = {"required": parameter.get("required") is True, "v2": parameter}
+            continue
+        if where == "formData":
+            form.append(parameter)
+            continue
+        if where not in ("path", "query", "header", "cookie"):
+            continue
+        if (where, name.lower()) in options.supplied:
+            continue
+        if where == "header" and name.lower() in RESERVED_HEADERS:
+            continue
+        argument = name if name not in properties else f"{where}_{name}"
+        properties[argument] = _parameter_schema(ctx, parameter)
+        if where == "path" or parameter.get("required") is True:
+            required.append(argument)
+        arguments.append(
+            {
+                "arg": argument,
+                "in": where,
+                "name": name,
+                "style": parameter.get("style"),
+                "explode": parameter.get("explode"),
+                "collection": parameter.get("collectionFormat"),
+            }
+        )
+    body = _body(ctx, operation, body_node, form, properties, required)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(dict.fromkeys(required))
+    return schema, arguments, body
+
+
+def _body(
+    ctx: SchemaContext,
+    operation: _Operation,
+    v2_body: Mapping[str, Any] | None,
+    form: list[Mapping[str, Any]],
+    properties: dict[str, Any],
+    required: list[str],
+) -> dict[str, Any] | None:
+    """Add the request body's arguments; its binding (media type, fields or one argument)."""
+    if form:  # 2.0 form fields: each its own argument
+        return _form(ctx, operation, form, properties, required)
+    if v2_body is not None:
+        schema_node: Any = v2_body["v2"].get("schema", {})
+        media: str | None = "application/json"
+        needed = bool(v2_body["required"])
+    else:
+        request = _resolved(ctx, operation.node.get("requestBody"))
+        if not isinstance(request, Mapping) or not isinstance(request.get("content"), Mapping):
+            return None
+        media = _media(request["content"])
+        if media is None:
+            kinds = ", ".join(map(str, request["content"]))
+            raise _Refused(f"a request body only in {kinds}, which the gateway cannot send")
+        schema_node = (request["content"][media] or {}).get("schema", {})
+        needed = request.get("required") is True
+    assert media is not None
+    schema = convert_schema(ctx, schema_node, ctx.documents.root)
+    fields: Any = schema.get("properties") if isinstance(schema, dict) else None
+    flat = (
+        isinstance(fields, dict)
+        and schema.get("type") in ("object", None)
+        and not set(fields) & set(properties)
+        and not any(k in schema for k in ("allOf", "anyOf", "oneOf"))
+    )
+    if flat and isinstance(fields, dict):
+        properties.update(fields)
+        if needed:
+            required.extend(f for f in schema.get("required", []) if f in fields)
+        return {"media": media, "fields": list(fields)}
+    if "body" in properties:
+        raise _Refused("a parameter is named 'body', like the request body's argument")
+    properties["body"] = schema
+    if needed:
+        required.append("body")
+    return {"media": media, "arg": "body"}
+
+
+def _form(
+    ctx: SchemaContext,
+    operation: _Operation,
+    form: list[Mapping[str, Any]],
+    properties: dict[str, Any],
+    required: list[str],
+) -> dict[str, Any]:
+    """Swagger 2.0 form fields, each its own argument; sent as the operation consumes."""
+    consumes = operation.node.get("consumes") or ctx.documents.document.get("consumes") or []
+    media = (
+        "multipart/form-data"
+        if "multipart/form-data" in consumes
+        else "application/x-www-form-urlencoded"
+    )
+    fields = []
+    for parameter in form:
+        name = str(parameter["name"])
+        if name in properties:
+            raise _Refused(f"the form field {name!r} has the name of a parameter")
+        properties[name] = _parameter_schema(ctx, parameter)
+        if parameter.get("required") is True:
+            required.append(name)
+        fields.append(name)
+    return {"media": media, "fields": fields}
+
+
+def _media(content: Mapping[str, Any]) -> str | None:
+    """The request body's media type the gateway sends: JSON first, then forms, then raw."""
+    kinds = [str(k) for k in content]
+    for kind in kinds:
+        if kind == "application/json" or kind.endswith("+json") or kind == "*/*":
+            return kind
+    for wanted in (
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+        "text/plain",
+        "application/octet-stream",
+    ):
+        if wanted in kinds:
+            return wanted
+    return None
+
+
+def _responses(operation: _Operation) -> Mapping[str, Any]:
+    responses = operation.node.get("responses")
+    return responses if isinstance(responses, Mapping) else {}
+
+
+def _returns(ctx: SchemaContext, operation: _Operation) -> dict[str, Any] | None:
+    for code, raw in sorted(_responses(operation).items(), key=lambda item: str(item[0])):
+        if not str(code).startswith("2"):
+            continue
+        response = _resolved(ctx, raw)
+        if not isinstance(response, Mapping):
+            continue
+        node = response.get("schema")  # 2.0
+        if node is None and isinstance(response.get("content"), Mapping):
+            media = _media(response["content"]) or next(iter(response["content"]), None)
+            node = (response["content"].get(media) or {}).get("schema") if media else None
+        if node is not None:
+            schema = convert_schema(ctx, node, ctx.documents.root)
+            return schema if isinstance(schema, dict) and schema else None
+        return None
+    return None
+
+
+def _errors(ctx: SchemaContext, operation: _Operation) -> list[dict[str, Any]]:
+    entries = []
+    for code, raw in _responses(operation).items():
+        code = str(code).upper()
+        if code[:1] not in ("4", "5"):
+            continue
+        response = _resolved(ctx, raw)
+        about = response.get("description") if isinstance(response, Mapping) else None
+        meaning = " ".join(str(about or "").split())[:2000] or f"HTTP {code}"
+        suggestion = SUGGESTIONS.get(code) or (
+            "The source failed: retry later, or use another tool." if code.startswith("5") else None
+        )
+        entries.append({"code": code, "meaning": meaning, "suggestion": suggestion})
+    return entries[:100]

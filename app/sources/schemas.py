@@ -1,0 +1,159 @@
+"""What a source is, as the admin API and the command line take and show it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from registry.card import NAMESPACE_PATTERN, SOURCE_NAME_PATTERN
+from registry.nul import NoNul
+
+SourceName = Annotated[str, Field(pattern=SOURCE_NAME_PATTERN)]
+SourceKind = Literal["openapi", "mcp"]
+_HeaderName = Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")]
+_EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+
+
+class SecretRef(NoNul):
+    """A secret by reference: the environment variable or the file that holds it, read at
+    call time. Only the reference is stored and shown; the value never is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: _EnvName | None = Field(default=None, description="an environment variable's name")
+    file: str | None = Field(
+        default=None, max_length=4096, description="a file under TOOLREACH_SECRET_DIRS"
+    )
+    prefix: str = Field(default="", max_length=64, description='put before it, e.g. "Bearer "')
+
+    @model_validator(mode="after")
+    def _one_place(self) -> SecretRef:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("a secret reference names exactly one of env or file")
+        if self.env is not None and self.env.upper().startswith("TOOLREACH_"):
+            raise ValueError("the service's own settings (TOOLREACH_*) are not a source's secret")
+        return self
+
+
+# A plain string is stored and shown as it is (not a secret); a SecretRef is resolved late.
+Value = Annotated[str, Field(max_length=4096)] | SecretRef
+
+
+class SourceConfig(NoNul):
+    """How to reach a source and what to send it: stored with the source, never a secret."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="an OpenAPI document's URL, or an MCP server's streamable HTTP endpoint",
+    )
+    path: str | None = Field(
+        default=None, max_length=4096, description="an OpenAPI document's file (JSON or YAML)"
+    )
+    command: list[Annotated[str, Field(max_length=4096)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="an MCP server run as a local command over stdio, e.g. [node, server.js, stdio]"
+        " (needs TOOLREACH_SOURCE_STDIO_ALLOWED)",
+    )
+    env: dict[_EnvName, Value] = Field(
+        default_factory=dict, max_length=64, description="a stdio server's environment"
+    )
+    headers: dict[_HeaderName, Value] = Field(
+        default_factory=dict, max_length=64, description="sent with every request to the source"
+    )
+    query: dict[Annotated[str, Field(min_length=1, max_length=128)], SecretRef] = Field(
+        default_factory=dict, max_length=16, description="API keys sent as query parameters"
+    )
+    base_url: str | None = Field(
+        default=None, max_length=4096, description="OpenAPI: call here instead of its servers"
+    )
+    prefix: str = Field(
+        default="",
+        max_length=32,
+        pattern=r"^[A-Za-z0-9_.:-]*$",
+        description="put before every tool's name (keeps two sources' names apart)",
+    )
+    strict: bool = Field(
+        default=False,
+        description="OpenAPI: refuse a document the validator finds invalid (default: import "
+        "it and list the problems)",
+    )
+
+    def secrets(self) -> list[SecretRef]:
+        values = [*self.env.values(), *self.headers.values(), *self.query.values()]
+        return [v for v in values if isinstance(v, SecretRef)]
+
+
+class SourceCreate(SourceConfig):
+    """Register a source: an OpenAPI document (url or path) or an MCP server (url or
+    command). It is read at once; nothing is stored if it cannot be."""
+
+    name: SourceName
+    namespace: Annotated[str, Field(pattern=NAMESPACE_PATTERN)] = "default"
+    kind: SourceKind
+
+    @model_validator(mode="after")
+    def _one_location(self) -> SourceCreate:
+        given = [k for k in ("url", "path", "command") if getattr(self, k) is not None]
+        allowed = ("url", "path") if self.kind == "openapi" else ("url", "command")
+        if len(given) != 1 or given[0] not in allowed:
+            raise ValueError(f"a {self.kind} source has exactly one of {' or '.join(allowed)}")
+        if self.kind == "mcp" and self.base_url is not None:
+            raise ValueError("base_url is for OpenAPI sources")
+        if self.env and self.command is None:
+            raise ValueError("env is for a source run as a command")
+        return self
+
+    def config(self) -> SourceConfig:
+        return SourceConfig.model_validate(
+            self.model_dump(exclude={"name", "namespace", "kind"}, exclude_defaults=True)
+        )
+
+
+class SyncReport(BaseModel):
+    """What one sync did."""
+
+    source: str
+    status: Literal["synced", "unchanged"]
+    tools: int = Field(description="the source's live tools after the sync")
+    created: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list)
+    unchanged: int = 0
+    retired: list[str] = Field(default_factory=list)
+    refused: list[dict[str, str]] = Field(
+        default_factory=list, description="what could not become a card, and why"
+    )
+    problems: list[str] = Field(
+        default_factory=list, description="what the OpenAPI validator found wrong"
+    )
+    notes: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+class SourceRead(BaseModel):
+    """A registered source; its secrets appear as references only."""
+
+    id: int
+    name: str
+    namespace: str
+    kind: SourceKind
+    config: dict[str, Any]
+    tools: int = Field(description="live tools read from it")
+    retired: int = Field(description="tools it no longer lists (retired, history kept)")
+    content_hash: str | None
+    synced_at: datetime | None
+    last_error: str | None
+    last_report: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class SourceList(BaseModel):
+    items: list[SourceRead]
+    total: int

@@ -1,0 +1,55 @@
+"""hit@1 and recall@3 of a labelled dataset per ``kind`` of query, and the steps that miss.
+
+For a set whose queries carry a ``kind`` (``tests/data/bilingual``: ``zh>en``, ``en>zh``,
+``mixed``, ``zh>zh``, ``en>en``). The cards are indexed as the service indexes them
+(``card_to_doc``, the default encoder, its multilingual columns) and each step is ranked by
+``route`` with the default config, as ``toolreach eval`` does, without the database:
+
+    python bench/by_kind.py --data tests/data/bilingual [--misses 3] [--fixed-weights]
+
+``--fixed-weights`` indexes without the multilingual columns: the same weights for every pair,
+as the router was before app/routing/language.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from app.embedding.encoders import make_encoder, multilingual_dims
+from app.routing import RouterConfig, RouterIndex, embedding_text, query_texts, route
+from app.tools.catalog import card_to_doc, parse_batch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--misses", type=int, default=0, help="list steps ranked below this")
+    parser.add_argument("--fixed-weights", action="store_true", help="no per-pair weights")
+    args = parser.parse_args()
+    tools = [json.loads(line) for line in (args.data / "tools.jsonl").open() if line.strip()]
+    queries = [json.loads(line) for line in (args.data / "queries.jsonl").open() if line.strip()]
+    docs = [card_to_doc(card) for card in parse_batch(tools, "bench").cards]
+    encoder, config = make_encoder(), RouterConfig()
+    vectors = encoder.encode([embedding_text(doc) for doc in docs])
+    columns = None if args.fixed_weights else multilingual_dims(encoder)
+    index = RouterIndex.build(docs, vectors, config, multilingual=columns)
+    ranks: dict[str, list[int]] = defaultdict(list)
+    for query in queries:
+        vec = encoder.encode(query_texts(query["query"]))
+        names = [c.name for c in route(index, query["query"], vec, k=10, config=config)]
+        rank = min((names.index(n) + 1 for n in query["relevant"] if n in names), default=99)
+        for kind in (query.get("kind", "all"), "all"):
+            ranks[kind].append(rank)
+        if args.misses and rank > args.misses:
+            print(f"{query.get('id', '')}\trank {rank}\t{query['query']}\t{names[:3]}")
+    for kind, found in ranks.items():
+        hit1 = sum(r == 1 for r in found) / len(found)
+        recall3 = sum(r <= 3 for r in found) / len(found)
+        print(f"{kind:8} {len(found):4} queries  hit@1 {hit1:.3f}  recall@3 {recall3:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,380 @@
+"""Write benchmark (issue 21): single-card writes at 10,000 tools, routes during a 10,000-card
+import, and two replicas on one Postgres, each against real uvicorn servers, side by side in
+one run.
+
+``writes`` — POST, PUT and DELETE of one card on a server holding ``--tools`` synthetic cards
+(p50, p99 over ``--rounds``), each write alternated with one bare embedding of its card's text
+in this process, so the drift of this shared VM falls on both alike. With ``--baseline DIR``
+(another checkout, e.g. /work/main) a second server runs that code on a copy of the same
+database, and its writes alternate with this one's.
+
+``import`` — routes (one keep-alive client, one at a time) against the ``--tools`` namespace:
+idle, then while ``--import-size`` synthetic cards are imported into another namespace as one
+streamed NDJSON request (this code) — model, rows and index merge included — then after it.
+
+``replicas`` — two servers on one database: a card POSTed to A, the time until B's index has
+its revision (B's ``/readyz``), from A's answer and from the request; the same for a delete;
+and feedback for a route A just answered, sent to B at once (and to A, alternated).
+
+Every server uses the service's default (real) encoder; the synthetic registry's vectors are
+seeded random unit vectors stored under that model's name (bench/route_bench.py), so the
+servers start fast; written cards are embedded for real.
+
+    .venv/bin/python bench/write_bench.py [--tools 10000] [--rounds 100] [--baseline DIR]
+        [--sections writes import replicas] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app import migrate  # noqa: E402
+from app.services import build_encoder  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from bench.load_client import QUERIES, route_request  # noqa: E402
+from bench.route_bench import fill_database, free_port, ms, percentile, synthetic_card  # noqa: E402
+
+PG_ADMIN = os.environ.get("TOOLREACH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+KEY = "write-bench-admin-key-0123456789"
+HEADERS = {"Authorization": f"Bearer {KEY}"}
+WARM_UP = 5
+
+
+def summary(seconds: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": ms(percentile(seconds, 50)),
+        "p99_ms": ms(percentile(seconds, 99)),
+        "n": len(seconds),
+    }
+
+
+@contextmanager
+def database(template: str | None = None) -> Iterator[str]:
+    """A fresh Postgres database (a copy of ``template`` if given), dropped afterwards."""
+    name = f"toolreach_wbench_{uuid.uuid4().hex[:8]}"
+    copy = f' TEMPLATE "{template}"' if template else ""
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')  # type: ignore[arg-type]
+    try:
+        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
+class Server:
+    """``toolreach serve`` from the checkout ``tree`` on ``url``, with a keep-alive client."""
+
+    def __init__(self, tree: Path, url: str, **env: str) -> None:
+        self.port = free_port()
+        handle, name = tempfile.mkstemp(prefix="wbench-server-", suffix=".log")
+        self.log = Path(name)
+        variables = {
+            **os.environ,
+            "PYTHONPATH": str(tree),
+            "TOOLREACH_DATABASE_URL": url,
+            "TOOLREACH_ADMIN_KEYS": KEY,
+            "TOOLREACH_LOG_LEVEL": "warning",
+            **env,
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
+            cwd=tempfile.gettempdir(),
+            env=variables,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=600)
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            try:
+                if self.http.get("/readyz").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.25)
+        self.close()
+        raise RuntimeError(f"the server did not become ready; see {self.log}")
+
+    def revision(self) -> int:
+        revision: int = self.http.get("/readyz").json()["revision"]
+        return revision
+
+    def close(self) -> None:
+        self.http.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+class Clock:
+    """``with Clock() as clock: ...``, then ``clock.seconds``."""
+
+    def __enter__(self) -> Clock:
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.seconds = time.perf_counter() - self.started
+
+
+def card_body(i: int, tag: str) -> dict[str, Any]:
+    card = synthetic_card(1_000_000 + i, random.Random(i)).model_dump(mode="json")
+    card["name"] = f"written_{tag}_{i}"
+    return card
+
+
+def write_series(
+    servers: dict[str, Server], encoder: Any, rounds: int, baseline_rounds: int
+) -> dict[str, Any]:
+    """POST, PUT, DELETE of one card, each server in turn, with a bare embedding beside (the
+    baseline only in the first ``baseline_rounds``: a write there may take seconds)."""
+    from app.routing import embedding_text
+    from app.tools.catalog import card_to_doc
+    from registry.card import ToolCard
+
+    times: dict[str, dict[str, list[float]]] = {
+        n: {"post": [], "put": [], "delete": []} for n in servers
+    }
+    bare: list[float] = []
+    for i in range(-WARM_UP, rounds):
+        for label, server in servers.items():
+            if label == "baseline" and i >= baseline_rounds:
+                continue
+            body = card_body(i + WARM_UP, label)
+            text = embedding_text(card_to_doc(ToolCard.model_validate(body)))
+            with Clock() as embedding:
+                encoder.encode([text])
+            with Clock() as post:
+                answer = server.http.post("/v1/tools", json=body, headers=HEADERS)
+            assert answer.status_code == 201, answer.text
+            changed = {**body, "description": body["description"] + " Now also in bulk."}
+            path = f"/v1/tools/{body['name']}"
+            with Clock() as put:
+                answer = server.http.put(path, json=changed, headers=HEADERS)
+            assert answer.status_code == 200, answer.text
+            with Clock() as delete:
+                answer = server.http.delete(path, headers=HEADERS)
+            assert answer.status_code == 204, answer.text
+            if i >= 0:
+                times[label]["post"].append(post.seconds)
+                times[label]["put"].append(put.seconds)
+                times[label]["delete"].append(delete.seconds)
+                bare.append(embedding.seconds)
+    out: dict[str, Any] = {"bare_embedding": summary(bare)}
+    for label, series in times.items():
+        out[label] = {kind: summary(values) for kind, values in series.items()}
+        out[label]["post_p50_minus_embedding_ms"] = round(
+            out[label]["post"]["p50_ms"] - out["bare_embedding"]["p50_ms"], 2
+        )
+    return out
+
+
+def route_once(sock: socket.socket, reader: Any, query: str) -> float:
+    request = route_request(query, {})
+    started = time.perf_counter()
+    sock.sendall(request)
+    status, length = reader.readline().split(b" ", 2)[1], 0
+    while (line := reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    reader.read(length)
+    if status != b"200":
+        raise RuntimeError(f"route answered {status.decode()}")
+    return time.perf_counter() - started
+
+
+def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> dict[str, Any]:
+    """Route latency idle, during a streamed NDJSON import of ``size`` cards, and after."""
+    rng = random.Random(99)
+    lines = [
+        json.dumps({**synthetic_card(i, rng).model_dump(mode="json"), "namespace": "imported"})
+        for i in range(size)
+    ]
+    body = ("\n".join(lines) + "\n").encode()
+    phases: dict[str, list[float]] = {"idle": [], "during": [], "after": []}
+    done = threading.Event()
+    result: dict[str, Any] = {}
+
+    def run_import() -> None:
+        def chunks() -> Iterator[bytes]:
+            for start in range(0, len(body), 65_536):
+                yield body[start : start + 65_536]
+
+        headers = {**HEADERS, "Content-Type": "application/x-ndjson"}
+        started = time.perf_counter()
+        answer = server.http.post("/v1/tools/bulk", content=chunks(), headers=headers)
+        result["import_s"] = round(time.perf_counter() - started, 2)
+        result["import_status"] = answer.status_code
+        result["created"] = len(answer.json().get("created", []))
+        done.set()
+
+    with (
+        socket.create_connection(("127.0.0.1", server.port)) as sock,
+        sock.makefile("rb") as reader,
+    ):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(-WARM_UP, idle_rounds):
+            took = route_once(sock, reader, QUERIES[i % len(QUERIES)])
+            if i >= 0:
+                phases["idle"].append(took)
+        thread = threading.Thread(target=run_import)
+        thread.start()
+        i = 0
+        while not done.is_set():
+            phases["during"].append(route_once(sock, reader, QUERIES[i % len(QUERIES)]))
+            i += 1
+        thread.join()
+        for i in range(idle_rounds):
+            phases["after"].append(route_once(sock, reader, QUERIES[i % len(QUERIES)]))
+    out: dict[str, Any] = {phase: summary(values) for phase, values in phases.items()}
+    out.update(result, import_bytes=len(body))
+    out["during_p99_over_idle_p99"] = round(out["during"]["p99_ms"] / out["idle"]["p99_ms"], 2)
+    return out
+
+
+def until(condition: Any, seconds: float = 30.0) -> float:
+    started = time.perf_counter()
+    while not condition():
+        if time.perf_counter() - started > seconds:
+            raise RuntimeError("the other replica did not catch up")
+    return time.perf_counter()
+
+
+def replicas(a: Server, b: Server, rounds: int) -> dict[str, Any]:
+    """Propagation of writes and deletes from A to B, and feedback sent to the other replica."""
+    after_answer: list[float] = []
+    after_request: list[float] = []
+    delete_after_answer: list[float] = []
+    for i in range(-WARM_UP, rounds):
+        body = card_body(50_000 + i + WARM_UP, "replica")
+        sent = time.perf_counter()
+        assert a.http.post("/v1/tools", json=body, headers=HEADERS).status_code == 201
+        answered = time.perf_counter()
+        revision = a.revision()
+        seen = until(lambda revision=revision: b.revision() >= revision)
+        if i >= 0:
+            after_answer.append(seen - answered)
+            after_request.append(seen - sent)
+        if i % 10 == 0:  # and it is routed there (the revision's snapshot is what routes read)
+            query = {"query": body["description"], "k": 1}
+            top = b.http.post("/v1/route", json=query, headers=HEADERS).json()["candidates"][0]
+            assert top["name"] == body["name"], top
+        answered = time.perf_counter()
+        assert a.http.delete(f"/v1/tools/{body['name']}", headers=HEADERS).status_code == 204
+        answered = time.perf_counter()
+        revision = a.revision()
+        seen = until(lambda revision=revision: b.revision() >= revision)
+        if i >= 0:
+            delete_after_answer.append(seen - answered)
+    feedback: dict[str, list[float]] = {"other_replica": [], "same_replica": []}
+    for i in range(-WARM_UP, rounds):
+        for where, target in (("other_replica", b), ("same_replica", a)):
+            route = a.http.post(
+                "/v1/route", json={"query": QUERIES[i % len(QUERIES)], "k": 3}, headers=HEADERS
+            )
+            answer = route.json()
+            report = {
+                "route_id": answer["route_id"],
+                "chosen": answer["candidates"][0]["name"],
+                "outcome": "success",
+            }
+            with Clock() as took:
+                response = target.http.post("/v1/feedback", json=report, headers=HEADERS)
+            assert response.status_code == 200, response.text
+            if i >= 0:
+                feedback[where].append(took.seconds)
+    return {
+        "write_seen_on_b_after_a_answered": summary(after_answer),
+        "write_seen_on_b_after_request_sent": summary(after_request),
+        "delete_seen_on_b_after_a_answered": summary(delete_after_answer),
+        "feedback_on_b_for_a_route_on_a": summary(feedback["other_replica"]),
+        "feedback_on_a_for_a_route_on_a": summary(feedback["same_replica"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tools", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--import-size", type=int, default=10_000)
+    parser.add_argument("--baseline", type=Path, help="another checkout to run side by side")
+    parser.add_argument("--baseline-rounds", type=int, default=10)
+    parser.add_argument(
+        "--sections", nargs="+", default=["writes", "import", "replicas"],
+        choices=["writes", "import", "replicas"],
+    )  # fmt: skip
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    encoder = build_encoder(settings)
+    report: dict[str, Any] = {"encoder": encoder.name, "tools": args.tools, "cpus": os.cpu_count()}
+    with database() as filled:
+        print(f"filling a registry of {args.tools} tools ...", file=sys.stderr, flush=True)
+        migrate.upgrade(filled)
+        fill_database(filled, args.tools, encoder, real=False)
+        template = filled.rsplit("/", 1)[1]
+        # Copies are taken from the filled database while nobody is connected to it.
+        if "writes" in args.sections:
+            print("single-card writes ...", file=sys.stderr, flush=True)
+            with database(template) as ours_url, database(template) as theirs_url:
+                servers = {"this": Server(ROOT, ours_url)}
+                if args.baseline:
+                    servers["baseline"] = Server(args.baseline, theirs_url)
+                try:
+                    report["writes"] = write_series(
+                        servers, encoder, args.rounds, args.baseline_rounds
+                    )
+                finally:
+                    for server in servers.values():
+                        server.close()
+            print(json.dumps(report["writes"]), file=sys.stderr, flush=True)
+        if "import" in args.sections:
+            print(
+                f"routes during a {args.import_size}-card import ...", file=sys.stderr, flush=True
+            )
+            with database(template) as url:
+                server = Server(ROOT, url)
+                try:
+                    report["import"] = routes_during_import(server, args.import_size)
+                finally:
+                    server.close()
+            print(json.dumps(report["import"]), file=sys.stderr, flush=True)
+        if "replicas" in args.sections:
+            print("two replicas ...", file=sys.stderr, flush=True)
+            with database(template) as url:
+                a, b = Server(ROOT, url), Server(ROOT, url)
+                try:
+                    report["replicas"] = replicas(a, b, args.rounds)
+                finally:
+                    a.close()
+                    b.close()
+            print(json.dumps(report["replicas"]), file=sys.stderr, flush=True)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
