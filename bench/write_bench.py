@@ -13,8 +13,8 @@ idle, then while ``--import-size`` synthetic cards are imported into another nam
 streamed NDJSON request (this code) — model, rows and index merge included — then after it.
 
 ``replicas`` — two servers on one database: a card POSTed to A, the time until B's index has
-its revision (B's ``/readyz``), from A's answer and from the request; the same for a delete;
-and feedback for a route A just answered, sent to B at once (and to A, alternated).
+its revision (B's ``/readyz``, read from memory), from A's answer and from the request; the
+same for a delete; and feedback for a route A just answered, sent to B at once (and to A).
 
 Every server uses the service's default (real) encoder; the synthetic registry's vectors are
 seeded random unit vectors stored under that model's name (bench/route_bench.py), so the
@@ -117,7 +117,7 @@ class Server:
         raise RuntimeError(f"the server did not become ready; see {self.log}")
 
     def revision(self) -> int:
-        revision: int = self.http.get("/readyz").json()["revision"]
+        revision: int = self.http.get("/readyz", headers=HEADERS).json()["revision"]
         return revision
 
     def close(self) -> None:

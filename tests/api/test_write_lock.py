@@ -41,9 +41,8 @@ def test_another_write_lands_while_a_write_is_embedding(postgres_url: str) -> No
     factory = services.session_factory
     encoder.release.set()  # the first card is embedded at once
     with unit_of_work(factory) as session:
-        tools.create_tool(
-            session, factory, services.encoder, {"name": "old", "description": "Old."}, None
-        )
+        body = {"name": "old", "description": "Old."}
+        tools.create_tool(session, services.encoder, body, None, sessions=factory)
     encoder.release.clear()
     encoder.called.clear()
     failures: list[BaseException] = []
@@ -52,7 +51,7 @@ def test_another_write_lands_while_a_write_is_embedding(postgres_url: str) -> No
         try:
             with unit_of_work(factory) as session:
                 body = {"name": "slow", "description": "Embedded slowly."}
-                tools.create_tool(session, factory, services.encoder, body, None)
+                tools.create_tool(session, services.encoder, body, None, sessions=factory)
         except BaseException as exc:  # pragma: no cover - reported below
             failures.append(exc)
 

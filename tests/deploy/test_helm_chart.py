@@ -24,6 +24,7 @@ NO_OFFLINE_SCHEMA = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 EXPECTED_KINDS = {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Job"}
 SECRET_SETTINGS = {
     "TOOLREACH_DATABASE_URL",
+    "TOOLREACH_LISTEN_DATABASE_URL",
     "TOOLREACH_ADMIN_KEYS",
     "TOOLREACH_AGENT_KEYS",
     "TOOLREACH_DASHBOARD_KEYS",
@@ -170,6 +171,16 @@ def test_migration_job_takes_the_direct_url_when_given(everything: list[Manifest
     app_env = {e["name"]: e for e in container(one(everything, "Deployment"))["env"]}
     app_url = app_env["TOOLREACH_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
     assert app_url == {"name": "toolreach-db", "key": "pooled-url"}
+
+
+def test_the_app_listens_on_the_direct_url_when_given(
+    default: list[Manifest], everything: list[Manifest]
+) -> None:
+    app_env = {e["name"]: e for e in container(one(everything, "Deployment"))["env"]}
+    listen = app_env["TOOLREACH_LISTEN_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+    assert listen == {"name": "toolreach-db", "key": "direct-url"}
+    plain = {e["name"] for e in container(one(default, "Deployment"))["env"]}
+    assert "TOOLREACH_LISTEN_DATABASE_URL" not in plain  # the database URL's own server
 
 
 def test_secrets_only_by_reference(each: list[Manifest]) -> None:

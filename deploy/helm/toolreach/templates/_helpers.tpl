@@ -52,13 +52,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/*
 Connections one replica may hold: TOOLREACH_DATABASE_POOL_SIZE (5) + TOOLREACH_DATABASE_MAX_OVERFLOW
 (10), as set in `config` or by default (app/settings.py), + 1 for the database probe
-(app/db_health.py). docs/DEPLOY.md, "Connection budget", does the sum.
+(app/db_health.py) + 1 for the listener (app/tools/listener.py). docs/DEPLOY.md, "Connection
+budget", does the sum.
 */}}
 {{- define "toolreach.connectionsPerReplica" -}}
 {{- $config := .Values.config | default dict }}
 {{- $size := ternary (get $config "TOOLREACH_DATABASE_POOL_SIZE") 5 (hasKey $config "TOOLREACH_DATABASE_POOL_SIZE") | int }}
 {{- $overflow := ternary (get $config "TOOLREACH_DATABASE_MAX_OVERFLOW") 10 (hasKey $config "TOOLREACH_DATABASE_MAX_OVERFLOW") | int }}
-{{- add $size $overflow 1 }}
+{{- add $size $overflow 2 }}
 {{- end }}
 
 {{/* The ServiceMonitor: "auto" renders it when the cluster serves the Prometheus Operator's API. */}}
