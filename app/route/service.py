@@ -137,6 +137,7 @@ def rank_step(
             context=request.context,
             tags=request.tags,
             min_score=request.min_score,
+            min_confidence=request.min_confidence,
             prior=prior,
             config=config,
             stages=ALL_STAGES,
@@ -149,6 +150,7 @@ def rank_step(
         route_id=new_route_id(),
         namespace=request.namespace,
         model=model,
+        fit="ok" if candidates else "none",
         candidates=[
             RouteCandidate(
                 name=c.name,
@@ -156,6 +158,7 @@ def rank_step(
                 score=round(c.score, SCORE_DECIMALS),
                 # + 0.0: a part rounded to -0.0 shows as 0.0
                 stages={k: round(v, SCORE_DECIMALS) + 0.0 for k, v in c.stages.items()},
+                confidence=c.confidence,
                 missing_required=list(c.missing_required),
             )
             for c in candidates

@@ -8,7 +8,7 @@ service; a route only reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +104,44 @@ class RouterIndex:
             tags={tag: np.asarray(ids, dtype=np.int64) for tag, ids in postings.items()},
             pinned=np.asarray(pinned, dtype=np.int64),
             positions={name: i for i, name in enumerate(names)},
+            config=config,
+        )
+
+    def without(self, names: Collection[str], corpus: Sequence[Sequence[str]]) -> RouterIndex:
+        """This index less the tools ``names``: what ``build`` makes of the other cards.
+
+        ``corpus`` is every tool's BM25 document (``doc_tokens``), in index order: the index
+        does not keep them. BM25 is rebuilt (every idf and the mean length change with the
+        tool set); vectors, compiled rules, tags and pins are the kept tools' own. It lets an
+        evaluation take a few tools out of a namespace for ~0.2 s at 4,000 tools instead of
+        rebuilding everything (``app/cli/no_fit.py``).
+        """
+        if len(corpus) != len(self):
+            raise ValueError(f"corpus has {len(corpus)} documents, the index {len(self)} tools")
+        gone = {self.positions[n] for n in names if n in self.positions}
+        keep = np.asarray([i for i in range(len(self)) if i not in gone], dtype=np.int64)
+        renumber = np.full(len(self), -1, dtype=np.int64)
+        renumber[keep] = np.arange(keep.size)
+
+        def kept(ids: np.ndarray) -> np.ndarray:
+            new = renumber[ids]
+            return new[new >= 0]
+
+        kept_names = tuple(self.names[i] for i in keep)
+        config = self.config
+        return RouterIndex(
+            names=kept_names,
+            keyword=build_keyword_index(
+                [corpus[i] for i in keep],
+                method=config.bm25_method,
+                k1=config.bm25_k1,
+                b=config.bm25_b,
+            ),
+            embeddings=np.ascontiguousarray(self.embeddings[keep]),
+            rules=tuple(self.rules[i] for i in keep),
+            tags={tag: ids for tag, ids_ in self.tags.items() if (ids := kept(ids_)).size},
+            pinned=kept(self.pinned),
+            positions={name: i for i, name in enumerate(kept_names)},
             config=config,
         )
 
