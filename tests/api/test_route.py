@@ -129,8 +129,9 @@ def test_min_confidence_empties_an_answer_with_fit_none(routed: TestClient) -> N
     """The fake encoder's numbers are not the real model's: the test holds at the ends of
     the range and at the shown values, whatever they are."""
     full = route(routed, query="weather in Paris city", k=4)
-    assert route(routed, query="weather in Paris city", k=4, min_confidence=0)["candidates"] == (
-        full["candidates"]
+    assert (
+        route(routed, query="weather in Paris city", k=4, min_confidence=0)["candidates"]
+        == (full["candidates"])
     )
     nothing = route(routed, query="weather in Paris city", k=4, min_confidence=1.0)
     assert nothing["candidates"] == [] and nothing["fit"] == "none"

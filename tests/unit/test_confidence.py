@@ -1,4 +1,4 @@
-"""The confidence (app/routing/confidence.py): its math, the shipped model, its evidence in a route."""
+"""The confidence (app/routing/confidence.py): its math, the shipped model, a route's evidence."""
 
 from __future__ import annotations
 
