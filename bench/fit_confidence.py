@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -51,7 +52,9 @@ from app.routing.confidence import (
     MONOTONE,
     ConfidenceModel,
     Evidence,
-    feature_rows,
+    Logistic,
+    Shape,
+    pieces,
 )
 from app.routing.index import doc_tokens
 from app.services import build_encoder
@@ -67,6 +70,13 @@ PER_SIZE = 1500
 PER_NAMESPACE = 40  # in-scope queries routed in one sampled namespace at most
 NO_FIT = 1000  # tuning queries asked again without their tools, per dataset
 L2 = 1e-3
+MAX_RIGHT_EMPTIED = 0.05
+LINEAR = frozenset({"log_tools", "log_asks", "penalty"})  # no knots: see shape_columns
+
+
+def feature_rows(evidence: Sequence[Evidence], features: Sequence[str]) -> list[list[float]]:
+    """The named features of each evidence, one row each."""
+    return [[FEATURES[name](e) for name in features] for e in evidence]
 
 
 @dataclass
@@ -218,105 +228,150 @@ def fit_logistic(
         fixed[np.argmax(np.where(freed, pull, -np.inf))] = False
 
 
+def shape_columns(
+    values: np.ndarray, feature: str
+) -> tuple[float, float, tuple[float, ...], np.ndarray] | None:
+    """A feature's range (its 0.5th to 99.5th percentile), knots (quartiles; none for the
+    namespace size and the number of asks, which enter linearly so that a knot cannot stand
+    for one dataset's size) and piece columns; ``None`` for a constant feature."""
+    low, high = (float(v) for v in np.quantile(values, [0.005, 0.995]))
+    if high - low < 1e-9:
+        return None
+    knots: tuple[float, ...] = ()
+    if feature not in LINEAR:
+        inner = np.unique(np.round(np.quantile(values, [0.25, 0.5, 0.75]), 6))
+        knots = tuple(float(k) for k in inner if low + 1e-6 < k < high - 1e-6)
+    return low, high, knots, np.asarray(pieces(values.tolist(), low, high, knots))
+
+
+def fit_role(x: np.ndarray, y: np.ndarray, w: np.ndarray, features: Sequence[str]) -> Logistic:
+    """One role's logistic model over the features' monotone piecewise-linear shapes."""
+    columns, monotone, layout = [], [], []
+    for j, feature in enumerate(features):
+        if any(np.array_equal(x[:, j], x[:, i]) for i in range(j)):
+            continue  # the same as an earlier one here (a leader's gap is its lead)
+        found = shape_columns(x[:, j], feature)
+        if found is None:
+            continue
+        low, high, knots, cols = found
+        columns.append(cols)
+        monotone += [feature in MONOTONE] * cols.shape[1]
+        layout.append((feature, low, high, knots, cols.shape[1]))
+    design = np.hstack(columns)
+    mean, scale = design.mean(axis=0), design.std(axis=0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    coef, intercept = fit_logistic((design - mean) / scale, y, w, np.asarray(monotone))
+    slopes = coef / scale  # back to the features' own units
+    intercept -= float((coef * mean / scale).sum())
+    shapes, at = [], 0
+    for feature, low, high, knots, width in layout:
+        part = tuple(round(float(v), 6) for v in slopes[at : at + width])
+        at += width
+        if any(part):
+            shapes.append(Shape(feature, round(low, 6), round(high, 6), knots, part))
+    return Logistic(round(intercept, 6), tuple(shapes))
+
+
 def fit(examples: Examples, features: Sequence[str], encoder: str) -> ConfidenceModel:
-    """The confidence model fit on ``examples`` (weights: equal per dataset, then per group)."""
+    """The confidence model fit on ``examples``: the leaders' (``lead ≥ 0``) and the others'
+    (weights: equal per dataset, then per namespace size)."""
     x = np.asarray(feature_rows(examples.evidence, features), dtype=np.float64)
     y = np.asarray(examples.label, dtype=np.float64)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale = np.where(scale > 1e-9, scale, 1.0)
+    leader = np.asarray([e.lead >= 0 for e in examples.evidence])
     groups = np.asarray(examples.group)
-    weight = np.zeros(len(y))
-    datasets = sorted({g.split("/")[0] for g in groups})
-    for g in np.unique(groups):
-        siblings = {h for h in np.unique(groups) if h.split("/")[0] == g.split("/")[0]}
-        weight[groups == g] = 1.0 / (len(datasets) * len(siblings) * (groups == g).sum())
-    monotone = np.asarray([f in MONOTONE for f in features])
-    coef, intercept = fit_logistic((x - mean) / scale, y, weight, monotone)
-    return ConfidenceModel(
-        features=tuple(features),
-        mean=tuple(round(float(v), 6) for v in mean),
-        scale=tuple(round(float(v), 6) for v in scale),
-        weights=tuple(round(float(v), 6) for v in coef),
-        intercept=round(intercept, 6),
-        encoder=encoder,
-    )
+    names = np.unique(groups)
+    datasets = {g.split("/")[0] for g in names}
+    roles = []
+    for role in (leader, ~leader):
+        weight = np.zeros(len(y))
+        for g in names:
+            siblings = [h for h in names if h.split("/")[0] == g.split("/")[0]]
+            mine = role & (groups == g)
+            weight[mine] = 1.0 / (len(datasets) * len(siblings) * max(mine.sum(), 1))
+        roles.append(fit_role(x[role], y[role], weight[role], features))
+    return ConfidenceModel(roles[0], roles[1], encoder)
 
 
-def youden_threshold(in_scope: dict[str, list[float]], no_fit: dict[str, list[float]]) -> float:
-    """The min_confidence (0.01 steps) with the largest no-fit share emptied minus in-scope
-    share emptied, averaged over the datasets."""
-    best, best_j = 0.5, -1.0
+def recommended_threshold(right: dict[str, list[float]], no_fit: dict[str, list[float]]) -> float:
+    """The highest min_confidence (0.01 steps) that, on every tuning set, empties at most
+    ``MAX_RIGHT_EMPTIED`` of the queries whose top candidate is right: a safety net that
+    rarely takes a right answer away (what it empties of the no-fit queries is reported)."""
+    best = 0.0
     for t in np.round(np.arange(0.01, 1.0, 0.01), 2):
-        j = np.mean(
-            [
-                np.mean(np.asarray(no_fit[d]) < t) - np.mean(np.asarray(in_scope[d]) < t)
-                for d in in_scope
-            ]
-        )
-        if j > best_j + 1e-12:
-            best, best_j = float(t), float(j)
+        if all(np.mean(np.asarray(right[d]) < t) <= MAX_RIGHT_EMPTIED for d in right):
+            best = float(t)
     return best
 
 
 def report(
     model: ConfidenceModel, examples: Examples, nofit: dict[str, list[Evidence]]
 ) -> tuple[dict[str, Any], float]:
-    """Tuning-set ECE per group (top candidates), AUROC, and the chosen threshold."""
+    """On the tuning sets: ECE per group (top candidates, and all three shown), AUROC against
+    the no-fit queries, the recommended threshold and what it empties."""
     conf = np.asarray([model.confidence(e) for e in examples.evidence])
     label = np.asarray(examples.label)
     groups = np.asarray(examples.group)
     top = np.asarray(examples.rank) == 0
     out: dict[str, Any] = {"ece_top": {}, "ece_top3": {}, "auroc": {}}
-    tops: dict[str, list[float]] = {}
     for g in sorted(set(examples.group)):
         mine = groups == g
-        out["ece_top"][g] = round(
-            expected_calibration_error(conf[mine & top], label[mine & top]), 4
-        )
+        top_ece = expected_calibration_error(conf[mine & top], label[mine & top])
+        out["ece_top"][g] = round(top_ece, 4)
         out["ece_top3"][g] = round(expected_calibration_error(conf[mine], label[mine]), 4)
+    tops, right, empty = {}, {}, {}
     for name, evidence in nofit.items():
-        tops[name] = conf[(groups == f"{name}/all") & top].tolist()
-        out["auroc"][name] = round(auroc(tops[name], [model.confidence(e) for e in evidence]), 4)
-    nofit_conf = {n: [model.confidence(e) for e in ev] for n, ev in nofit.items()}
-    threshold = youden_threshold(tops, nofit_conf)
+        mine = (groups == f"{name}/all") & top
+        tops[name], right[name] = conf[mine], conf[mine & label]
+        empty[name] = np.asarray([model.confidence(e) for e in evidence])
+        out["auroc"][name] = round(auroc(tops[name].tolist(), empty[name].tolist()), 4)
+    threshold = recommended_threshold(right, empty)
     out["min_confidence"] = threshold
-    out["emptied"] = {
-        n: {
-            "no_fit": round(float(np.mean(np.asarray(nofit_conf[n]) < threshold)), 4),
-            "in_scope": round(float(np.mean(np.asarray(tops[n]) < threshold)), 4),
+    out["emptied"] = {}
+    for t in sorted({0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, threshold}):
+        out["emptied"][str(t)] = {
+            n: {
+                "no_fit": round(float(np.mean(empty[n] < t)), 4),
+                "in_scope": round(float(np.mean(tops[n] < t)), 4),
+                "right_top": round(float(np.mean(right[n] < t)), 4),
+            }
+            for n in nofit
         }
-        for n in nofit
-    }
     return out, threshold
 
 
 def write_model(path: Path, model: ConfidenceModel, threshold: float, command: str) -> None:
-    """``app/routing/confidence_fit.py``: the constants, with the command that made them."""
+    """``app/routing/confidence_fit.py``: the constants, with the command that made them
+    (then formatted by ruff, which sits beside this Python)."""
 
-    def floats(values: Sequence[float]) -> str:
-        return "(" + ", ".join(repr(v) for v in values) + ",)"
+    def logistic(role: Logistic) -> str:
+        shapes = "".join(
+            f"            Shape({s.feature!r}, {s.low!r}, {s.high!r}, {s.knots!r}, {s.slopes!r}),\n"
+            for s in role.shapes
+        )
+        head = f"Logistic(\n        intercept={role.intercept!r},\n"
+        return f"{head}        shapes=(\n{shapes}        ),\n    )"
 
     path.write_text(
-        f'''"""The fitted confidence model: written by ``bench/fit_confidence.py``, not by hand.
+        f'''r"""The fitted confidence model: written by ``bench/fit_confidence.py``, not by hand.
 
-Reproduce: ``{command}``
+Reproduce, from the repository root::
+
+    {command}
 """
 
-from app.routing.confidence import ConfidenceModel
+from app.routing.confidence import ConfidenceModel, Logistic, Shape
 
 CONFIDENCE_MODEL = ConfidenceModel(
-    features={tuple(model.features)!r},
-    mean={floats(model.mean)},
-    scale={floats(model.scale)},
-    weights={floats(model.weights)},
-    intercept={model.intercept!r},
+    leader={logistic(model.leader)},
+    others={logistic(model.others)},
     encoder={model.encoder!r},
 )
-# The min_confidence with the largest Youden's J on the tuning splits (docs/ROUTING.md).
+# The min_confidence picked on the tuning splits (docs/ROUTING.md, "Confidence").
 RECOMMENDED_MIN_CONFIDENCE = {threshold!r}
 ''',
         encoding="utf-8",
     )
+    subprocess.run([Path(sys.executable).parent / "ruff", "format", "-q", path], check=False)
 
 
 def main() -> None:
@@ -344,17 +399,13 @@ def main() -> None:
         print(f"{name}: {len(ds.queries)} tuning queries, {len(part.label)} examples", flush=True)
     model = fit(examples, features, encoder.name)
     summary, threshold = report(model, examples, nofit)
-    print(json.dumps({"model": model.__dict__, **summary}, indent=2, default=list))
+    print(json.dumps(summary, indent=2))
     print(f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
     if args.write:
+        chosen = "" if features == DEFAULT_FEATURES else f" --features {args.features}"
         command = (
-            f"python bench/fit_confidence.py --metatool {args.metatool} --seal {args.seal}"
-            + (
-                f" --features {args.features}"
-                if args.features != ",".join(DEFAULT_FEATURES)
-                else ""
-            )
-            + f" --write {args.write}"
+            f"python bench/fit_confidence.py --metatool {args.metatool} \\\n"
+            f"        --seal {args.seal}{chosen} --write {args.write}"
         )
         write_model(args.write, model, threshold, command)
 

@@ -2,18 +2,21 @@
 
 A candidate's ``score`` is relative (the best tool's relevance is 1.0 whatever the step), so it
 cannot tell "here is your tool" from "nothing here fits". The confidence reads the evidence the
-router already has on an absolute scale — the raw cosine and BM25 before z-scoring, how far the
-tool stands out of the namespace and ahead of the next one, the namespace's size — and maps it
-through a logistic regression (Platt-style calibration: Platt 1999; Niculescu-Mizil & Caruana
-2005) fit by ``bench/fit_confidence.py`` on the tuning splits. Its coefficients are constants
-in ``confidence_fit.py``; ``docs/ROUTING.md`` says how they were fit and measured.
+router already has on absolute scales — the raw cosine and BM25 before z-scoring, how far the
+tool stands out of the namespace and ahead of the next one, the namespace's size — through a
+logistic regression whose inputs are monotone piecewise-linear functions of that evidence (a
+shape-constrained generalised additive model, Hastie & Tibshirani 1986; fit as a calibrator in
+the manner of Platt 1999). It is fit by ``bench/fit_confidence.py`` on the tuning splits; its
+constants are in ``confidence_fit.py``, and ``docs/ROUTING.md`` says how it was fit and measured.
 
-Everything here is a few float operations per candidate: the evidence is computed from arrays
-the route already holds (``pipeline.evidence``).
+Two such models: one for the leader (the tool with the best fused relevance, ``lead ≥ 0``) and
+one for the others, since being second or fifth is a different question from being first.
+Everything here is a few float operations per candidate on arrays the route already holds.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,11 +42,18 @@ class Evidence:
     bm25: float  # raw BM25 of the whole step
     coverage: float  # share of the step's distinct terms the tool's card contains
     fused: float  # the tool's fused z-score
-    lead: float  # fused minus the best other tool's (> 0 only for a clear winner)
+    lead: float  # fused minus the best other tool's (≥ 0 only for the leader)
     gap: float  # fused minus the next lower tool's (≥ 0)
     tools: int  # tools the step was routed among (the eligible ones)
     asks: int  # 1, or the number of asks a several-ask step was cut into
     penalty: float  # the rule check's part (≤ 0)
+
+
+def relative(value: float, evidence: Evidence) -> float:
+    """``value`` over the best fused score among the candidate and its neighbours (what the
+    router's relative scores divide by); 0 when that is not positive."""
+    best = evidence.fused - min(evidence.lead, 0.0)
+    return value / best if best > 1e-9 else 0.0
 
 
 FEATURES: dict[str, Callable[[Evidence], float]] = {
@@ -54,51 +64,93 @@ FEATURES: dict[str, Callable[[Evidence], float]] = {
     "fused": lambda e: e.fused,
     "lead": lambda e: e.lead,
     "gap": lambda e: e.gap,
+    "relevance": lambda e: relative(e.fused, e),
+    "relative_lead": lambda e: relative(e.lead, e),
+    "relative_gap": lambda e: relative(e.gap, e),
     "log_tools": lambda e: math.log(max(e.tools, 1)),
     "log_asks": lambda e: math.log(max(e.asks, 1)),
     "penalty": lambda e: e.penalty,
 }
 """Each input of the model, by name: a plain function of the evidence."""
 
-# More of these never lowers the confidence: the fit keeps their coefficients ≥ 0.
+# More of these never lowers the confidence: the fit keeps their slopes ≥ 0.
 MONOTONE: frozenset[str] = frozenset(
-    {"cosine", "ask_cosine", "log_bm25", "coverage", "fused", "lead", "gap", "penalty"}
+    {
+        "cosine",
+        "ask_cosine",
+        "log_bm25",
+        "coverage",
+        "fused",
+        "lead",
+        "gap",
+        "relevance",
+        "relative_lead",
+        "relative_gap",
+        "penalty",
+    }
 )
 
 
 @dataclass(frozen=True)
-class ConfidenceModel:
-    """A logistic regression over named features, each standardised first:
-    ``confidence = σ(intercept + Σ weight_f · (f(evidence) − mean_f) / scale_f)``.
+class Shape:
+    """One feature's part of the log-odds: ``∫ from low to x of slope(t) dt``, ``x`` the
+    feature clipped to ``[low, high]`` (the range it was fit on: no extrapolation), the slope
+    being ``slopes[i]`` between consecutive edges ``(low, *knots, high)``."""
 
-    ``encoder`` names the encoder it was fit with: the raw cosines it reads are that model's.
-    """
-
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    weights: tuple[float, ...]
-    intercept: float
-    encoder: str
+    feature: str
+    low: float
+    high: float
+    knots: tuple[float, ...]
+    slopes: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        unknown = [f for f in self.features if f not in FEATURES]
-        if unknown:
-            raise ValueError(f"unknown confidence features {unknown}; choose from {list(FEATURES)}")
-        sizes = {len(self.features), len(self.mean), len(self.scale), len(self.weights)}
-        if len(sizes) != 1:
-            raise ValueError("features, mean, scale and weights must have one entry each")
-        if any(s <= 0 for s in self.scale):
-            raise ValueError("every scale must be positive")
+        if self.feature not in FEATURES:
+            raise ValueError(
+                f"unknown confidence feature {self.feature!r}; choose from {list(FEATURES)}"
+            )
+        edges = self.edges()
+        if any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ValueError(f"{self.feature}: low < knots < high, increasing, is required")
+        if len(self.slopes) != len(self.knots) + 1:
+            raise ValueError(f"{self.feature}: one slope per piece (knots + 1) is required")
+
+    def edges(self) -> tuple[float, ...]:
+        return (self.low, *self.knots, self.high)
+
+    def __call__(self, value: float) -> float:
+        x = min(max(value, self.low), self.high)
+        edges = self.edges()
+        total = 0.0
+        for slope, (start, end) in zip(self.slopes, itertools.pairwise(edges), strict=True):
+            if x <= start:
+                break
+            total += slope * (min(x, end) - start)
+        return total
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """``σ(intercept + Σ shape(feature(evidence)))``."""
+
+    intercept: float
+    shapes: tuple[Shape, ...]
 
     def logit(self, evidence: Evidence) -> float:
-        """The linear part: the confidence's log-odds."""
-        total = self.intercept
-        for name, mean, scale, weight in zip(
-            self.features, self.mean, self.scale, self.weights, strict=True
-        ):
-            total += weight * (FEATURES[name](evidence) - mean) / scale
-        return total
+        return self.intercept + sum(s(FEATURES[s.feature](evidence)) for s in self.shapes)
+
+
+@dataclass(frozen=True)
+class ConfidenceModel:
+    """The leader's model and the others'; ``encoder`` names the encoder it was fit with
+    (the raw cosines it reads are that encoder's)."""
+
+    leader: Logistic
+    others: Logistic
+    encoder: str
+
+    def logit(self, evidence: Evidence) -> float:
+        """The confidence's log-odds, by the model of the candidate's role."""
+        return (self.leader if evidence.lead >= 0 else self.others).logit(evidence)
 
     def confidence(self, evidence: Evidence) -> float:
         """σ(logit) kept within [FLOOR, CEILING], rounded to ``CONFIDENCE_DECIMALS``."""
@@ -113,6 +165,14 @@ def sigmoid(x: float) -> float:
     return z / (1.0 + z)
 
 
-def feature_rows(evidence: Sequence[Evidence], features: Sequence[str]) -> list[list[float]]:
-    """The named features of each evidence, one row each (what the fit reads)."""
-    return [[FEATURES[name](e) for name in features] for e in evidence]
+def pieces(
+    values: Sequence[float], low: float, high: float, knots: Sequence[float]
+) -> list[list[float]]:
+    """For each value, how far it runs along each piece of ``(low, *knots, high)`` (clipped):
+    the columns a fit weighs with the pieces' slopes (``Shape`` is their weighted sum)."""
+    edges = (low, *knots, high)
+    out = []
+    for value in values:
+        x = min(max(value, low), high)
+        out.append([min(max(x - a, 0.0), b - a) for a, b in itertools.pairwise(edges)])
+    return out

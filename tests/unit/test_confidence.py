@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pytest
@@ -18,6 +17,9 @@ from app.routing.confidence import (
     MONOTONE,
     ConfidenceModel,
     Evidence,
+    Logistic,
+    Shape,
+    pieces,
     sigmoid,
 )
 from app.routing.confidence_fit import CONFIDENCE_MODEL, RECOMMENDED_MIN_CONFIDENCE
@@ -36,26 +38,36 @@ EVIDENCE = Evidence(
     asks=1,
     penalty=0.0,
 )
+COSINE = Shape("cosine", 0.0, 1.0, (0.5,), (2.0, 4.0))
 SMALL = ConfidenceModel(
-    features=("cosine", "log_bm25", "log_tools"),
-    mean=(0.4, 1.0, 4.0),
-    scale=(0.1, 0.5, 2.0),
-    weights=(1.5, 0.5, -0.25),
-    intercept=-0.2,
+    leader=Logistic(-1.0, (COSINE, Shape("log_tools", 2.0, 9.0, (), (-0.5,)))),
+    others=Logistic(-3.0, (COSINE,)),
     encoder="test",
 )
 
 
+@pytest.mark.parametrize(("x", "value"), [(-1.0, 0.0), (0.25, 0.5), (0.75, 2.0), (1.5, 3.0)])
+def test_a_shape_is_its_slopes_integrated_from_low(x: float, value: float) -> None:
+    # slope 2 on [0, 0.5], 4 on [0.5, 1]; clipped outside [0, 1]
+    assert COSINE(x) == pytest.approx(value)
+    columns = pieces([x], 0.0, 1.0, (0.5,))[0]
+    assert sum(s * p for s, p in zip(COSINE.slopes, columns, strict=True)) == pytest.approx(value)
+
+
 def test_a_hand_computed_confidence() -> None:
-    # logit = -0.2 + 1.5·(0.5−0.4)/0.1 + 0.5·(ln 4 − 1)/0.5 − 0.25·(ln 100 − 4)/2
-    logit = -0.2 + 1.5 * 1.0 + 0.5 * (1.3862944 - 1.0) / 0.5 - 0.25 * (4.6051702 - 4.0) / 2.0
-    assert SMALL.logit(EVIDENCE) == pytest.approx(logit, abs=1e-6)  # 1.6106
-    assert SMALL.confidence(EVIDENCE) == round(1 / (1 + math.exp(-logit)), 3) == 0.834
+    # leader (lead ≥ 0): −1 + cosine part 2·0.5 − 0.5·(ln 100 − 2) = −1.302585
+    assert SMALL.logit(EVIDENCE) == pytest.approx(-1.0 + 1.0 - 0.5 * (4.6051702 - 2.0))
+    assert SMALL.confidence(EVIDENCE) == 0.214  # σ(−1.302585) = 0.21378
+    # another candidate (lead < 0): −3 + 1 = −2, σ(−2) = 0.1192
+    assert SMALL.confidence(dataclasses.replace(EVIDENCE, lead=-0.1)) == 0.119
 
 
 @pytest.mark.parametrize("cosine", [-1.0, 0.0, 0.3, 1.0, 50.0, -50.0])
 def test_always_within_the_floor_and_the_ceiling(cosine: float) -> None:
-    value = SMALL.confidence(dataclasses.replace(EVIDENCE, cosine=cosine))
+    steep = ConfidenceModel(
+        Logistic(0.0, (Shape("cosine", -2.0, 2.0, (), (100.0,)),)), Logistic(0.0, ()), "x"
+    )
+    value = steep.confidence(dataclasses.replace(EVIDENCE, cosine=cosine))
     assert FLOOR <= value <= CEILING
     assert value == round(value, 3)
 
@@ -66,39 +78,55 @@ def test_sigmoid_does_not_overflow() -> None:
     assert sigmoid(0.0) == 0.5
 
 
-def test_a_model_names_known_features_one_value_each() -> None:
-    with pytest.raises(ValueError, match="unknown confidence features"):
-        ConfidenceModel(("cosine", "vibes"), (0, 0), (1, 1), (1, 1), 0.0, "x")
-    with pytest.raises(ValueError, match="one entry each"):
-        ConfidenceModel(("cosine",), (0, 0), (1,), (1,), 0.0, "x")
-    with pytest.raises(ValueError, match="positive"):
-        ConfidenceModel(("cosine",), (0,), (0,), (1,), 0.0, "x")
+def test_a_shape_names_a_known_feature_and_fits_its_pieces() -> None:
+    with pytest.raises(ValueError, match="unknown confidence feature"):
+        Shape("vibes", 0.0, 1.0, (), (1.0,))
+    with pytest.raises(ValueError, match="increasing"):
+        Shape("cosine", 0.0, 1.0, (1.5,), (1.0, 1.0))
+    with pytest.raises(ValueError, match="one slope per piece"):
+        Shape("cosine", 0.0, 1.0, (0.5,), (1.0,))
+
+
+# More evidence, as a route could show it: a field moved with those that move with it (the
+# candidate's own fused score raises its lead and gap; a weaker runner-up raises its lead).
+SHARED = {
+    "cosine": {"cosine": 0.05},
+    "ask_cosine": {"ask_cosine": 0.05},
+    "bm25": {"bm25": 1.0},
+    "coverage": {"coverage": 0.05},
+    "penalty": {"penalty": 0.025},
+    "own fused score": {"fused": 0.4, "lead": 0.4, "gap": 0.4},
+}
+LEADER_ONLY = {"weaker runner-up": {"lead": 0.3, "gap": 0.3}}
+OTHERS_ONLY = {"weaker leader": {"lead": 0.2}, "weaker next one": {"gap": 0.1}}
+
+
+def _more(base: Evidence, bump: dict[str, float], times: int) -> Evidence:
+    return dataclasses.replace(base, **{f: getattr(base, f) + d * times for f, d in bump.items()})
 
 
 def test_the_shipped_model_never_lowers_confidence_for_more_evidence() -> None:
     model = CONFIDENCE_MODEL
-    for name, weight in zip(model.features, model.weights, strict=True):
-        if name in MONOTONE:
-            assert weight >= 0, name
-    more = {
-        "cosine": 0.1,
-        "ask_cosine": 0.1,
-        "bm25": 2.0,
-        "coverage": 0.2,
-        "fused": 0.5,
-        "lead": 0.5,
-        "gap": 0.5,
-        "penalty": 0.1,
-    }
-    for field, step in more.items():
-        for base in (EVIDENCE, dataclasses.replace(EVIDENCE, cosine=0.1, fused=0.5, lead=-1)):
-            bigger = dataclasses.replace(base, **{field: getattr(base, field) + step})
-            assert model.logit(bigger) >= model.logit(base), field
+    for role in (model.leader, model.others):
+        for shape in role.shapes:
+            if shape.feature in MONOTONE:
+                assert min(shape.slopes) >= 0, shape
+            assert shape.feature in FEATURES
+    leader = dataclasses.replace(EVIDENCE, cosine=0.1, ask_cosine=0.1, bm25=0.0, coverage=0.0)
+    other = dataclasses.replace(leader, fused=0.5, lead=-3.0, gap=0.0, penalty=-0.3)
+    for base, bumps in ((leader, {**SHARED, **LEADER_ONLY}), (other, {**SHARED, **OTHERS_ONLY})):
+        for name, bump in bumps.items():
+            previous = model.logit(base)
+            for times in range(1, 40):  # across every knot
+                bigger = _more(base, bump, times)
+                if (bigger.lead >= 0) != (base.lead >= 0) or bigger.penalty > 0:
+                    break  # another role, or beyond what a route can show
+                assert model.logit(bigger) >= previous - 1e-12, (name, times)
+                previous = model.logit(bigger)
     assert 0 < RECOMMENDED_MIN_CONFIDENCE < 1
-    assert set(model.features) <= set(FEATURES)
 
 
-def test_more_evidence_raises_a_positive_weight_strictly() -> None:
+def test_more_evidence_raises_a_rising_shape_strictly() -> None:
     higher = dataclasses.replace(EVIDENCE, cosine=0.7)
     assert SMALL.confidence(higher) > SMALL.confidence(EVIDENCE)
     bigger_namespace = dataclasses.replace(EVIDENCE, tools=10_000)
@@ -154,7 +182,7 @@ def test_the_evidence_is_the_raw_cosine_bm25_and_fused_margins() -> None:
     distinct = len(set(analyse(query)))
     assert answer[0].name == "track_shipment"
     assert top.coverage == pytest.approx(matched["track_shipment"] / distinct)
-    assert all(0 < c.confidence < 1 for c in answer)
+    assert all(FLOOR <= c.confidence <= CEILING for c in answer)
 
 
 def test_min_confidence_leaves_out_the_candidates_below_it() -> None:
