@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # A fit on a few thousand steps cannot tell 0.9999 from 0.999: confidences stay inside these,
 # so min_confidence 1.0 always empties an answer and 0 never does.
@@ -102,8 +102,15 @@ class Shape:
     high: float
     knots: tuple[float, ...]
     slopes: tuple[float, ...]
+    _pieces: tuple[tuple[float, float, float], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
 
     def __post_init__(self) -> None:
+        # (slope, start, end) of each piece, made once: a route reads every shape per candidate.
+        edges = self.edges()
+        pieces = tuple(zip(self.slopes, edges, edges[1:], strict=False))
+        object.__setattr__(self, "_pieces", pieces)
         if self.feature not in FEATURES:
             raise ValueError(
                 f"unknown confidence feature {self.feature!r}; choose from {list(FEATURES)}"
@@ -119,9 +126,8 @@ class Shape:
 
     def __call__(self, value: float) -> float:
         x = min(max(value, self.low), self.high)
-        edges = self.edges()
         total = 0.0
-        for slope, (start, end) in zip(self.slopes, itertools.pairwise(edges), strict=True):
+        for slope, start, end in self._pieces:
             if x <= start:
                 break
             total += slope * (min(x, end) - start)
