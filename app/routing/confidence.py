@@ -91,6 +91,9 @@ MONOTONE: frozenset[str] = frozenset(
 )
 
 
+Piece = tuple[float, float, float]  # slope, start, end
+
+
 @dataclass(frozen=True)
 class Shape:
     """One feature's part of the log-odds: ``∫ from low to x of slope(t) dt``, ``x`` the
@@ -102,9 +105,7 @@ class Shape:
     high: float
     knots: tuple[float, ...]
     slopes: tuple[float, ...]
-    _pieces: tuple[tuple[float, float, float], ...] = field(
-        init=False, repr=False, compare=False, default=()
-    )
+    _pieces: tuple[Piece, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
         # (slope, start, end) of each piece, made once: a route reads every shape per candidate.
@@ -140,9 +141,26 @@ class Logistic:
 
     intercept: float
     shapes: tuple[Shape, ...]
+    # Each shape as (feature function, low, high, pieces), made once: ``logit`` then runs in
+    # one plain loop (a route reads every shape of every candidate it answers with).
+    _plan: tuple[tuple[Callable[[Evidence], float], float, float, tuple[Piece, ...]], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
+
+    def __post_init__(self) -> None:
+        plan = tuple((FEATURES[s.feature], s.low, s.high, s._pieces) for s in self.shapes)
+        object.__setattr__(self, "_plan", plan)
 
     def logit(self, evidence: Evidence) -> float:
-        return self.intercept + sum(s(FEATURES[s.feature](evidence)) for s in self.shapes)
+        """``intercept + Σ shape(feature(evidence))``, inlined."""
+        total = self.intercept
+        for feature, low, high, pieces in self._plan:
+            x = min(max(feature(evidence), low), high)
+            for slope, start, end in pieces:
+                if x <= start:
+                    break
+                total += slope * ((x if x < end else end) - start)
+        return total
 
 
 @dataclass(frozen=True)

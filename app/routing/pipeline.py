@@ -292,8 +292,11 @@ def evidence(scores: Scores, step: Step, positions: np.ndarray, pen: np.ndarray)
     Neighbours (``lead``, ``gap``) are the other tools of the pool (the best ``pool_size``
     before the rule check); with none, a tool of average relevance (fused 0) stands in.
     """
-    fused = (scores.keyword + scores.embedding) * scores.scale
-    mine, others = fused[positions], fused[step.pool]
+
+    def fused(at: np.ndarray) -> np.ndarray:
+        return (scores.keyword[at] + scores.embedding[at]) * scores.scale
+
+    mine, others = fused(positions), fused(step.pool)
     self_ = step.pool[None, :] == positions[:, None]
     best = np.where(self_, -np.inf, others[None, :]).max(axis=1, initial=-np.inf)
     below = np.where(self_ | (others[None, :] > mine[:, None]), -np.inf, others[None, :])

@@ -126,6 +126,26 @@ def test_the_shipped_model_never_lowers_confidence_for_more_evidence() -> None:
     assert 0 < RECOMMENDED_MIN_CONFIDENCE < 1
 
 
+def test_the_inlined_logit_is_the_sum_of_the_shapes() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        evidence = Evidence(
+            cosine=float(rng.uniform(-0.2, 1.0)),
+            ask_cosine=float(rng.uniform(-0.2, 1.0)),
+            bm25=float(rng.uniform(0, 60)),
+            coverage=float(rng.uniform(0, 1)),
+            fused=float(rng.uniform(-2, 25)),
+            lead=float(rng.uniform(-10, 10)),
+            gap=float(rng.uniform(0, 10)),
+            tools=int(rng.integers(1, 200_000)),
+            asks=int(rng.integers(1, 9)),
+            penalty=-0.1 * int(rng.integers(0, 4)),
+        )
+        for role in (CONFIDENCE_MODEL.leader, CONFIDENCE_MODEL.others):
+            by_shape = role.intercept + sum(s(FEATURES[s.feature](evidence)) for s in role.shapes)
+            assert role.logit(evidence) == pytest.approx(by_shape, abs=1e-9)
+
+
 def test_more_evidence_raises_a_rising_shape_strictly() -> None:
     higher = dataclasses.replace(EVIDENCE, cosine=0.7)
     assert SMALL.confidence(higher) > SMALL.confidence(EVIDENCE)
