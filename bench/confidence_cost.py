@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +66,11 @@ def main() -> None:
     real = pipeline.evidence
     with_it, without = [], []
     for text, _, vec in ds.queries[: args.queries]:
-        with_it.append(
-            fastest(lambda: route(ds.index, text, vec, k=args.k, config=config), args.repeat)
-        )
+        ask = partial(route, ds.index, text, vec, k=args.k, config=config)
+        with_it.append(fastest(ask, args.repeat))
         pipeline.evidence = no_evidence  # type: ignore[assignment]
-        bare = fastest(
-            lambda: route(ds.index, text, vec, k=args.k, config=config, confidence=NoModel()),  # type: ignore[arg-type]
-            args.repeat,
-        )
+        without.append(fastest(partial(ask, confidence=NoModel()), args.repeat))
         pipeline.evidence = real
-        without.append(bare)
     a, b = np.asarray(with_it) * 1e6, np.asarray(without) * 1e6
     print(
         f"{args.name}: {len(ds.index)} tools, {len(a)} queries, k={args.k}: route p50 "
