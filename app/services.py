@@ -19,6 +19,7 @@ from app.loop.events import EventWriter
 from app.loop.prior import PriorCache
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
+from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.settings import Settings
 from app.tools.catalog import parse_batch, write_cards
 from app.tools.live_index import IndexManager
@@ -127,6 +128,13 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         bulk_threads=settings.encoder_bulk_threads,
         parallel=settings.encoder_parallel_batches,
     )
+    if encoder.name != CONFIDENCE_MODEL.encoder:  # it reads that encoder's raw cosines
+        log.warning(
+            "the route confidence was fit with %s, not %s: it is not calibrated for it "
+            "(bench/fit_confidence.py refits it)",
+            CONFIDENCE_MODEL.encoder,
+            encoder.name,
+        )
     cosines = CosineBatcher(
         int8_min_tools=settings.cosine_int8_min_tools,
         int8_dims=settings.cosine_int8_dims,

@@ -20,6 +20,7 @@ the scores say which tool is best, the confidence whether to trust it. Candidate
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -293,33 +294,42 @@ def evidence(scores: Scores, step: Step, positions: np.ndarray, pen: np.ndarray)
     before the rule check); with none, a tool of average relevance (fused 0) stands in.
     """
 
-    def fused(at: np.ndarray) -> np.ndarray:
-        return (scores.keyword[at] + scores.embedding[at]) * scores.scale
+    def fused(at: np.ndarray) -> list[float]:
+        values: list[float] = ((scores.keyword[at] + scores.embedding[at]) * scores.scale).tolist()
+        return values
 
-    mine, others = fused(positions), fused(step.pool)
-    self_ = step.pool[None, :] == positions[:, None]
-    best = np.where(self_, -np.inf, others[None, :]).max(axis=1, initial=-np.inf)
-    below = np.where(self_ | (others[None, :] > mine[:, None]), -np.inf, others[None, :])
-    lower = below.max(axis=1, initial=-np.inf)
+    mine, pooled = fused(positions), sorted(fused(step.pool))  # ascending
+    in_pool = np.isin(positions, step.pool).tolist()
     cols = scores.cols[positions]
     distinct = len(set(step.rows.tokens))
-    matched = matched_in(step.rows.touched, cols) if distinct else np.zeros(cols.size)
+    matched = matched_in(step.rows.touched, cols).tolist() if distinct else [0] * cols.size
+    if scores.cosine is not None:
+        rows = scores.cosine[:, positions]
+        whole, best_ask = rows[0].tolist(), rows.max(axis=0).tolist()
+    else:
+        whole = best_ask = [0.0] * positions.size
+    bm25, part = scores.bm25[positions].tolist(), pen.tolist()
     asks = max(len(step.rows.texts) - 1, 1)
     out = []
-    for j, p in enumerate(positions.tolist()):
-        cosines = scores.cosine[:, p] if scores.cosine is not None else np.zeros(1)
+    for j, value in enumerate(mine):
+        # the pool less this tool (one copy of its value), ascending
+        others = pooled
+        if in_pool[j]:
+            at = bisect.bisect_left(pooled, value)
+            others = pooled[:at] + pooled[at + 1 :]
+        below = bisect.bisect_right(others, value)
         out.append(
             Evidence(
-                cosine=float(cosines[0]),
-                ask_cosine=float(cosines.max()),
-                bm25=float(scores.bm25[p]),
-                coverage=float(matched[j]) / max(distinct, 1),
-                fused=float(mine[j]),
-                lead=float(mine[j] - (best[j] if np.isfinite(best[j]) else 0.0)),
-                gap=float(mine[j] - (lower[j] if np.isfinite(lower[j]) else 0.0)),
+                cosine=whole[j],
+                ask_cosine=best_ask[j],
+                bm25=bm25[j],
+                coverage=matched[j] / max(distinct, 1),
+                fused=value,
+                lead=value - (others[-1] if others else 0.0),
+                gap=value - (others[below - 1] if below else 0.0),
                 tools=step.tools,
                 asks=asks,
-                penalty=float(pen[j]),
+                penalty=part[j],
             )
         )
     return out
