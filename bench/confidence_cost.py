@@ -1,6 +1,6 @@
 """What the confidence costs a route: ``route(k)`` with it, and with its evidence and model
 stubbed out, one query after the other (each timed ``--repeat`` times, the fastest kept, so
-that other jobs on a shared machine count as little as they can).
+that other jobs on a shared machine count as little as they can; which goes first alternates).
 
     python bench/confidence_cost.py --data /work/shared/data/seal-tools --name seal-tools
     python bench/confidence_cost.py --data /work/shared/data/metatool --name metatool
@@ -65,11 +65,12 @@ def main() -> None:
     ds = load(args.name, args.data, build_encoder(settings), config, args.cache)
     real = pipeline.evidence
     with_it, without = [], []
-    for text, _, vec in ds.queries[: args.queries]:
+    for i, (text, _, vec) in enumerate(ds.queries[: args.queries]):
         ask = partial(route, ds.index, text, vec, k=args.k, config=config)
-        with_it.append(fastest(ask, args.repeat))
-        pipeline.evidence = no_evidence  # type: ignore[assignment]
-        without.append(fastest(partial(ask, confidence=NoModel()), args.repeat))
+        for stubbed in (False, True) if i % 2 else (True, False):  # neither always first
+            pipeline.evidence = no_evidence if stubbed else real  # type: ignore[assignment]
+            call = partial(ask, confidence=NoModel()) if stubbed else ask
+            (without if stubbed else with_it).append(fastest(call, args.repeat))
         pipeline.evidence = real
     a, b = np.asarray(with_it) * 1e6, np.asarray(without) * 1e6
     print(

@@ -299,7 +299,8 @@ def evidence(scores: Scores, step: Step, positions: np.ndarray, pen: np.ndarray)
         return values
 
     mine, pooled = fused(positions), sorted(fused(step.pool))  # ascending
-    in_pool = np.isin(positions, step.pool).tolist()
+    pool = set(step.pool.tolist())  # np.isin costs ~15 µs on arrays this small
+    in_pool = [p in pool for p in positions.tolist()]
     cols = scores.cols[positions]
     distinct = len(set(step.rows.tokens))
     matched = matched_in(step.rows.touched, cols).tolist() if distinct else [0] * cols.size
