@@ -25,6 +25,7 @@ from fit_confidence import load
 
 from app.routing import pipeline, route
 from app.routing.confidence import Evidence
+from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.services import build_encoder
 from app.settings import Settings
 
@@ -40,6 +41,10 @@ class NoModel:
 
 def no_evidence(scores: Any, step: Any, positions: Sequence[int], pen: Any) -> list[Evidence]:
     return [STUB] * len(positions)
+
+
+def confidences(model: Any, evidence: list[Evidence]) -> list[float]:
+    return [model.confidence(e) for e in evidence]
 
 
 def fastest(call: Any, repeat: int) -> float:
@@ -77,6 +82,19 @@ def main() -> None:
         f"{args.name}: {len(ds.index)} tools, {len(a)} queries, k={args.k}: route p50 "
         f"{np.median(a):.0f} µs with the confidence, {np.median(b):.0f} µs without; "
         f"the difference p50 {np.median(a - b):.0f} µs, p90 {np.percentile(a - b, 90):.0f} µs"
+    )
+    seen, model = [], CONFIDENCE_MODEL
+    pipeline.evidence = lambda *given: seen.append(given) or real(*given)  # type: ignore[assignment]
+    for text, _, vec in ds.queries[: args.queries]:
+        route(ds.index, text, vec, k=args.k, config=config)
+    pipeline.evidence = real
+    read = [fastest(partial(real, *given), args.repeat) * 1e6 for given in seen]
+    answers = [real(*given) for given in seen]
+    scored = [fastest(partial(confidences, model, e), args.repeat) * 1e6 for e in answers]
+    unit = fastest(partial(sum, range(100)), 1000) * 1e6
+    print(
+        f"  per answer, p50: the evidence {np.median(read):.0f} µs, the model "
+        f"{np.median(scored):.0f} µs (here sum(range(100)) takes {unit:.2f} µs)"
     )
 
 

@@ -71,6 +71,7 @@ PER_NAMESPACE = 40  # in-scope queries routed in one sampled namespace at most
 NO_FIT = 1000  # tuning queries asked again without their tools, per dataset
 L2 = 1e-3
 MAX_RIGHT_EMPTIED = 0.05
+SHOWN = 8  # no-fit steps printed, the most confident first
 LINEAR = frozenset({"log_tools", "log_asks", "penalty"})  # no knots: see shape_columns
 
 
@@ -176,8 +177,18 @@ def collect(ds: Dataset, config: RouterConfig, rng: random.Random) -> Examples:
     return out
 
 
-def no_fit_tops(ds: Dataset, config: RouterConfig, rng: random.Random) -> list[Evidence]:
-    """The top candidate's evidence for ``NO_FIT`` tuning queries asked without their tools."""
+@dataclass(frozen=True)
+class NoFit:
+    """A tuning query asked without its labelled tools, and the top candidate it got."""
+
+    text: str
+    removed: frozenset[str]
+    top: str
+    evidence: Evidence
+
+
+def no_fit_tops(ds: Dataset, config: RouterConfig, rng: random.Random) -> list[NoFit]:
+    """The top candidates of ``NO_FIT`` tuning queries asked without their tools."""
     picked = rng.sample(range(len(ds.queries)), min(NO_FIT, len(ds.queries)))
     by_labels: dict[frozenset[str], list[int]] = defaultdict(list)
     for q in picked:
@@ -187,8 +198,19 @@ def no_fit_tops(ds: Dataset, config: RouterConfig, rng: random.Random) -> list[E
         smaller = ds.index.without(relevant, ds.corpus)
         for q in members:
             text, _, vec = ds.queries[q]
-            tops.extend(c.evidence for c in route(smaller, text, vec, k=1, config=config))
+            for c in route(smaller, text, vec, k=1, config=config):
+                tops.append(NoFit(text, relevant, c.name, c.evidence))
     return tops
+
+
+def most_confident(model: ConfidenceModel, tops: list[NoFit], n: int = SHOWN) -> list[str]:
+    """The ``n`` no-fit steps given the highest confidence, one line each."""
+    ranked = sorted(tops, key=lambda t: -model.confidence(t.evidence))[:n]
+    return [
+        f"  {model.confidence(t.evidence):.3f} {t.top} for {t.text[:100]!r} "
+        f"(left out: {', '.join(sorted(t.removed))})"
+        for t in ranked
+    ]
 
 
 def fit_logistic(
@@ -388,7 +410,7 @@ def main() -> None:
     config = settings.router
     features = tuple(args.features.split(","))
     examples = Examples()
-    nofit: dict[str, list[Evidence]] = {}
+    nofit: dict[str, list[NoFit]] = {}
     for name, data in (("metatool", args.metatool), ("seal-tools", args.seal)):
         ds = load(name, data, encoder, config, args.cache)
         rng = random.Random(SEED)
@@ -398,8 +420,13 @@ def main() -> None:
         nofit[name] = no_fit_tops(ds, config, rng)
         print(f"{name}: {len(ds.queries)} tuning queries, {len(part.label)} examples", flush=True)
     model = fit(examples, features, encoder.name)
-    summary, threshold = report(model, examples, nofit)
+    summary, threshold = report(
+        model, examples, {n: [t.evidence for t in v] for n, v in nofit.items()}
+    )
     print(json.dumps(summary, indent=2))
+    for name, tops in nofit.items():
+        print(f"{name}: the no-fit steps given the highest confidence")
+        print("\n".join(most_confident(model, tops)))
     print(f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
     if args.write:
         chosen = "" if features == DEFAULT_FEATURES else f" --features {args.features}"
