@@ -275,6 +275,16 @@ class RouteRequest(Strict):
         allow_inf_nan=False,  # NaN (which json accepts) silently removed every candidate
         description="drop candidates scoring below",
     )
+    min_confidence: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description=(
+            "drop candidates whose confidence is below this (0 to 1); when none reaches it "
+            "the answer is empty with fit 'none'. docs/ROUTING.md gives the recommended value"
+        ),
+    )
     format: RouteFormat = Field(
         default="raw",
         description=(
@@ -288,7 +298,7 @@ class RouteRequest(Strict):
         description="with format openai_tool_search (only): the tool_search_call's call_id",
     )
 
-    @field_validator("k", "min_score", mode="before")
+    @field_validator("k", "min_score", "min_confidence", mode="before")
     @classmethod
     def _json_number(cls, value: Any) -> Any:
         """A JSON number (3 or 3.0), not a string or a boolean that pydantic would convert."""
@@ -309,8 +319,19 @@ class RouteRequest(Strict):
 class RouteCandidate(BaseModel):
     name: str
     summary: str
-    score: float
+    score: float = Field(
+        description="relative: the best tool's relevance is 1.0 whatever the step; it ranks"
+    )
     stages: dict[str, float] = Field(description="each stage's additive part of the score")
+    confidence: float = Field(
+        ge=0,
+        le=1,
+        description=(
+            "absolute: the estimated chance that this is the tool the step needs, calibrated "
+            "(of the candidates shown with confidence near p, about a share p are the tool "
+            "used); between 0.001 and 0.999. Low for every candidate means nothing here fits"
+        ),
+    )
     missing_required: list[str]
 
 
@@ -325,6 +346,13 @@ class RouteResponse(BaseModel):
     route_id: str
     namespace: str
     model: str
+    fit: Literal["ok", "none"] = Field(
+        description=(
+            "'ok': there are candidates; 'none': the answer is empty because nothing here fits "
+            "— no candidate reached min_confidence or min_score, or no tool of the namespace "
+            "(with the tags asked for) is there to route to"
+        )
+    )
     candidates: list[RouteCandidate]
     tools: list[dict[str, Any]] | None = None
     tool_names: dict[str, str] | None = Field(

@@ -25,6 +25,7 @@ from app.loop.repository import ROUTE_WANTED_CHANNEL
 from app.loop.validation import ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
+from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.settings import Settings
 from app.sources.service import SourceService
 from app.tools.catalog import parse_batch, write_cards
@@ -203,6 +204,13 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         bulk_threads=settings.encoder_bulk_threads,
         parallel=settings.encoder_parallel_batches,
     )
+    if encoder.name != CONFIDENCE_MODEL.encoder:  # it reads that encoder's raw cosines
+        log.warning(
+            "the route confidence was fit with %s, not %s: it is not calibrated for it "
+            "(bench/fit_confidence.py refits it)",
+            CONFIDENCE_MODEL.encoder,
+            encoder.name,
+        )
     cosines = CosineBatcher(
         int8_min_tools=settings.cosine_int8_min_tools,
         int8_dims=settings.cosine_int8_dims,

@@ -50,6 +50,13 @@ def fraction(value: str) -> float:
     return number
 
 
+def not_negative(value: str) -> int:
+    number = whole(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+    return number
+
+
 def at_least_one(value: str) -> int:
     number = whole(value)
     if number < 1:

@@ -5,7 +5,9 @@ The dataset format is that of the public benchmarks (MetaTool, Seal-Tools): ``to
 go through the same write path as the admin API (parse, check, embed, store) into a temporary
 SQLite file, the index is loaded from it as the service loads it, and each query is ranked by
 the same ``route`` call as ``POST /v1/route`` — once for the full pipeline and once per
-ablation.
+ablation. The full pipeline's top confidence is then measured (``no_fit.py``): its
+calibration, and how it separates these queries from the same ones asked of the namespace
+without their labelled tools.
 """
 
 from __future__ import annotations
@@ -23,13 +25,25 @@ from typing import Any
 import numpy as np
 
 from app.cli.jsonl import JsonlError, read_lines
+from app.cli.no_fit import (
+    NO_FIT_SAMPLE,
+    Asked,
+    asked_without,
+    confidence_report,
+    format_confidence,
+    sample,
+    top_of,
+)
 from app.cli.progress import progress_bar, progress_iter
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.routing import query_texts, route
+from app.routing.confidence_fit import RECOMMENDED_MIN_CONFIDENCE
+from app.routing.index import doc_tokens
 from app.services import Services, build_services
 from app.settings import Settings
-from app.tools.catalog import ParsedBatch, parse_batch, write_cards
+from app.tools.catalog import ParsedBatch, card_to_doc, parse_batch, write_cards
+from app.tools.live_index import Snapshot
 from registry.formats import json_kind
 
 NAMESPACE = "eval"
@@ -49,6 +63,7 @@ _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")
 class Query:
     text: str
     relevant: frozenset[str]
+    id: str = ""
 
 
 def safe_name(name: str) -> str:
@@ -94,15 +109,20 @@ def _query(path: Path, number: int, item: dict[str, Any]) -> Query:
         raise DatasetError(
             f"{path}:{number}: 'relevant' must be a non-empty array of tool names, not {got}"
         )
-    return Query(text, frozenset(safe_name(n) for n in relevant))
+    return Query(text, frozenset(safe_name(n) for n in relevant), str(item.get("id", "")))
 
 
-def load_dataset(data: Path, limit: int | None = None) -> tuple[list[dict[str, Any]], list[Query]]:
-    """The tools and (the first ``limit``) queries of a dataset folder; DatasetError if a
-    line is unusable or either file holds nothing."""
+def load_dataset(
+    data: Path, limit: int | None = None, skip_prefix: str | None = None
+) -> tuple[list[dict[str, Any]], list[Query]]:
+    """The tools and (the first ``limit``) queries of a dataset folder, less those whose id
+    starts with ``skip_prefix`` (a tuning split); DatasetError if a line is unusable or
+    either file holds nothing."""
     tools_path, queries_path = data / "tools.jsonl", data / "queries.jsonl"
     tools = [_tool(tools_path, n, item) for n, item in read_jsonl(tools_path)]
     queries = [_query(queries_path, n, item) for n, item in read_jsonl(queries_path)]
+    if skip_prefix:
+        queries = [q for q in queries if not q.id.startswith(skip_prefix)]
     for path, rows in ((tools_path, tools), (queries_path, queries)):
         if not rows:
             raise DatasetError(f"{path}: no {path.stem} in it")
@@ -183,9 +203,16 @@ def throwaway_services(settings: Settings, encoder: Encoder | None) -> Iterator[
 
 
 def evaluate(
-    data: Path, settings: Settings, encoder: Encoder | None = None, limit: int | None = None
+    data: Path,
+    settings: Settings,
+    encoder: Encoder | None = None,
+    limit: int | None = None,
+    skip_prefix: str | None = None,
+    no_fit: int = NO_FIT_SAMPLE,
 ) -> dict[str, Any]:
-    tools, queries = load_dataset(data, limit)
+    """Every query through the full pipeline and each ablation; the confidence's
+    calibration and its no-fit test (``no_fit`` queries asked without their tools)."""
+    tools, queries = load_dataset(data, limit, skip_prefix)
     with throwaway_services(settings, encoder) as services:
         batch = parse_batch(tools, NAMESPACE)
         unknown = unknown_labels(queries, loaded_tools(batch, data / "tools.jsonl"))
@@ -200,6 +227,7 @@ def evaluate(
             raise RuntimeError("the evaluation registry is empty after writing its tools")
         vectors = _encode_queries(services.encoder, [q.text for q in queries])
         per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+        in_scope: list[Asked] = []
         for query, vector in progress_iter(
             list(zip(queries, vectors, strict=True)), "routing", unit="query"
         ):
@@ -214,6 +242,9 @@ def evaluate(
                     cosines=services.cosines,  # the service's product (int8 on large sets)
                 )
                 per_variant[variant].append(score([c.name for c in ranked], query.relevant))
+                if variant == "full":
+                    in_scope.append(top_of(ranked, query.relevant))
+        left_out = no_fit_test(services, snapshot, queries, vectors, no_fit)
     return {
         "dataset": str(data),
         "tools": len(batch.cards),
@@ -223,7 +254,28 @@ def evaluate(
         "queries_naming_unregistered_tools": unknown,
         "model": services.encoder.name,
         "results": {variant: mean_scores(rows) for variant, rows in per_variant.items()},
+        "confidence": confidence_report(in_scope, left_out, RECOMMENDED_MIN_CONFIDENCE),
     }
+
+
+def no_fit_test(
+    services: Services,
+    snapshot: Snapshot,
+    queries: Sequence[Query],
+    vectors: Sequence[np.ndarray],
+    size: int,
+) -> list[Asked]:
+    """``size`` of the queries asked again, each of a namespace without its labelled tools
+    (``no_fit.asked_without``), with the service's cosine product."""
+    chosen = sample(len(queries), size)
+    if not chosen:
+        return []
+    index = snapshot.index
+    config = services.index.config
+    corpus = [doc_tokens(card_to_doc(snapshot.cards[n]), config.fields) for n in index.names]
+    questions = [(queries[i].text, queries[i].relevant, vectors[i]) for i in chosen]
+    cosines = services.cosines
+    return asked_without(index, corpus, questions, config, cosines, cosines.prepare)
 
 
 def _encode_queries(encoder: Encoder, queries: list[str], batch: int = 256) -> list[np.ndarray]:
@@ -247,6 +299,8 @@ def format_table(report: dict[str, Any]) -> str:
     ]
     for variant, values in report["results"].items():
         lines.append(f"{variant:<16}" + "".join(f"{values[m]:>10.3f}" for m in METRICS))
+    if "confidence" in report:
+        lines += format_confidence(report["confidence"])
     rejections = report.get("rejections", [])
     if rejections:
         lines.append(f"rejected tools ({len(rejections)}, not registered):")

@@ -242,7 +242,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         replay = replay_prior(data, settings, args.replay_feedback, limit=args.limit)
         print(json.dumps(replay, indent=2) if args.json else format_replay(replay))
         return 0
-    report = evaluate(data, settings, limit=args.limit)
+    extra = {} if args.no_fit is None else {"no_fit": args.no_fit}
+    report = evaluate(data, settings, limit=args.limit, skip_prefix=args.skip_prefix, **extra)
     print(json.dumps(report, indent=2) if args.json else format_table(report))
     return 0
 
@@ -304,6 +305,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--encoder",
         choices=list(ENCODER_KINDS),
         help="the encoder to score with (default: TOOLREACH_ENCODER)",
+    )
+    ev.add_argument(
+        "--skip-prefix",
+        metavar="PREFIX",
+        help="leave out the queries whose id starts with PREFIX (a tuning split, e.g. dev-)",
+    )
+    ev.add_argument(
+        "--no-fit",
+        type=cli_args.not_negative,
+        metavar="N",
+        help="ask N of the queries again without their labelled tools, to measure the "
+        "confidence on steps nothing fits (300; 0: skip)",
     )
     ev.add_argument(
         "--replay-feedback",

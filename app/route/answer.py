@@ -85,6 +85,7 @@ def _answer_candidate(candidate: Candidate, summary: str) -> RouteCandidate:
         score=round(candidate.score, SCORE_DECIMALS),
         # + 0.0: a part rounded to -0.0 shows as 0.0
         stages={k: round(v, SCORE_DECIMALS) + 0.0 for k, v in candidate.stages.items()},
+        confidence=candidate.confidence,
         missing_required=list(candidate.missing_required),
     )
 
@@ -126,6 +127,7 @@ def route_response(
         route_id=new_route_id(),
         namespace=request.namespace,
         model=model,
+        fit="ok" if candidates else "none",
         candidates=[_answer_candidate(c, summaries[c.name]) for c in candidates],
     )
     if request.format != "raw":

@@ -100,6 +100,7 @@ def rank_step(request: RouteRequest, parts: RouteParts, step: EmbeddedStep) -> R
             context=request.context,
             tags=request.tags,
             min_score=request.min_score,
+            min_confidence=request.min_confidence,
             prior=parts.prior.get(request.namespace),
             config=parts.index.config,
             stages=ALL_STAGES,

@@ -220,13 +220,23 @@ def fuse(
     return kw_whole + beta * kw_best, emb_whole + beta * emb_best
 
 
-def relative_to_best(keyword: np.ndarray, embedding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def best_fused(keyword: np.ndarray, embedding: np.ndarray) -> float:
+    """What ``relative_to_best`` divides by: the best tool's fused score, or 1.0 when it is
+    not positive (then nothing is divided). Fused scores are ``relative parts × this``."""
+    best = float((keyword + embedding).max()) if keyword.size else 0.0
+    return best if best > _EPS else 1.0
+
+
+def relative_to_best(
+    keyword: np.ndarray, embedding: np.ndarray, best: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Divide both parts by the best tool's fused score, so the best fused score is 1.0.
 
     This puts the fused score on a fixed scale whatever the tool set, which gives the absolute
     prior boost and missing-parameter penalty a stable meaning ("0.1 = a tenth of the best").
+    ``best``: ``best_fused(keyword, embedding)``, when the caller has it already.
     """
-    best = float((keyword + embedding).max()) if keyword.size else 0.0
-    if best <= _EPS:
+    best = best_fused(keyword, embedding) if best is None else best
+    if best == 1.0:
         return keyword, embedding
     return keyword / best, embedding / best

@@ -98,6 +98,22 @@ class RouterIndex:
             in_name_order=True,
         )
 
+    def without(self, names: Collection[str]) -> RouterIndex:
+        """This index less the tools ``names``: what ``build`` makes of the other cards, in
+        this index's order (BM25's statistics recomputed from the kept tools' term counts;
+        vectors, rules, tags and pins the kept tools' own). It lets an evaluation take a few
+        tools out of a namespace without analysing the others again (``app/cli/no_fit.py``)."""
+        gone = np.asarray(
+            sorted({self.positions[n] for n in names if n in self.positions}), dtype=np.int64
+        )
+        old = np.arange(len(self.names), dtype=np.int64)
+        old_to_new = old - np.searchsorted(gone, old)
+        old_to_new[gone] = -1
+        plan = MergePlan(old_to_new, np.zeros(0, dtype=np.int64), len(self.names) - gone.size)
+        dim = self.embeddings.shape[1]
+        nothing = IndexSegment.analyse((), np.zeros((0, dim), dtype=np.float32), self.config.fields)
+        return dataclasses.replace(self._laid_out(plan, nothing), in_name_order=self.in_name_order)
+
     def merge(self, dropped: Collection[str], segment: IndexSegment) -> RouterIndex:
         """This index less the tools named in ``dropped`` plus the ``segment``'s (whose names
         must not be tools kept), in name order: ``build`` of those cards sorted by name,

@@ -13,10 +13,15 @@ When the query matches no keyword, pinned default tools get ``pinned_boost`` in 
 part; when neither keywords nor an embedding give any signal, the answer is the pinned default
 tools, then the most used ones (by ``prior``). No candidate ever scores below ``min_score``:
 when nothing reaches it, the answer is empty (fewer than k, as asked).
+
+Each candidate also carries a ``confidence`` read from the raw evidence (``confidence.py``):
+the scores say which tool is best, the confidence whether to trust it. Candidates below
+``min_confidence`` are left out, so "nothing here fits" is an empty answer.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,9 +30,12 @@ from typing import Any
 import numpy as np
 
 from app.routing.bm25 import matched_in
+from app.routing.confidence import ConfidenceModel, Evidence
+from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.routing.diversity import mmr_order, top_indices
 from app.routing.fusion import (
     LanguageView,
+    best_fused,
     fuse,
     relative_to_best,
     sparse_zscore_stats,
@@ -102,13 +110,19 @@ def check_stages(stages: frozenset[str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Scores:
-    """Stage 1–2 parts for the eligible tools ``cols`` (all arrays aligned with ``cols``)."""
+    """Stage 1–2 parts for the eligible tools ``cols`` (all arrays aligned with ``cols``),
+    and the raw evidence behind them that the confidence reads: the whole step's BM25, the
+    cosine rows (whole step, then each ask; ``None`` without an embedding) and ``scale``,
+    the best fused score the parts were divided by (``fusion.best_fused``)."""
 
     cols: np.ndarray
     keyword: np.ndarray
     embedding: np.ndarray
     prior: np.ndarray
     signal: bool
+    bm25: np.ndarray
+    cosine: np.ndarray | None
+    scale: float
 
     def total(self) -> np.ndarray:
         """Score before the rule check."""
@@ -184,16 +198,18 @@ def stage_scores(
             if shares is not None:
                 languages = language_view(index, shares, found.unit, select)
     signal = (kw_rows is not None and keyword_hit) or emb_rows is not None
-    keyword, embedding = np.zeros(cols.size), np.zeros(cols.size)
+    keyword, embedding, scale = np.zeros(cols.size), np.zeros(cols.size), 1.0
     if signal:
-        fused = fuse(kw_rows, emb_rows, config, moments, languages)
-        keyword, embedding = relative_to_best(*fused)
+        keyword, embedding = fuse(kw_rows, emb_rows, config, moments, languages)
+        scale = best_fused(keyword, embedding)
+        keyword, embedding = relative_to_best(keyword, embedding, scale)
     boost = np.zeros(cols.size)
     if "prior" in stages:
         boost = prior_part(index, prior, config)[select]
         if not keyword_hit and index.pinned.size:
             boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
-    return Scores(cols, keyword, embedding, boost, signal)
+    bm25 = query.keyword[0, select]
+    return Scores(cols, keyword, embedding, boost, signal, bm25, emb_rows, scale)
 
 
 def candidate_scores(
@@ -268,6 +284,7 @@ def candidate_scores(
     kw_w, emb_w = config.keyword_weight, config.embedding_weight
     kw_part = (keyword[positions] - np.float32(kw_mean)) * np.float32(kw_w / kw_scale)
     emb_part = (embedding[positions] - np.float32(emb_mean)) * np.float32(emb_w / emb_scale)
+    raw = embedding[positions]
     if approximate:
         fused = kw_part + emb_part + boost[positions]
         rescored = min(max(RESCORED, depth + 16), fused.size)
@@ -275,9 +292,13 @@ def candidate_scores(
         tools = positions[best] if eligible is None else eligible[positions[best]]
         exact = (index.embeddings[tools] @ unit[0]).astype(np.float32)
         emb_part[best] = (exact - np.float32(emb_mean)) * np.float32(emb_w / emb_scale)
-    kw_part, emb_part = relative_to_best(kw_part, emb_part)
+        raw[best] = exact
+    scale = best_fused(kw_part, emb_part)
+    kw_part, emb_part = relative_to_best(kw_part, emb_part, scale)
     cols = positions if eligible is None else eligible[positions]
-    return Scores(cols, kw_part, emb_part, boost[positions], True)
+    return Scores(
+        cols, kw_part, emb_part, boost[positions], True, keyword[positions], raw[None], scale
+    )
 
 
 def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray:
@@ -288,16 +309,78 @@ def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray
     return keep[order][:k]
 
 
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What the confidence needs of the step beyond the scores: its analysed rows, how many
+    tools it was routed among, the pool its neighbours are read from, the model."""
+
+    rows: QueryRows
+    tools: int
+    pool: np.ndarray
+    model: ConfidenceModel
+
+
+def evidence(scores: Scores, step: Step, positions: np.ndarray, pen: np.ndarray) -> list[Evidence]:
+    """The :class:`Evidence` of the tools at ``positions``: a few reads of arrays at hand.
+
+    Neighbours (``lead``, ``gap``) are the other tools of the pool (the best ``pool_size``
+    before the rule check); with none, a tool of average relevance (fused 0) stands in.
+    """
+
+    def fused(at: np.ndarray) -> list[float]:
+        values: list[float] = ((scores.keyword[at] + scores.embedding[at]) * scores.scale).tolist()
+        return values
+
+    mine, pooled = fused(positions), sorted(fused(step.pool))  # ascending
+    pool = set(step.pool.tolist())  # np.isin costs ~15 µs on arrays this small
+    in_pool = [p in pool for p in positions.tolist()]
+    cols = scores.cols[positions]
+    distinct = len(set(step.rows.tokens))
+    matched = matched_in(step.rows.touched, cols).tolist() if distinct else [0] * cols.size
+    if scores.cosine is not None:
+        rows = scores.cosine[:, positions]
+        whole, best_ask = rows[0].tolist(), rows.max(axis=0).tolist()
+    else:
+        whole = best_ask = [0.0] * positions.size
+    bm25, part = scores.bm25[positions].tolist(), pen.tolist()
+    asks = max(len(step.rows.texts) - 1, 1)
+    out = []
+    for j, value in enumerate(mine):
+        # the pool less this tool (one copy of its value), ascending
+        others = pooled
+        if in_pool[j]:
+            at = bisect.bisect_left(pooled, value)
+            others = pooled[:at] + pooled[at + 1 :]
+        below = bisect.bisect_right(others, value)
+        out.append(
+            Evidence(
+                cosine=whole[j],
+                ask_cosine=best_ask[j],
+                bm25=bm25[j],
+                coverage=matched[j] / max(distinct, 1),
+                fused=value,
+                lead=value - (others[-1] if others else 0.0),
+                gap=value - (others[below - 1] if below else 0.0),
+                tools=step.tools,
+                asks=asks,
+                penalty=part[j],
+            )
+        )
+    return out
+
+
 def candidates(
     index: RouterIndex,
     scores: Scores,
     positions: np.ndarray,
     pen: np.ndarray,
     missing: Sequence[tuple[str, ...]],
+    step: Step,
 ) -> list[Candidate]:
     """One :class:`Candidate` per position, in the given order."""
     out = []
-    for j, p in enumerate(positions):
+    seen_all = evidence(scores, step, positions, pen)
+    for j, (p, seen) in enumerate(zip(positions, seen_all, strict=True)):
         parts = {
             "keyword": float(scores.keyword[p]),
             "embedding": float(scores.embedding[p]),
@@ -305,7 +388,9 @@ def candidates(
             "penalty": float(pen[j]),
         }
         name = index.names[scores.cols[p]]
-        out.append(Candidate(name, sum(parts.values()), parts, tuple(missing[j])))
+        score = sum(parts.values())
+        confidence = step.model.confidence(seen)
+        out.append(Candidate(name, score, parts, tuple(missing[j]), confidence, seen))
     return out
 
 
@@ -318,13 +403,16 @@ def route(
     context: Mapping[str, Any] | None = None,
     tags: Sequence[str] | None = None,
     min_score: float | None = None,
+    min_confidence: float | None = None,
     prior: Mapping[str, float] | None = None,
     config: RouterConfig,
     stages: frozenset[str] = ALL_STAGES,
     cosines: Cosines = gemv_rows,
     texts: Sequence[str] | None = None,
+    confidence: ConfidenceModel = CONFIDENCE_MODEL,
 ) -> list[Candidate]:
-    """The top-``k`` tools for ``query``, each with its score explained stage by stage.
+    """The top-``k`` tools for ``query``, each with its score explained stage by stage and
+    its confidence (``confidence.py``); those below ``min_confidence`` are left out.
 
     ``cosines`` computes the embedding stage's matrix product; the default is plain numpy,
     a service passes one that shares the product with concurrent routes (app/embedding/cosines.py).
@@ -345,6 +433,8 @@ def route(
     else:  # nothing to go on: the pinned defaults and the most used tools only
         pool = top_indices(total, k)
         pool = pool[total[pool] > 0]
+    tools = len(index) if eligible is None else eligible.size
+    step = Step(rows, tools, pool, confidence)
     diversify = len(rows.texts) > 1 or not config.mmr_multi_ask_only
     lam = config.mmr_lambda if diversify else 1.0
     # Plain top-k (no MMR): the pool, best first, is checked only as far as it can matter.
@@ -356,13 +446,22 @@ def route(
     if keep.size == 0:
         pool = fallback_positions(index, scores, k)
         pool, pen, missing = rule_check(index, scores, pool, rules, config, stages)
-        fallback = candidates(index, scores, pool, pen, missing)
-        return [c for c in fallback if min_score is None or c.score >= min_score]
+        fallback = candidates(index, scores, pool, pen, missing, step)
+        fallback = [c for c in fallback if min_score is None or c.score >= min_score]
+        return confident(fallback, min_confidence)
     if lam >= 1.0 or k <= 1:  # plain top k: no vectors to read
         order = keep[top_indices(final[keep], k)]
     else:
         order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
-    return candidates(index, scores, pool[order], pen[order], [missing[i] for i in order])
+    answer = candidates(index, scores, pool[order], pen[order], [missing[i] for i in order], step)
+    return confident(answer, min_confidence)
+
+
+def confident(answer: list[Candidate], min_confidence: float | None) -> list[Candidate]:
+    """The candidates whose confidence (as shown: rounded) reaches ``min_confidence``."""
+    if min_confidence is None:
+        return answer
+    return [c for c in answer if c.confidence >= min_confidence]
 
 
 def settled(final: np.ndarray, next_total: float, k: int, min_score: float | None) -> bool:

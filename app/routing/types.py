@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.routing.confidence import Evidence
+
 STAGE_NAMES: tuple[str, ...] = ("keyword", "embedding", "prior", "penalty")
 ALL_STAGES: frozenset[str] = frozenset(STAGE_NAMES)
 
@@ -72,9 +74,13 @@ class RouterConfig:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One routed tool: its score and each stage's additive part of it."""
+    """One routed tool: its score and each stage's additive part of it (relative: they
+    explain the ranking), and its confidence (absolute: the estimated chance it is the tool
+    the step needs, ``confidence.py``) with the evidence it was read from."""
 
     name: str
     score: float
     stages: dict[str, float]
     missing_required: tuple[str, ...]
+    confidence: float
+    evidence: Evidence

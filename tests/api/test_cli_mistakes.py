@@ -105,6 +105,7 @@ def test_eval_accepts_a_byte_order_mark_and_warns_of_labels_it_cannot_find(
         (["eval", "--data", ".", "--limit", "-1"], "must be 1 or more"),
         (["eval", "--data", ".", "--replay-feedback", "1"], "between 0 and 1 (exclusive)"),
         (["eval", "--data", ".", "--replay-feedback", "nan"], "not a finite number"),
+        (["eval", "--data", ".", "--no-fit", "-1"], "must be 0 or more"),
         (["purge", "--older-than", "1e9"], "at most 36500"),
         (["purge", "--older-than", "inf"], "not a finite number"),
         (["purge", "--older-than", "abc"], "not a number: 'abc'"),
@@ -177,6 +178,29 @@ def test_serve_on_a_port_in_use_says_so_before_loading_anything(
     env: Path, capsys: pytest.CaptureFixture[str], busy_port: int
 ) -> None:
     fails_clearly(["serve", "--port", str(busy_port)], capsys, f"127.0.0.1:{busy_port}: ")
+
+
+def test_eval_measures_the_confidence_and_can_leave_a_tuning_split_out(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = {"name": "EmailSender", "description": "Send an email to someone."}
+    queries = lines(
+        {**QUERY, "id": "dev-1"},
+        {**QUERY, "query": "is it raining in Oslo", "id": "test-1"},
+        {"query": "email Ana the report", "relevant": ["EmailSender"], "id": "test-2"},
+    )
+    data = dataset(env, lines(TOOL, other), queries)
+    assert main(["eval", "--data", str(data), "--json", "--skip-prefix", "dev-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["queries"] == 2
+    confidence = report["confidence"]
+    assert confidence["in_scope_queries"] == 2 and confidence["no_fit_queries"] == 2
+    assert 0 <= confidence["ece"] <= 1 and 0 <= confidence["auroc"] <= 1
+    assert main(["eval", "--data", str(data), "--no-fit", "0"]) == 0
+    assert "no-fit (labelled tools left out, 0 queries)" in capsys.readouterr().out
+    only_tuning = dataset(env, lines(TOOL, other), lines({**QUERY, "id": "dev-1"}))
+    argv = ["eval", "--data", str(only_tuning), "--skip-prefix", "dev-"]
+    fails_clearly(argv, capsys, "queries.jsonl: no queries in it")
 
 
 def test_eval_says_why_each_rejected_tool_was_left_out(

@@ -119,6 +119,36 @@ def test_min_score_returns_fewer(routed: TestClient) -> None:
         assert shown["name"] in [c["name"] for c in at["candidates"]], shown
 
 
+def test_each_candidate_has_a_confidence_and_the_answer_a_fit(routed: TestClient) -> None:
+    answer = route(routed, query="weather in Paris city", k=4)
+    assert answer["fit"] == "ok"
+    assert all(0.001 <= c["confidence"] <= 0.999 for c in answer["candidates"])
+
+
+def test_min_confidence_empties_an_answer_with_fit_none(routed: TestClient) -> None:
+    """The fake encoder's numbers are not the real model's: the test holds at the ends of
+    the range and at the shown values, whatever they are."""
+    full = route(routed, query="weather in Paris city", k=4)
+    assert (
+        route(routed, query="weather in Paris city", k=4, min_confidence=0)["candidates"]
+        == (full["candidates"])
+    )
+    nothing = route(routed, query="weather in Paris city", k=4, min_confidence=1.0)
+    assert nothing["candidates"] == [] and nothing["fit"] == "none"
+    shown = sorted({c["confidence"] for c in full["candidates"]})
+    for cut in shown:  # a confidence as shown passes as min_confidence
+        kept = route(routed, query="weather in Paris city", k=4, min_confidence=cut)
+        assert kept["fit"] == "ok"
+        assert kept["candidates"] == [c for c in full["candidates"] if c["confidence"] >= cut]
+    above = route(routed, query="weather in Paris city", k=4, min_confidence=shown[-1] + 0.001)
+    assert above["candidates"] == [] and above["fit"] == "none"
+
+
+def test_an_empty_answer_says_nothing_fits(routed: TestClient) -> None:
+    assert route(routed, query="orders", tags=["nothing-has-this"])["fit"] == "none"
+    assert route(routed, query="weather", min_score=10.0)["fit"] == "none"
+
+
 def test_nothing_matches_by_keyword_still_answers(routed: TestClient) -> None:
     answer = route(routed, query="zzqx vvbn")
     assert answer["candidates"], "falls back to dense retrieval and the pinned defaults"
@@ -177,6 +207,10 @@ def test_a_written_card_is_routable_at_once(routed: TestClient) -> None:
         {"query": "ok", "k": "3"},  # pydantic would read these as numbers
         {"query": "ok", "k": True},
         {"query": "ok", "min_score": "0.5"},
+        {"query": "ok", "min_confidence": "0.5"},
+        {"query": "ok", "min_confidence": 1.5},
+        {"query": "ok", "min_confidence": -0.1},
+        {"query": "ok", "min_confidence": True},
     ],
 )
 def test_bad_input_has_the_one_error_shape(routed: TestClient, body: dict[str, Any]) -> None:
@@ -184,9 +218,12 @@ def test_bad_input_has_the_one_error_shape(routed: TestClient, body: dict[str, A
 
 
 @pytest.mark.parametrize("number", ["NaN", "-Infinity"])
-def test_a_min_score_that_is_not_finite_is_refused(routed: TestClient, number: str) -> None:
+@pytest.mark.parametrize("field", ["min_score", "min_confidence"])
+def test_a_threshold_that_is_not_finite_is_refused(
+    routed: TestClient, number: str, field: str
+) -> None:
     """Python's json reads NaN; as min_score it removed every candidate, silently."""
-    body = '{"query": "weather in Paris", "min_score": ' + number + "}"
+    body = '{"query": "weather in Paris", "' + field + '": ' + number + "}"
     headers = {**AGENT, "Content-Type": "application/json"}
     answer = routed.post("/v1/route", content=body, headers=headers)
     assert_error(answer, 422, "invalid_input")

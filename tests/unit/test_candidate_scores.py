@@ -86,6 +86,7 @@ def _same(fast: list, full: list) -> None:
     assert [c.name for c in fast] == [c.name for c in full]
     for a, b in zip(fast, full, strict=True):
         assert a.missing_required == b.missing_required
+        assert a.confidence == pytest.approx(b.confidence, abs=0.0015), a.name  # 3 decimals
         for stage, value in a.stages.items():  # the spread in two passes: float32 rounding
             assert value == pytest.approx(b.stages[stage], abs=2e-6), (a.name, stage)
 

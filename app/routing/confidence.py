@@ -1,0 +1,202 @@
+"""An absolute confidence for a routed tool: the estimated chance it is the tool the step needs.
+
+A candidate's ``score`` is relative (the best tool's relevance is 1.0 whatever the step), so it
+cannot tell "here is your tool" from "nothing here fits". The confidence reads the evidence the
+router already has on absolute scales — the raw cosine and BM25 before z-scoring, how far the
+tool stands out of the namespace and ahead of the next one, the namespace's size — through a
+logistic regression whose inputs are monotone piecewise-linear functions of that evidence (a
+shape-constrained generalised additive model, Hastie & Tibshirani 1986; fit as a calibrator in
+the manner of Platt 1999). It is fit by ``bench/fit_confidence.py`` on the tuning splits; its
+constants are in ``confidence_fit.py``, and ``docs/ROUTING.md`` says how it was fit and measured.
+
+Two such models: one for the leader (the tool with the best fused relevance, ``lead ≥ 0``) and
+one for the others, since being second or fifth is a different question from being first.
+Everything here is a few float operations per candidate on arrays the route already holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+# A fit on a few thousand steps cannot tell 0.9999 from 0.999: confidences stay inside these,
+# so min_confidence 1.0 always empties an answer and 0 never does.
+FLOOR, CEILING = 0.001, 0.999
+# Confidences are shown, and compared with min_confidence, at this many decimals.
+CONFIDENCE_DECIMALS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the router knows about one candidate, on absolute scales (the model's inputs).
+
+    ``fused``, ``lead`` and ``gap`` are in z-score units: the keyword + embedding fusion
+    before it is divided by the best tool's (``fusion.relative_to_best``), prior and penalty
+    left out. A missing neighbour counts as a tool of average relevance (fused 0).
+    """
+
+    cosine: float  # raw cosine of the whole step with the tool (0 without an embedding)
+    ask_cosine: float  # best raw cosine over the whole step and each of its asks
+    bm25: float  # raw BM25 of the whole step
+    coverage: float  # share of the step's distinct terms the tool's card contains
+    fused: float  # the tool's fused z-score
+    lead: float  # fused minus the best other tool's (≥ 0 only for the leader)
+    gap: float  # fused minus the next lower tool's (≥ 0)
+    tools: int  # tools the step was routed among (the eligible ones)
+    asks: int  # 1, or the number of asks a several-ask step was cut into
+    penalty: float  # the rule check's part (≤ 0)
+
+
+def relative(value: float, evidence: Evidence) -> float:
+    """``value`` over the best fused score among the candidate and its neighbours (what the
+    router's relative scores divide by); 0 when that is not positive."""
+    best = evidence.fused - min(evidence.lead, 0.0)
+    return value / best if best > 1e-9 else 0.0
+
+
+FEATURES: dict[str, Callable[[Evidence], float]] = {
+    "cosine": lambda e: e.cosine,
+    "ask_cosine": lambda e: e.ask_cosine,
+    "log_bm25": lambda e: math.log1p(max(e.bm25, 0.0)),
+    "coverage": lambda e: e.coverage,
+    "fused": lambda e: e.fused,
+    "lead": lambda e: e.lead,
+    "gap": lambda e: e.gap,
+    "relevance": lambda e: relative(e.fused, e),
+    "relative_lead": lambda e: relative(e.lead, e),
+    "relative_gap": lambda e: relative(e.gap, e),
+    "log_tools": lambda e: math.log(max(e.tools, 1)),
+    "log_asks": lambda e: math.log(max(e.asks, 1)),
+    "penalty": lambda e: e.penalty,
+}
+"""Each input of the model, by name: a plain function of the evidence."""
+
+# More of these never lowers the confidence: the fit keeps their slopes ≥ 0.
+MONOTONE: frozenset[str] = frozenset(
+    {
+        "cosine",
+        "ask_cosine",
+        "log_bm25",
+        "coverage",
+        "fused",
+        "lead",
+        "gap",
+        "relevance",
+        "relative_lead",
+        "relative_gap",
+        "penalty",
+    }
+)
+
+
+Piece = tuple[float, float, float]  # slope, start, end
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One feature's part of the log-odds: ``∫ from low to x of slope(t) dt``, ``x`` the
+    feature clipped to ``[low, high]`` (the range it was fit on: no extrapolation), the slope
+    being ``slopes[i]`` between consecutive edges ``(low, *knots, high)``."""
+
+    feature: str
+    low: float
+    high: float
+    knots: tuple[float, ...]
+    slopes: tuple[float, ...]
+    _pieces: tuple[Piece, ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        # (slope, start, end) of each piece, made once: a route reads every shape per candidate.
+        edges = self.edges()
+        pieces = tuple(zip(self.slopes, edges, edges[1:], strict=False))
+        object.__setattr__(self, "_pieces", pieces)
+        if self.feature not in FEATURES:
+            raise ValueError(
+                f"unknown confidence feature {self.feature!r}; choose from {list(FEATURES)}"
+            )
+        edges = self.edges()
+        if any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ValueError(f"{self.feature}: low < knots < high, increasing, is required")
+        if len(self.slopes) != len(self.knots) + 1:
+            raise ValueError(f"{self.feature}: one slope per piece (knots + 1) is required")
+
+    def edges(self) -> tuple[float, ...]:
+        return (self.low, *self.knots, self.high)
+
+    def __call__(self, value: float) -> float:
+        x = min(max(value, self.low), self.high)
+        total = 0.0
+        for slope, start, end in self._pieces:
+            if x <= start:
+                break
+            total += slope * (min(x, end) - start)
+        return total
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """``σ(intercept + Σ shape(feature(evidence)))``."""
+
+    intercept: float
+    shapes: tuple[Shape, ...]
+    # Each shape as (feature function, low, high, pieces), made once: ``logit`` then runs in
+    # one plain loop (a route reads every shape of every candidate it answers with).
+    _plan: tuple[tuple[Callable[[Evidence], float], float, float, tuple[Piece, ...]], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
+
+    def __post_init__(self) -> None:
+        plan = tuple((FEATURES[s.feature], s.low, s.high, s._pieces) for s in self.shapes)
+        object.__setattr__(self, "_plan", plan)
+
+    def logit(self, evidence: Evidence) -> float:
+        """``intercept + Σ shape(feature(evidence))``, inlined."""
+        total = self.intercept
+        for feature, low, high, pieces in self._plan:
+            x = min(max(feature(evidence), low), high)
+            for slope, start, end in pieces:
+                if x <= start:
+                    break
+                total += slope * ((x if x < end else end) - start)
+        return total
+
+
+@dataclass(frozen=True)
+class ConfidenceModel:
+    """The leader's model and the others'; ``encoder`` names the encoder it was fit with
+    (the raw cosines it reads are that encoder's)."""
+
+    leader: Logistic
+    others: Logistic
+    encoder: str
+
+    def logit(self, evidence: Evidence) -> float:
+        """The confidence's log-odds, by the model of the candidate's role."""
+        return (self.leader if evidence.lead >= 0 else self.others).logit(evidence)
+
+    def confidence(self, evidence: Evidence) -> float:
+        """σ(logit) kept within [FLOOR, CEILING], rounded to ``CONFIDENCE_DECIMALS``."""
+        return round(min(max(sigmoid(self.logit(evidence)), FLOOR), CEILING), CONFIDENCE_DECIMALS)
+
+
+def sigmoid(x: float) -> float:
+    """The logistic function, without overflow for large |x|."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def pieces(
+    values: Sequence[float], low: float, high: float, knots: Sequence[float]
+) -> list[list[float]]:
+    """For each value, how far it runs along each piece of ``(low, *knots, high)`` (clipped):
+    the columns a fit weighs with the pieces' slopes (``Shape`` is their weighted sum)."""
+    edges = (low, *knots, high)
+    out = []
+    for value in values:
+        x = min(max(value, low), high)
+        out.append([min(max(x - a, 0.0), b - a) for a, b in itertools.pairwise(edges)])
+    return out
