@@ -74,6 +74,7 @@ class AsyncToolReach:
         context: dict[str, Any] | None = None,
         tags: list[str] | None = None,
         min_score: float | None = None,
+        min_confidence: float | None = None,
         namespace: str | None = None,
         call_id: str | None = None,
     ) -> AsyncStep:
@@ -85,6 +86,7 @@ class AsyncToolReach:
             context=context,
             tags=tags,
             min_score=min_score,
+            min_confidence=min_confidence,
             namespace=namespace or self.namespace,
             call_id=call_id,
         )

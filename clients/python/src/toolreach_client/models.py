@@ -45,6 +45,7 @@ class RouteRequest(Request):
     context: dict[str, Any] | None = None
     tags: list[str] | None = None
     min_score: float | None = None
+    min_confidence: float | None = Field(default=None, ge=0, le=1)
     format: RouteFormat = "raw"
     call_id: str | None = None
 
@@ -54,6 +55,7 @@ class Candidate(Answer):
     summary: str
     score: float
     stages: dict[str, float]
+    confidence: float | None = None  # calibrated: the chance this is the tool (None: older server)
     missing_required: list[str]
 
 
@@ -68,6 +70,7 @@ class RouteAnswer(Answer):
     route_id: str
     namespace: str
     model: str
+    fit: Literal["ok", "none"] = "ok"  # "none": nothing reached min_confidence
     candidates: list[Candidate]
     tools: list[dict[str, Any]] | None = None
     tool_names: dict[str, str] | None = None
