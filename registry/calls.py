@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema.exceptions import best_match
+from jsonschema.protocols import Validator
+from referencing.exceptions import Unresolvable
+
 from registry.card import ErrorEntry, ToolCard
-from registry.json_schema import additional_keys, json_pointer, make_validator
+from registry.json_schema import (
+    VALIDATOR_CACHE_SIZE,
+    SchemaError,
+    additional_keys,
+    json_pointer,
+    make_validator,
+)
 
 MAX_ARGUMENT_DEPTH = 64  # nested objects and arrays in a call's arguments
 SIMILARITY_CUTOFF = 0.6
@@ -65,6 +76,34 @@ def validate_arguments(card: ToolCard, arguments: Any) -> list[CallError]:
         for error in validator.iter_errors(arguments)
     ]
     return [error for *_, error in sorted(found, key=lambda item: item[:2])]
+
+
+def value_problem(schema: str, value: Any) -> str | None:
+    """Why ``value`` breaks one parameter's JSON Schema (given as compact JSON), or ``None``
+    when it satisfies it: the router's check of a context or step value (app/routing/values.py,
+    ``ValueCheck``). A schema that cannot be checked on its own (a ``$ref`` outside its
+    ``$defs``) accepts every value: the router cannot say the value is wrong.
+    """
+    if _deeper_than(value, MAX_ARGUMENT_DEPTH):
+        return f"the value nests deeper than {MAX_ARGUMENT_DEPTH} levels"
+    validator = _parameter_validator(schema)
+    if validator is None:
+        return None
+    try:
+        error = best_match(validator.iter_errors(value))
+    except Unresolvable:
+        return None
+    return None if error is None else str(error.message)
+
+
+@functools.lru_cache(maxsize=VALIDATOR_CACHE_SIZE)
+def _parameter_validator(schema: str) -> Validator | None:
+    """The validator of one parameter's schema text (cached by the text, which the router
+    shares between tools with the same parameter)."""
+    try:
+        return make_validator(json.loads(schema))
+    except (SchemaError, ValueError):
+        return None
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

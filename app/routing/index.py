@@ -17,6 +17,7 @@ from app.routing.bm25 import KeywordIndex, build_keyword_index
 from app.routing.penalty import ParamRule, compile_rules
 from app.routing.text import analyse, parameter_text
 from app.routing.types import FieldWeights, RouterConfig, ToolDoc
+from app.routing.values import ValueCheck
 
 
 def doc_tokens(doc: ToolDoc, weights: FieldWeights) -> list[str]:
@@ -66,16 +67,24 @@ class RouterIndex:
     pinned: np.ndarray
     positions: dict[str, int]
     config: RouterConfig
+    value_check: ValueCheck | None = None
 
     @classmethod
     def build(
-        cls, docs: Iterable[ToolDoc], embeddings: np.ndarray, config: RouterConfig
+        cls,
+        docs: Iterable[ToolDoc],
+        embeddings: np.ndarray,
+        config: RouterConfig,
+        value_check: ValueCheck | None = None,
     ) -> RouterIndex:
         """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows.
 
         One pass over ``docs``, which may be a generator: the index keeps what routing reads
         (names, BM25 matrix, vectors, compiled parameter rules, tags, pins), never the docs,
         so a caller can stream 100,000 cards through without holding them all.
+        ``value_check`` checks a context or step value against a parameter's JSON Schema for
+        the rule check (the service passes the registry's validator); without one, values
+        are recognised by their shape alone.
         """
         names: list[str] = []
         corpus: list[list[str]] = []
@@ -85,7 +94,7 @@ class RouterIndex:
         for i, doc in enumerate(docs):
             names.append(doc.name)
             corpus.append(doc_tokens(doc, config.fields))
-            rules.append(compile_rules(doc.parameters))
+            rules.append(compile_rules(doc.parameters, doc.name))
             for tag in {t.casefold() for t in doc.tags}:
                 postings.setdefault(tag, []).append(i)
             if doc.pinned:
@@ -105,6 +114,7 @@ class RouterIndex:
             pinned=np.asarray(pinned, dtype=np.int64),
             positions={name: i for i, name in enumerate(names)},
             config=config,
+            value_check=value_check,
         )
 
     def __len__(self) -> int:

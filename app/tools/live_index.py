@@ -23,6 +23,7 @@ from app.embedding.encoders import Encoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
 from app.tools.catalog import card_to_doc, embed_cards, text_hash
 from registry import repository
+from registry.calls import value_problem
 from registry.card import TRUSTED, ToolCard
 from registry.formats import FORMATS, could_be_exported, exported_name
 
@@ -201,7 +202,8 @@ class IndexManager:
             cards = CardStore(dict(work.cards))
             vectors = work.vectors(session, self.encoder.name, names, self.encoder.dim)
             summaries: dict[str, str] = {}
-            index = RouterIndex.build(_docs(cards, names, summaries), vectors, self.config)
+            docs = _docs(cards, names, summaries)
+            index = RouterIndex.build(docs, vectors, self.config, value_check=value_problem)
             if self._on_matrix is not None:
                 self._on_matrix(index.embeddings)
             work.names = dict(index.positions)
