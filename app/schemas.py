@@ -199,7 +199,16 @@ class ValidateResult(BaseModel):
 class RouteRequest(Strict):
     """One step of an agent's task."""
 
-    query: Annotated[str, Field(min_length=1, max_length=4000, description="the step, in words")]
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description=(
+                "the step, in words; any length the body limit allows, a long one read "
+                'through a window (docs/ROUTING.md, "Long steps")'
+            ),
+        ),
+    ]
     k: Annotated[int, Field(ge=1, le=50)] = 3
     namespace: Namespace = "default"
     context: dict[str, Any] = Field(
@@ -215,6 +224,14 @@ class RouteRequest(Strict):
     )
     format: Literal["raw", "openai", "anthropic", "mcp"] = "raw"
 
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        """A step of only whitespace says nothing to route, as an empty one."""
+        if not value.strip():
+            raise PydanticCustomError("blank_query", "the step holds only whitespace")
+        return value
+
     @field_validator("k", "min_score", mode="before")
     @classmethod
     def _json_number(cls, value: Any) -> Any:
@@ -224,12 +241,31 @@ class RouteRequest(Strict):
         return value
 
 
+class InvalidContext(BaseModel):
+    """A context value that breaks its parameter's JSON Schema, and so does not count."""
+
+    parameter: str
+    reason: str = Field(description="the JSON Schema error, e.g. 'banana' does not match …")
+
+
 class RouteCandidate(BaseModel):
     name: str
     summary: str
     score: float
     stages: dict[str, float] = Field(description="each stage's additive part of the score")
-    missing_required: list[str]
+    missing_required: list[str] = Field(
+        description=(
+            "required parameters with no value in the step or the context; naming a "
+            'parameter is not giving it a value (docs/ROUTING.md, "missing_required")'
+        )
+    )
+    invalid_context: list[InvalidContext] = Field(
+        default_factory=list,
+        description=(
+            "context values that break their parameter's schema, and why: such a parameter "
+            "is in missing_required unless the step holds a value for it"
+        ),
+    )
 
 
 class TokenEstimate(BaseModel):

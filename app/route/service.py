@@ -17,7 +17,7 @@ from app.embedding.encoders import Encoder
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
 from app.routing.pipeline import SCORE_DECIMALS
 from app.routing.signals import Cosines, gemv_rows
-from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
+from app.schemas import InvalidContext, RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
 from app.tools.live_index import IndexManager, Snapshot
 from registry.formats import exported_name, from_card
 
@@ -157,6 +157,9 @@ def rank_step(
                 # + 0.0: a part rounded to -0.0 shows as 0.0
                 stages={k: round(v, SCORE_DECIMALS) + 0.0 for k, v in c.stages.items()},
                 missing_required=list(c.missing_required),
+                invalid_context=[
+                    InvalidContext(parameter=p, reason=r) for p, r in c.invalid_context
+                ],
             )
             for c in candidates
         ],
