@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from app.routing.window import window_bounds
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, ToolCard
 from registry.formats import json_kind
 from registry.nul import NoNul
@@ -275,11 +276,30 @@ class TokenEstimate(BaseModel):
     method: str
 
 
+class StepRead(BaseModel):
+    """The part of a long step the router read: its first ``head`` and last ``tail``
+    characters of ``characters`` (docs/ROUTING.md, "Long steps")."""
+
+    characters: int
+    head: int
+    tail: int
+
+    @classmethod
+    def of(cls, step: str) -> StepRead | None:
+        """What the router reads of ``step``; ``None`` when it reads all of it."""
+        bounds = window_bounds(step)
+        return None if bounds is None else cls(characters=len(step), head=bounds[0], tail=bounds[1])
+
+
 class RouteResponse(BaseModel):
     route_id: str
     namespace: str
     model: str
     candidates: list[RouteCandidate]
+    step_read: StepRead | None = Field(
+        default=None,
+        description="only for a step longer than the router reads whole: the part it read",
+    )
     tools: list[dict[str, Any]] | None = None
     tool_names: dict[str, str] | None = Field(
         default=None,

@@ -17,7 +17,14 @@ from app.embedding.encoders import Encoder
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
 from app.routing.pipeline import SCORE_DECIMALS
 from app.routing.signals import Cosines, gemv_rows
-from app.schemas import InvalidContext, RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
+from app.schemas import (
+    InvalidContext,
+    RouteCandidate,
+    RouteRequest,
+    RouteResponse,
+    StepRead,
+    TokenEstimate,
+)
 from app.tools.live_index import IndexManager, Snapshot
 from registry.formats import exported_name, from_card
 
@@ -163,6 +170,7 @@ def rank_step(
             )
             for c in candidates
         ],
+        step_read=StepRead.of(request.query),
     )
     if request.format != "raw" and snapshot is not None:
         # Each returned card decoded once (the snapshot keeps them as JSON: tools/live_index.py).

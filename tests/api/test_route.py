@@ -128,6 +128,26 @@ def test_a_mention_of_a_parameter_is_not_a_value(routed: TestClient) -> None:
     assert detail["missing_required"] == ["order_id"]
 
 
+def test_a_long_step_is_accepted_and_read_by_its_head_and_tail(routed: TestClient) -> None:
+    """An agent pasting its conversation: 5,900 characters, the step last."""
+    turn = "User: what is the weather in the city of Paris\nAssistant: Mild.\n"
+    step = turn * ((5900 - 40) // len(turn)) + "User: the detail of order o123"
+    step += "." * (5900 - len(step))
+    answer = route(routed, query=step, k=4)
+    assert answer["step_read"]["characters"] == 5900
+    assert 100 <= answer["step_read"]["head"] <= 125 and 350 <= answer["step_read"]["tail"] <= 375
+    detail = {c["name"]: c for c in answer["candidates"]}["get_order_details"]
+    assert detail["missing_required"] == []  # o123, at the very end, was read
+    assert "step_read" not in route(routed, query="the detail of order o123")
+
+
+def test_a_step_as_long_as_the_body_allows_is_routed(routed: TestClient) -> None:
+    step = "weather in Paris " * 55_000  # 935,000 characters, under the 1 MiB body limit
+    answer = route(routed, query=step)
+    assert answer["step_read"]["characters"] == len(step)
+    assert answer["candidates"][0]["name"] == "get_weather"
+
+
 def test_tags_filter(routed: TestClient) -> None:
     answer = route(routed, query="orders", k=10, tags=["users"])
     assert [c["name"] for c in answer["candidates"]] == ["list_user_orders"]
