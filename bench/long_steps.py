@@ -13,8 +13,10 @@ sample), each routed through the service's own index (the ``toolreach eval`` pat
 Each is read through several windows of N characters, a step no longer than N read whole:
 ``head`` (the first N), ``tail`` (the last N), ``head¼+tail¾`` and ``head½+tail½`` (the
 first N/4 or N/2 and the last 3N/4 or N/2), and ``as served`` (what the service reads,
-``app.routing.step_window``); ``whole`` is the text as given. Prints hit@1 and recall@3
-(k = 10) per construction and window.
+``app.routing.step_window``); ``whole`` is the text as given, the service's own window
+switched off (as the router read a 5,900-character step before it had one); ``--only`` takes
+``head+tail H+T`` for any sizes. Prints hit@1 and recall@3 (k = 10) per construction and
+window.
 
     python bench/long_steps.py --data DIR [--sample 200] [--sizes 500,1000,2000]
 """
@@ -24,7 +26,8 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,7 +36,7 @@ from pydoc_data.topics import topics
 
 from app.cli.evaluate import NAMESPACE, Query, load_dataset, mean_scores, score, throwaway_services
 from app.db import unit_of_work
-from app.routing import RouterIndex, route, step_window
+from app.routing import RouterIndex, route, step_window, window
 from app.services import Services
 from app.settings import Settings
 from app.tools.catalog import parse_batch, write_cards
@@ -60,6 +63,17 @@ def document(query: str) -> str:
     return f"{query}\n\n{text[: max(LENGTH - len(query) - 2, 0)]}"
 
 
+@contextmanager
+def read_whole(on: bool) -> Iterator[None]:
+    """While ``on``, the service's window reads every step whole."""
+    kept = window.STEP_WHOLE
+    window.STEP_WHOLE = sys.maxsize if on else kept
+    try:
+        yield
+    finally:
+        window.STEP_WHOLE = kept
+
+
 def head_and_tail(step: str, head: int, tail: int) -> str:
     """The first ``head`` and the last ``tail`` characters, or the whole step if it is no
     longer than both."""
@@ -77,6 +91,15 @@ def windows(sizes: Sequence[int]) -> dict[str, Window]:
         out[f"head¼+tail¾ {n}"] = lambda s, n=n: head_and_tail(s, n // 4, n - n // 4)
         out[f"head½+tail½ {n}"] = lambda s, n=n: head_and_tail(s, n // 2, n - n // 2)
     return out
+
+
+def named_window(name: str) -> Window:
+    """A window given by name as ``head+tail H+T`` (any sizes), e.g. ``head+tail 125+500``."""
+    kind, _, sizes = name.partition(" ")
+    if kind != "head+tail":
+        raise SystemExit(f"unknown window {name!r}")
+    head, _, tail = sizes.partition("+")
+    return lambda s: head_and_tail(s, int(head), int(tail))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -102,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     steps = {kind: steps[kind] for kind in args.kinds.split(",")}
     reads = windows([int(n) for n in args.sizes.split(",")])
     if args.only:
-        reads = {name: reads[name] for name in args.only.split(",")}
+        reads = {name: reads.get(name) or named_window(name) for name in args.only.split(",")}
     with throwaway_services(Settings(), None) as services:
         batch = parse_batch(tools, NAMESPACE)
         with unit_of_work(services.session_factory) as session:
@@ -113,7 +136,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{args.data.name}: {len(batch.cards)} tools, {len(sample)} sampled queries")
         for kind, texts in steps.items():
             for label, read in reads.items():
-                metrics = measure(services, snapshot.index, sample, [read(t) for t in texts])
+                with read_whole(label == "whole"):
+                    metrics = measure(services, snapshot.index, sample, [read(t) for t in texts])
                 print(
                     f"{kind:12s} {label:18s} hit@1 {metrics['hit@1']:.4f}  "
                     f"recall@3 {metrics['recall@3']:.4f}",

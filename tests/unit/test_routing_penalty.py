@@ -145,6 +145,12 @@ def test_a_context_value_that_breaks_the_schema_does_not_count_and_says_why() ->
     )
 
 
+def test_the_reason_for_a_long_context_value_is_cut() -> None:
+    found = demo("get_order_details", "show me the order", {"order_id": "x" * 100_000})
+    (parameter, reason), *_ = found.invalid_context
+    assert parameter == "order_id" and len(reason) == 300 and reason.endswith("…")
+
+
 def test_a_valid_context_value_counts_under_any_spelling_of_its_key() -> None:
     assert demo("get_order_details", "show me the order", {"orderId": "o100234"}) == Verdict()
     items = [{"sku": "SKU-1", "quantity": 1}]
