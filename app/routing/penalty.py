@@ -38,7 +38,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -115,7 +115,7 @@ class ParamRule:
     schema: str | None
     step_schema: str | None
     plain: bool  # a string with no pattern, enum, const or format
-    own: frozenset[str]  # free text: the words that only ask for the tool (rule 4)
+    request_words: frozenset[str]  # free text: the words that only ask for the tool (rule 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +126,6 @@ class QueryEvidence:
     values: StepValues
     context: Mapping[str, Any]
     context_keys: Mapping[str, str]  # context_key(key) → the key as the caller wrote it
-    # (schema, step value) → whether it satisfies it: tools that share a parameter (an order
-    # id on every order tool) check each value of the step once.
-    checked: dict[tuple[str, Any], bool] = field(default_factory=dict)
 
     def context_value(self, rule: ParamRule) -> tuple[bool, Any]:
         """(whether the context has this parameter, its value): its own name first, else a
@@ -192,25 +189,25 @@ def compile_rule(
     """One required parameter's rule (``root``: the card's parameters; ``tool``: its name)."""
     props = schema_properties(root)
     items = schema.get("items") if json_type(schema) == "array" else None
-    own_schema = items if isinstance(items, Mapping) else schema
+    value_schema = items if isinstance(items, Mapping) else schema
     kind = value_kind(name, schema)
     whole = schema_json(schema, root)
-    step = whole if own_schema is schema else schema_json(own_schema, root)
-    own: frozenset[str] = frozenset()
+    step = whole if value_schema is schema else schema_json(value_schema, root)
+    asking: frozenset[str] = frozenset()
     if kind == "text":
         named = " ".join(words(" ".join([tool, *props])))
-        own = stems(named).union(*(name_cues(other) for other in props)) | _REQUEST_WORDS
+        asking = stems(named).union(*(name_cues(other) for other in props)) | _REQUEST_WORDS
     return ParamRule(
         name=name,
         key=context_key(name),
         cues=name_cues(name),
-        values=tuple(dict.fromkeys(example_values(schema) + example_values(own_schema))),
+        values=tuple(dict.fromkeys(example_values(schema) + example_values(value_schema))),
         kind=kind,
-        json_type=json_type(own_schema),
+        json_type=json_type(value_schema),
         schema=whole,
         step_schema=step,
-        plain=kind in ("string", "text") and not constrained(own_schema),
-        own=own,
+        plain=kind in ("string", "text") and not constrained(value_schema),
+        request_words=asking,
     )
 
 
@@ -255,17 +252,14 @@ def _step_value(rule: ParamRule, evidence: QueryEvidence, check: ValueCheck | No
                 continue
             if shape in NOTATION_SHAPES or check is None or schema is None:
                 return True
-            key = (schema, value)
-            if key not in evidence.checked:
-                evidence.checked[key] = check(schema, value) is None
-            if evidence.checked[key]:
+            if check(schema, value) is None:
                 return True
     return False
 
 
 def _free_text(rule: ParamRule, evidence: QueryEvidence) -> bool:
     """Rule 4: the step holds content beyond asking for the tool."""
-    return bool(evidence.values.found("quoted") or evidence.stems - rule.own)
+    return bool(evidence.values.found("quoted") or evidence.stems - rule.request_words)
 
 
 def value_of(
