@@ -1,10 +1,11 @@
 """`toolreach eval`: route a labelled dataset through a throw-away registry and score it.
 
 The dataset format is that of the public benchmarks (MetaTool, Seal-Tools): ``tools.jsonl``
-(name, description, parameters) and ``queries.jsonl`` (query, relevant tool names). The tools go through the
-same write path as the admin API (parse, check, embed, store) into a temporary SQLite file,
-the index is loaded from it as the service loads it, and each query is ranked by the same
-``route`` call as ``POST /v1/route`` — once for the full pipeline and once per ablation.
+(name, description, parameters) and ``queries.jsonl`` (query, relevant tool names). The tools
+go through the same write path as the admin API (parse, check, embed, store) into a temporary
+SQLite file, the index is loaded from it as the service loads it, and each query is ranked by
+the same ``route`` call as ``POST /v1/route`` — once for the full pipeline and once per
+ablation.
 """
 
 from __future__ import annotations
