@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from app.routing.window import window_bounds
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, SourceRef, ToolCard
 from registry.formats import from_card, json_kind
 from registry.nul import NoNul
@@ -261,7 +262,16 @@ class ValidateResult(BaseModel):
 class RouteRequest(Strict):
     """One step of an agent's task."""
 
-    query: Annotated[str, Field(min_length=1, max_length=4000, description="the step, in words")]
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description=(
+                "the step, in words; any length the body limit allows, a long one read "
+                'through a window (docs/ROUTING.md, "Long steps")'
+            ),
+        ),
+    ]
     k: Annotated[int, Field(ge=1, le=50)] = 3
     namespace: Namespace = "default"
     context: dict[str, Any] = Field(
@@ -298,6 +308,14 @@ class RouteRequest(Strict):
         description="with format openai_tool_search (only): the tool_search_call's call_id",
     )
 
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        """A step of only whitespace says nothing to route, as an empty one."""
+        if not value.strip():
+            raise PydanticCustomError("blank_query", "the step holds only whitespace")
+        return value
+
     @field_validator("k", "min_score", "min_confidence", mode="before")
     @classmethod
     def _json_number(cls, value: Any) -> Any:
@@ -316,6 +334,13 @@ class RouteRequest(Strict):
         return self
 
 
+class InvalidContext(BaseModel):
+    """A context value that breaks its parameter's JSON Schema, and so does not count."""
+
+    parameter: str
+    reason: str = Field(description="the JSON Schema error, e.g. 'banana' does not match …")
+
+
 class RouteCandidate(BaseModel):
     name: str
     summary: str
@@ -332,7 +357,19 @@ class RouteCandidate(BaseModel):
             "used); between 0.001 and 0.999. Low for every candidate means nothing here fits"
         ),
     )
-    missing_required: list[str]
+    missing_required: list[str] = Field(
+        description=(
+            "required parameters with no value in the step or the context; naming a "
+            'parameter is not giving it a value (docs/ROUTING.md, "missing_required")'
+        )
+    )
+    invalid_context: list[InvalidContext] = Field(
+        default_factory=list,
+        description=(
+            "context values that break their parameter's schema, and why: such a parameter "
+            "is in missing_required unless the step holds a value for it"
+        ),
+    )
 
 
 class TokenEstimate(BaseModel):
@@ -340,6 +377,21 @@ class TokenEstimate(BaseModel):
     namespace_total: int
     saved: int
     method: str
+
+
+class StepRead(BaseModel):
+    """The part of a long step the router read: its first ``head`` and last ``tail``
+    characters of ``characters`` (docs/ROUTING.md, "Long steps")."""
+
+    characters: int
+    head: int
+    tail: int
+
+    @classmethod
+    def of(cls, step: str) -> StepRead | None:
+        """What the router reads of ``step``; ``None`` when it reads all of it."""
+        bounds = window_bounds(step)
+        return None if bounds is None else cls(characters=len(step), head=bounds[0], tail=bounds[1])
 
 
 class RouteResponse(BaseModel):
@@ -354,6 +406,10 @@ class RouteResponse(BaseModel):
         )
     )
     candidates: list[RouteCandidate]
+    step_read: StepRead | None = Field(
+        default=None,
+        description="only for a step longer than the router reads whole: the part it read",
+    )
     tools: list[dict[str, Any]] | None = None
     tool_names: dict[str, str] | None = Field(
         default=None,

@@ -45,6 +45,7 @@ from app.routing import (
     query_texts,
     route,
 )
+from registry.calls import value_problem
 
 ABLATIONS: dict[str, frozenset[str]] = {
     "full": ALL_STAGES,
@@ -204,7 +205,7 @@ def speed(args: argparse.Namespace, encoder: Encoder, tools: list[ToolDoc]) -> N
     embeddings = base[np.arange(len(docs)) % len(tools)]
     config = RouterConfig()
     start = time.perf_counter()
-    index = RouterIndex.build(docs, embeddings, config)
+    index = RouterIndex.build(docs, embeddings, config, value_check=value_problem)
     print(f"build {len(docs)} tools: {time.perf_counter() - start:.2f} s")
     queries = [row["query"] for row in read_jsonl(args.data / args.queries)][: args.speed_queries]
     vectors = {q: encoder.encode(query_texts(q)) for q in queries}
@@ -245,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     queries = select_queries(read_jsonl(args.data / args.queries), args)
     config = apply_overrides(RouterConfig(), args.set)
     embeddings = cached_encode(encoder, [embedding_text(t) for t in tools], args.cache)
-    index = RouterIndex.build(tools, embeddings, config)
+    index = RouterIndex.build(tools, embeddings, config, value_check=value_problem)
     vectors = query_vectors(encoder, [row["query"] for row in queries], args.cache)
     print(f"{args.data.name}: {len(tools)} tools, {len(queries)} queries, encoder {encoder.name}")
 

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema.exceptions import best_match
+from jsonschema.protocols import Validator
+from referencing.exceptions import Unresolvable
+
 from registry.card import ErrorEntry, ToolCard
-from registry.json_schema import additional_keys, json_pointer, make_validator
+from registry.json_schema import (
+    VALIDATOR_CACHE_SIZE,
+    SchemaError,
+    additional_keys,
+    json_pointer,
+    make_validator,
+)
 
 MAX_ARGUMENT_DEPTH = 64  # nested objects and arrays in a call's arguments
 SIMILARITY_CUTOFF = 0.6
+VALUE_CACHE_SIZE = 16_384  # (parameter schema, scalar value) verdicts the router remembers
+REMEMBERED_STRING_CHARS = 256  # longer strings are checked every time
+MAX_REASON_CHARS = 300  # of the reason a context value is refused
 _ENUM_SHOWN = 20  # enum values listed in a suggestion
 _DESCRIPTION_SHOWN = 200  # characters of a parameter's description in a suggestion
 
@@ -65,6 +79,56 @@ def validate_arguments(card: ToolCard, arguments: Any) -> list[CallError]:
         for error in validator.iter_errors(arguments)
     ]
     return [error for *_, error in sorted(found, key=lambda item: item[:2])]
+
+
+def value_problem(schema: str, value: Any) -> str | None:
+    """Why ``value`` breaks one parameter's JSON Schema (given as compact JSON), or ``None``
+    when it satisfies it: the router's check of a context or step value (app/routing/values.py,
+    ``ValueCheck``). A schema that cannot be checked on its own (a ``$ref`` outside its
+    ``$defs``) accepts every value: the router cannot say the value is wrong.
+
+    A scalar's verdict is remembered (a string's up to 256 characters): steps repeat their
+    words, and tools share parameters.
+    """
+    if value is None or isinstance(value, int | float) or _short(value):
+        return _scalar_problem(schema, value)
+    return _problem(schema, value)
+
+
+def _short(value: Any) -> bool:
+    """A string short enough to remember (a long one would make the cache a memory sink)."""
+    return isinstance(value, str) and len(value) <= REMEMBERED_STRING_CHARS
+
+
+@functools.lru_cache(maxsize=VALUE_CACHE_SIZE, typed=True)  # typed: True is not 1
+def _scalar_problem(schema: str, value: str | float | None) -> str | None:
+    return _problem(schema, value)
+
+
+def _problem(schema: str, value: Any) -> str | None:
+    if _deeper_than(value, MAX_ARGUMENT_DEPTH):
+        return f"the value nests deeper than {MAX_ARGUMENT_DEPTH} levels"
+    validator = _parameter_validator(schema)
+    if validator is None:
+        return None
+    try:
+        error = best_match(validator.iter_errors(value))
+    except Unresolvable:
+        return None
+    if error is None:
+        return None
+    reason = str(error.message)  # it quotes the value: a long one is cut
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
+
+
+@functools.lru_cache(maxsize=VALIDATOR_CACHE_SIZE)
+def _parameter_validator(schema: str) -> Validator | None:
+    """The validator of one parameter's schema text (cached by the text, which the router
+    shares between tools with the same parameter)."""
+    try:
+        return make_validator(json.loads(schema))
+    except (SchemaError, ValueError):
+        return None
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

@@ -13,7 +13,14 @@ from typing import Any
 from app.loop.events import RANDOM_BYTES
 from app.routing import Candidate
 from app.routing.pipeline import SCORE_DECIMALS
-from app.schemas import RouteCandidate, RouteRequest, RouteResponse, TokenEstimate
+from app.schemas import (
+    InvalidContext,
+    RouteCandidate,
+    RouteRequest,
+    RouteResponse,
+    StepRead,
+    TokenEstimate,
+)
 from app.tools.live_index import Snapshot
 from registry.formats import exported_name, from_card
 from registry.tool_search import definition_format, search_result
@@ -87,6 +94,9 @@ def _answer_candidate(candidate: Candidate, summary: str) -> RouteCandidate:
         stages={k: round(v, SCORE_DECIMALS) + 0.0 for k, v in candidate.stages.items()},
         confidence=candidate.confidence,
         missing_required=list(candidate.missing_required),
+        invalid_context=[
+            InvalidContext(parameter=p, reason=r) for p, r in candidate.invalid_context
+        ],
     )
 
 
@@ -129,6 +139,7 @@ def route_response(
         model=model,
         fit="ok" if candidates else "none",
         candidates=[_answer_candidate(c, summaries[c.name]) for c in candidates],
+        step_read=StepRead.of(request.query),
     )
     if request.format != "raw":
         _add_tools(response, snapshot, candidates, request)

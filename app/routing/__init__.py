@@ -9,6 +9,7 @@ from app.routing.pipeline import route
 from app.routing.segment import query_segments, query_texts
 from app.routing.text import embedding_text
 from app.routing.types import ALL_STAGES, Candidate, FieldWeights, RouterConfig, ToolDoc
+from app.routing.window import step_window
 
 __all__ = [
     "ALL_STAGES",
@@ -21,4 +22,5 @@ __all__ = [
     "query_segments",
     "query_texts",
     "route",
+    "step_window",
 ]

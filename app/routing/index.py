@@ -27,6 +27,7 @@ from app.routing.penalty import ParamRule
 from app.routing.postings import Postings, merge, postings_of, weigh
 from app.routing.segments import IndexSegment, MergePlan, doc_tokens, unit_rows
 from app.routing.types import RouterConfig, ToolDoc
+from app.routing.values import ValueCheck
 
 __all__ = ["IndexSegment", "RouterIndex", "doc_tokens", "unit_rows"]
 
@@ -48,6 +49,7 @@ class RouterIndex:
     cjk_share: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     multilingual: tuple[int, int] | None = None
     in_name_order: bool = False  # names ascending: what ``merge`` needs and keeps
+    value_check: ValueCheck | None = None  # a value against a parameter's schema
 
     @classmethod
     def build(
@@ -56,6 +58,7 @@ class RouterIndex:
         embeddings: np.ndarray,
         config: RouterConfig,
         multilingual: tuple[int, int] | None = None,
+        value_check: ValueCheck | None = None,
     ) -> RouterIndex:
         """Index ``docs`` (unique names) with their ``(len(docs), dim)`` embedding rows, in the
         order given.
@@ -65,17 +68,23 @@ class RouterIndex:
         share) and each card's term counts, never the docs, so a caller can stream 100,000
         cards through without holding them all. ``multilingual``: the ``[start, stop)``
         columns of ``embeddings`` that come from an encoder reading every language (the
-        encoder's ``multilingual_dims``).
+        encoder's ``multilingual_dims``). ``value_check`` checks a context or step value
+        against a parameter's JSON Schema for the rule check (the service passes the
+        registry's validator); without one, values are recognised by their shape alone.
         """
         segment = IndexSegment.analyse(docs, embeddings, config.fields)
-        nothing = cls.empty(segment.embeddings.shape[1], config, multilingual)
+        nothing = cls.empty(segment.embeddings.shape[1], config, multilingual, value_check)
         index = nothing._laid_out(MergePlan.appended(len(segment)), segment)
         in_order = all(a < b for a, b in pairwise(index.names))
         return dataclasses.replace(index, in_name_order=in_order)
 
     @classmethod
     def empty(
-        cls, dim: int, config: RouterConfig, multilingual: tuple[int, int] | None = None
+        cls,
+        dim: int,
+        config: RouterConfig,
+        multilingual: tuple[int, int] | None = None,
+        value_check: ValueCheck | None = None,
     ) -> RouterIndex:
         """An index of no tools, with vectors of ``dim`` dimensions."""
         if multilingual is not None and not 0 <= multilingual[0] < multilingual[1] <= dim:
@@ -96,6 +105,7 @@ class RouterIndex:
             cjk_share=np.zeros(0, dtype=np.float32),
             multilingual=multilingual,
             in_name_order=True,
+            value_check=value_check,
         )
 
     def without(self, names: Collection[str]) -> RouterIndex:
@@ -163,6 +173,7 @@ class RouterIndex:
             cjk_share=plan.rows(old.cjk_share, segment.cjk_share),
             multilingual=old.multilingual,
             in_name_order=True,  # a merge's plan keeps names in order (build checks its own)
+            value_check=old.value_check,
         )
 
     @property

@@ -43,7 +43,14 @@ from app.routing.fusion import (
 )
 from app.routing.index import RouterIndex
 from app.routing.language import all_visible, cjk_share, pair_visibility, with_lead
-from app.routing.penalty import QueryEvidence, missing_required, penalty, query_evidence
+from app.routing.penalty import (
+    NOTHING_MISSING,
+    QueryEvidence,
+    Verdict,
+    penalty,
+    query_evidence,
+    verdict,
+)
 from app.routing.signals import (
     EXACT_TOP,
     RESCORED,
@@ -83,22 +90,27 @@ class RuleCheck:
 
     def penalties(
         self, index: RouterIndex, tools: np.ndarray, config: RouterConfig
-    ) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-        """Penalty part and missing required parameters of each tool in ``tools``."""
-        missing: list[tuple[str, ...]] = []
+    ) -> tuple[np.ndarray, list[Verdict]]:
+        """Penalty part and rule-check verdict of each tool in ``tools``."""
+        found = []
         for tool in tools.tolist():
-            rules = index.rules[tool]
-            absent = missing_required(rules, self.evidence) if rules else ()
             # A query word the card does not explain supplies a plain string parameter: the
             # terms the card matches are counted only when that can change the answer.
-            strings = [r.name for r in rules if r.kind == "string" and r.name in absent]
-            if strings and matched_in(self.touched, np.array([tool]))[0] < self.distinct:
-                absent = tuple(name for name in absent if name not in strings)
-            missing.append(absent)
+            def unexplained(tool: int = tool) -> bool:
+                return bool(matched_in(self.touched, np.array([tool]))[0] < self.distinct)
+
+            found.append(verdict(index.rules[tool], self.evidence, index.value_check, unexplained))
         part = [
-            penalty(m, config.missing_param_penalty, config.max_penalised_params) for m in missing
+            penalty(
+                v.missing,
+                config.missing_param_penalty,
+                config.max_penalised_params,
+                v.mentioned,
+                config.mention_softening,
+            )
+            for v in found
         ]
-        return np.asarray(part, dtype=np.float64), missing
+        return np.asarray(part, dtype=np.float64), found
 
 
 def check_stages(stages: frozenset[str]) -> None:
@@ -374,7 +386,7 @@ def candidates(
     scores: Scores,
     positions: np.ndarray,
     pen: np.ndarray,
-    missing: Sequence[tuple[str, ...]],
+    verdicts: Sequence[Verdict],
     step: Step,
 ) -> list[Candidate]:
     """One :class:`Candidate` per position, in the given order."""
@@ -388,9 +400,19 @@ def candidates(
             "penalty": float(pen[j]),
         }
         name = index.names[scores.cols[p]]
-        score = sum(parts.values())
+        found = verdicts[j]
         confidence = step.model.confidence(seen)
-        out.append(Candidate(name, score, parts, tuple(missing[j]), confidence, seen))
+        out.append(
+            Candidate(
+                name,
+                sum(parts.values()),
+                parts,
+                found.missing,
+                confidence,
+                seen,
+                found.invalid_context,
+            )
+        )
     return out
 
 
@@ -440,20 +462,20 @@ def route(
     # Plain top-k (no MMR): the pool, best first, is checked only as far as it can matter.
     until = (k, min_score) if lam >= 1.0 or k <= 1 else None
     rules = RuleCheck.of(index, rows, context) if "penalty" in stages else None
-    pool, pen, missing = rule_check(index, scores, pool, rules, config, stages, until)
+    pool, pen, verdicts = rule_check(index, scores, pool, rules, config, stages, until)
     final = total[pool] + pen
     keep = np.flatnonzero(final >= min_score) if min_score is not None else np.arange(pool.size)
     if keep.size == 0:
         pool = fallback_positions(index, scores, k)
-        pool, pen, missing = rule_check(index, scores, pool, rules, config, stages)
-        fallback = candidates(index, scores, pool, pen, missing, step)
+        pool, pen, verdicts = rule_check(index, scores, pool, rules, config, stages)
+        fallback = candidates(index, scores, pool, pen, verdicts, step)
         fallback = [c for c in fallback if min_score is None or c.score >= min_score]
         return confident(fallback, min_confidence)
     if lam >= 1.0 or k <= 1:  # plain top k: no vectors to read
         order = keep[top_indices(final[keep], k)]
     else:
         order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
-    answer = candidates(index, scores, pool[order], pen[order], [missing[i] for i in order], step)
+    answer = candidates(index, scores, pool[order], pen[order], [verdicts[i] for i in order], step)
     return confident(answer, min_confidence)
 
 
@@ -484,31 +506,31 @@ def rule_check(
     config: RouterConfig,
     stages: frozenset[str],
     until: tuple[int, float | None] | None = None,
-) -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]]]:
-    """The positions checked, their penalty parts and missing parameters (zeros when the
-    stage is off).
+) -> tuple[np.ndarray, np.ndarray, list[Verdict]]:
+    """The positions checked, their penalty parts and rule-check verdicts (zeros and nothing
+    missing when the stage is off).
 
     With ``until = (k, min_score)`` and ``positions`` best first (by score before the rule
     check), they are checked a few at a time until no later one can reach the top ``k``
     (``settled``); the rest are left out. The top ``k`` is the same as checking them all.
     """
     if rules is None or "penalty" not in stages or positions.size == 0:
-        return positions, np.zeros(positions.size), [() for _ in positions]
+        return positions, np.zeros(positions.size), [NOTHING_MISSING for _ in positions]
     if until is None:
-        pen, missing = rules.penalties(index, scores.cols[positions], config)
-        return positions, pen, missing
+        pen, every = rules.penalties(index, scores.cols[positions], config)
+        return positions, pen, every
     k, min_score = until
     total = scores.keyword[positions] + scores.embedding[positions] + scores.prior[positions]
     parts: list[np.ndarray] = []
-    missing = []
+    verdicts: list[Verdict] = []
     done = 0
     while done < positions.size:
         chunk = positions[done : done + k + 2]
-        part, absent = rules.penalties(index, scores.cols[chunk], config)
+        part, found = rules.penalties(index, scores.cols[chunk], config)
         parts.append(part)
-        missing.extend(absent)
+        verdicts.extend(found)
         done += chunk.size
         pen = np.concatenate(parts)
         if done < positions.size and settled(total[:done] + pen, total[done], k, min_score):
             break
-    return positions[:done], np.concatenate(parts), missing
+    return positions[:done], np.concatenate(parts), verdicts

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from app.routing.text import analyse
+from app.routing.window import step_window
 
 _REQUEST_CUE = (
     r"also|then|can|could|would|will|please|let|tell|show|give|help|find|suggest|recommend|"
@@ -56,7 +57,9 @@ def query_texts(query: str) -> list[str]:
     """What to embed for a query: the whole query, then each segment if there are several.
 
     Pass ``encoder.encode(query_texts(q))`` as ``query_vec`` to ``route`` (row 0 is the whole
-    query). A single row also works; segments then share the whole-query embedding.
+    query). A single row also works; segments then share the whole-query embedding. A long
+    query is read through ``window.step_window``: row 0 is that window.
     """
-    segments = query_segments(query)
-    return [query] if len(segments) < 2 else [query, *segments]
+    text = step_window(query)
+    segments = query_segments(text)
+    return [text] if len(segments) < 2 else [text, *segments]

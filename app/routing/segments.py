@@ -98,7 +98,7 @@ class IndexSegment:
             names.append(doc.name)
             terms.append(Counter(tokens))
             lengths.append(len(tokens))
-            rules.append(compile_rules(doc.parameters))
+            rules.append(compile_rules(doc.parameters, doc.name))
             tags.append(frozenset(t.casefold() for t in doc.tags))
             pinned.append(doc.pinned)
             shares.append(card_cjk_share(doc))

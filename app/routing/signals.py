@@ -16,8 +16,8 @@ from app.routing.index import RouterIndex
 from app.routing.segment import query_segments
 from app.routing.text import analyse
 from app.routing.types import RouterConfig
+from app.routing.window import step_window
 
-MAX_QUERY_CHARS = 8000
 # When a service's cosine rows are approximate (app/embedding/cosines.py), each row's best this many
 # tools by embedding get their exact cosine (with the pool's worth of best keyword hits).
 EXACT_TOP = 128
@@ -43,8 +43,8 @@ def analyse_query(index: RouterIndex, query: str, texts: Sequence[str] | None = 
 
     ``texts``: the query's texts as ``query_texts(query)`` gives them, if the caller has them
     already (a service segments a step once, to embed it)."""
-    text = (query or "")[:MAX_QUERY_CHARS]
-    if texts is None or len(query) > MAX_QUERY_CHARS or (texts and texts[0] != query):
+    text = step_window(query or "")
+    if texts is None or (texts and texts[0] != text):
         segments = query_segments(text)
         texts = [text] if len(segments) < 2 else [text, *segments]
     texts = list(texts) or [text]

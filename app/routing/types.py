@@ -67,6 +67,9 @@ class RouterConfig:
     # Stage 3: rule check.
     missing_param_penalty: float = 0.1
     max_penalised_params: int = 3
+    # The share of that penalty a mere mention of the parameter's name takes away (0: none;
+    # 1: a mentioned parameter costs nothing). The answer's missing_required ignores it.
+    mention_softening: float = 0.0
     # Diversity in the top-k (Carbonell & Goldstein 1998); 1.0 switches MMR off.
     mmr_lambda: float = 0.8
     mmr_multi_ask_only: bool = True
@@ -75,8 +78,10 @@ class RouterConfig:
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One routed tool: its score and each stage's additive part of it (relative: they
-    explain the ranking), and its confidence (absolute: the estimated chance it is the tool
-    the step needs, ``confidence.py``) with the evidence it was read from."""
+    explain the ranking), its confidence (absolute: the estimated chance it is the tool the
+    step needs, ``confidence.py``) with the evidence it was read from, the required
+    parameters with no value, and each context value that breaks its parameter's schema as
+    ``(parameter, reason)``."""
 
     name: str
     score: float
@@ -84,3 +89,4 @@ class Candidate:
     missing_required: tuple[str, ...]
     confidence: float
     evidence: Evidence
+    invalid_context: tuple[tuple[str, str], ...] = ()

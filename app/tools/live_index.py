@@ -24,6 +24,7 @@ from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
 from app.routing.index import IndexSegment
 from app.tools.catalog import card_to_doc, embed_cards, text_hash
 from registry import repository
+from registry.calls import value_problem
 from registry.card import TRUSTED, ToolCard
 from registry.formats import FORMATS, could_be_exported, exported_name
 
@@ -204,7 +205,12 @@ class IndexManager:
             work = self._work[namespace]
             old = snapshots.get(namespace)
             base = (
-                RouterIndex.empty(self.encoder.dim, self.config, multilingual_dims(self.encoder))
+                RouterIndex.empty(
+                    self.encoder.dim,
+                    self.config,
+                    multilingual_dims(self.encoder),
+                    value_check=value_problem,
+                )
                 if old is None
                 else old.index
             )

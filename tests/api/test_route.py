@@ -101,6 +101,53 @@ def test_missing_required_and_context(routed: TestClient) -> None:
     assert detail["stages"]["penalty"] == 0
 
 
+def test_a_context_value_that_breaks_its_schema_is_reported_and_not_counted(
+    routed: TestClient,
+) -> None:
+    body = {"query": "show the items and prices of it", "k": 4}
+    answer = route(routed, **body, context={"order_id": "banana", "city": "Oslo"})
+    by_name = {c["name"]: c for c in answer["candidates"]}
+    detail = by_name["get_order_details"]
+    assert detail["missing_required"] == ["order_id"]
+    assert detail["invalid_context"] == [
+        {"parameter": "order_id", "reason": "'banana' does not match '^o[0-9]+$'"}
+    ]
+    assert detail["stages"]["penalty"] < 0
+    assert by_name["get_weather"]["invalid_context"] == []  # Oslo is a city
+    assert by_name["get_weather"]["missing_required"] == []
+    wrong_type = route(routed, **body, context={"order_id": 123})
+    detail = {c["name"]: c for c in wrong_type["candidates"]}["get_order_details"]
+    assert detail["invalid_context"] == [
+        {"parameter": "order_id", "reason": "123 is not of type 'string'"}
+    ]
+
+
+def test_a_mention_of_a_parameter_is_not_a_value(routed: TestClient) -> None:
+    answer = route(routed, query="show me the details of an order", k=4)
+    detail = {c["name"]: c for c in answer["candidates"]}["get_order_details"]
+    assert detail["missing_required"] == ["order_id"]
+
+
+def test_a_long_step_is_accepted_and_read_by_its_head_and_tail(routed: TestClient) -> None:
+    """An agent pasting its conversation: 5,900 characters, the step last."""
+    turn = "User: what is the weather in the city of Paris\nAssistant: Mild.\n"
+    step = turn * ((5900 - 40) // len(turn)) + "User: the detail of order o123"
+    step += "." * (5900 - len(step))
+    answer = route(routed, query=step, k=4)
+    assert answer["step_read"]["characters"] == 5900
+    assert 100 <= answer["step_read"]["head"] <= 125 and 350 <= answer["step_read"]["tail"] <= 375
+    detail = {c["name"]: c for c in answer["candidates"]}["get_order_details"]
+    assert detail["missing_required"] == []  # o123, at the very end, was read
+    assert "step_read" not in route(routed, query="the detail of order o123")
+
+
+def test_a_step_as_long_as_the_body_allows_is_routed(routed: TestClient) -> None:
+    step = "weather in Paris " * 55_000  # 935,000 characters, under the 1 MiB body limit
+    answer = route(routed, query=step)
+    assert answer["step_read"]["characters"] == len(step)
+    assert answer["candidates"][0]["name"] == "get_weather"
+
+
 def test_tags_filter(routed: TestClient) -> None:
     answer = route(routed, query="orders", k=10, tags=["users"])
     assert [c["name"] for c in answer["candidates"]] == ["list_user_orders"]
@@ -196,7 +243,8 @@ def test_a_written_card_is_routable_at_once(routed: TestClient) -> None:
     [
         {},
         {"query": ""},
-        {"query": "x" * 4001},
+        {"query": "   "},  # only whitespace: as empty
+        {"query": "\n\t \u3000"},
         {"query": "ok", "k": 0},
         {"query": "ok", "k": 51},
         {"query": "ok", "format": "xml"},

@@ -59,7 +59,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "metrics": set(),
     "migrate": {"db"},
     "errors": {"registry"},
-    "schemas": {"registry"},
+    "schemas": {"registry", "routing"},
     # The assembly, and the surfaces it serves.
     "services": ROOMS - {"cli", "api", "dashboard", "deps", "main", "services"},
     "deps": ROOMS - {"cli", "api", "dashboard", "main", "deps"},

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from registry.calls import CallError, did_you_mean, validate_arguments
+from registry.calls import CallError, did_you_mean, validate_arguments, value_problem
 from registry.card import ToolCard
 
 PARAMS: dict[str, Any] = {
@@ -311,3 +311,15 @@ def test_multiple_of_is_exact_and_never_overflows(value: float, valid: bool) -> 
     assert (errors == []) is valid, errors
     if not valid:
         assert errors[0].message == f"{value!r} is not a multiple of 0.1"
+
+
+def test_value_problem_checks_one_parameter_and_tells_true_from_one() -> None:
+    integer = '{"type":"integer","minimum":1}'
+    assert value_problem(integer, 1) is None
+    assert value_problem(integer, True) == "True is not of type 'integer'"  # not the cached 1
+    assert value_problem(integer, 0) == "0 is less than the minimum of 1"
+    assert value_problem('{"format":"date-time","type":"string"}', "tomorrow") == (
+        "'tomorrow' is not a 'date-time'"
+    )
+    assert value_problem('{"$ref":"#/$defs/missing"}', "x") is None  # cannot be checked alone
+    assert value_problem('{"type":"array"}', [[[]]] * 2) is None

@@ -86,10 +86,12 @@ def test_best_tool_first_and_its_fused_score_is_one() -> None:
 
 def test_missing_required_parameters_are_penalised_and_reported() -> None:
     top = {c.name: c for c in ask("convert currencies", k=5)}["convertCurrency"]
-    assert top.missing_required == ("amount",)
-    assert top.stages["penalty"] == pytest.approx(-CONFIG.missing_param_penalty)
-    ok = {c.name: c for c in ask("convert currencies", k=5, context={"amount": 3})}
+    assert top.missing_required == ("amount", "from_currency", "to_currency")
+    assert top.stages["penalty"] == pytest.approx(-3 * CONFIG.missing_param_penalty)
+    known = {"amount": 3, "from_currency": "EUR", "to_currency": "USD"}
+    ok = {c.name: c for c in ask("convert currencies", k=5, context=known)}
     assert ok["convertCurrency"].missing_required == ()
+    assert ok["convertCurrency"].stages["penalty"] == 0
 
 
 def test_empty_index_and_k_larger_than_the_index() -> None:
