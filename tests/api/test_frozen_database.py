@@ -250,7 +250,9 @@ def test_a_frozen_then_stopped_database_never_hangs_the_service(cluster: OwnPost
     assert measured["slowest route during the reads"] < 5
     assert measured["first write after the freeze"] < 15
     assert measured["slowest of 60 reads"] < 15
-    assert measured["slowest readiness answer"] < 1
+    # Readiness reads the probe's state without waiting (0.3 s measured, docs/DEPLOY.md); a
+    # loaded machine's event loop can be late, so the bound is one only a hang would break.
+    assert measured["slowest readiness answer"] < 5
     assert measured["readiness 503 after the freeze"] < 10
     assert measured["write"] < 2 and measured["read"] < 2
     assert measured["validate with route_id"] < 2
