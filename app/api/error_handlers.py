@@ -10,6 +10,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from app.db import DATABASE_TROUBLE
 from registry.errors import ToolReachError
@@ -38,6 +40,9 @@ _HTTP_CODES = {
     422: "invalid_input",
     429: "too_many_requests",
 }
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def error_response(
@@ -84,7 +89,7 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 _UNPARSED_BODY = "There was an error parsing the body"
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
         return error_response(
@@ -92,7 +97,24 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
         )
     code = _HTTP_CODES.get(exc.status_code, "error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-    return error_response(exc.status_code, code, message, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {
+            **(headers or {}),
+            "Allow": allowed_methods(request.app.router.routes, request.scope),
+        }
+    return error_response(exc.status_code, code, message, headers=headers)
+
+
+def allowed_methods(routes: list[BaseRoute], scope: Scope) -> str:
+    """Every method some route serves on this path, for a 405's ``Allow``. Starlette's router
+    answers 405 from the first route whose path matched, so its ``Allow`` listed that route's
+    methods only (``POST`` for a ``DELETE /v1/tools`` that ``GET`` serves too)."""
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(route.matches({**scope, "method": method})[0] == Match.FULL for route in routes)
+    )
 
 
 DATABASE_RETRY_SECONDS = 5

@@ -137,6 +137,24 @@ def test_unknown_tool_and_route(client: TestClient) -> None:
     assert_error(client.patch("/v1/tools/x", headers=ADMIN), 405, "method_not_allowed")
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("delete", "/v1/tools", "GET, POST"),
+        ("patch", "/v1/tools/x", "GET, PUT, DELETE"),
+        ("get", "/v1/route", "POST"),
+        ("put", "/v1/keys", "GET, POST"),
+        ("post", "/healthz", "GET"),
+    ],
+)
+def test_a_405_allows_every_method_of_its_path(
+    client: TestClient, method: str, path: str, allowed: str
+) -> None:
+    response = client.request(method, path, headers=ADMIN)
+    assert_error(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == allowed
+
+
 def test_health_and_ready(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
@@ -188,3 +206,20 @@ def test_a_bug_is_a_500_without_detail_and_one_log_line(
     [record] = [r for r in caplog.records if r.name == "toolreach" and r.levelname == "ERROR"]
     assert record.getMessage() == "unexpected error in GET /boom: secret internals"
     assert record.exc_info is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"kind": "openapi", "path": "api.json", "base_url": "t"},
+        {"kind": "openapi", "url": "file:///etc/passwd"},
+        {"kind": "mcp", "url": "http://user:secret@example.com/mcp"},
+        {"kind": "mcp", "url": "http:///mcp"},
+    ],
+)
+def test_a_source_url_that_is_not_http_is_the_callers_mistake(
+    client: TestClient, source: dict[str, str]
+) -> None:
+    """Found by the schema fuzzing: a base_url "t" was a 502 (a source that failed)."""
+    response = client.post("/v1/sources", json={"name": "s", **source}, headers=ADMIN)
+    assert_error(response, 422, "invalid_input")
