@@ -26,7 +26,10 @@ from registry.json_schema import SchemaError, check_schema
 from registry.nul import NoNul
 
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
-NAMESPACE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+# One rule for a namespace wherever one is named (a card, a route, a search, a key's scope,
+# MCP, stats): up to 64 of these characters, the first not a dot, so '.' and '..' (path
+# segments a client resolves away) and hidden-file-like names are never namespaces.
+NAMESPACE_PATTERN = r"^[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,63}$"
 SOURCE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 SUMMARY_MAX_CHARS = 300
 TRUSTED = MappingProxyType({"trusted": True})
@@ -114,7 +117,7 @@ class ToolCard(NoNul):
         """Only the hints given: an unset hint is absent, as in MCP, not null."""
         return None if value is None else value.model_dump(exclude_none=True)
 
-    @field_validator("name", "namespace")
+    @field_validator("name")
     @classmethod
     def _not_only_dots(cls, value: str, info: ValidationInfo) -> str:
         if not _trusted(info) and set(value) == {"."}:  # '.' and '..' are path segments

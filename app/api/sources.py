@@ -10,6 +10,7 @@ from fastapi import APIRouter, Response
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import ServicesDep, SessionDep, UnscopedAdminDep
 from app.errors import Unavailable
+from app.schemas import Namespace
 from app.sources.schemas import SourceCreate, SourceList, SourceRead, SyncReport
 from app.sources.service import SourceService
 
@@ -41,7 +42,7 @@ def list_sources(
     session: SessionDep,
     services: ServicesDep,
     _admin: UnscopedAdminDep,
-    namespace: str | None = None,
+    namespace: Namespace | None = None,
 ) -> SourceList:
     """Every registered source, its credentials as references only."""
     return _sources(services).list_sources(session, namespace)

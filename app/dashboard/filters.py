@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
+from registry.card import NAMESPACE_PATTERN
+
 Bucket = Literal["hour", "day"]
 RANGES: dict[str, timedelta | None] = {
     "24h": timedelta(hours=24),
@@ -36,7 +38,7 @@ _BUCKETS: dict[str, Bucket] = {"hour": "hour", "day": "day"}
 # Lower than the 0.8 of /v1/lookalikes: on real catalogs (MiniLM) the pairs agents actually
 # confuse sit around 0.75, and this page is for looking, not alerting.
 DEFAULT_THRESHOLD = 0.7
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_NAMESPACE = re.compile(NAMESPACE_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,7 @@ def parse_filters(params: Mapping[str, str], now: datetime | None = None) -> Fil
     if bucket == "hour" and span > timedelta(hours=MAX_SLOTS):  # a chart it cannot draw
         bucket = "day"
     return Filters(
-        namespace=namespace if _NAMESPACE.match(namespace) else None,
+        namespace=namespace if _NAMESPACE.fullmatch(namespace) else None,
         range=chosen,
         since=since,
         until=until,

@@ -16,11 +16,12 @@ from app.dashboard.web import DashboardRoute, PageViewer, render
 from app.db import unit_of_work
 from app.deps import ServicesDep
 from app.tools.service import list_tools
+from registry.card import NAMESPACE_PATTERN
 from registry.errors import NotFound
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 PAGE_SIZE = 50
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_NAMESPACE = re.compile(NAMESPACE_PATTERN)
 
 
 @router.get("/registry", response_class=HTMLResponse)
@@ -62,7 +63,7 @@ def card_page(
     filters = parse_filters({"namespace": namespace, "range": "all"})
     context = page_context(request, services, viewer, "registry", filters)
     try:
-        if not _NAMESPACE.match(namespace):
+        if not _NAMESPACE.fullmatch(namespace):
             raise NotFound(f"no namespace {namespace!r}")
         with unit_of_work(services.session_factory) as session:
             card = load_card(session, namespace, name, version, viewer.namespaces)
