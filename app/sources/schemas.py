@@ -14,6 +14,12 @@ SourceName = Annotated[str, Field(pattern=SOURCE_NAME_PATTERN)]
 SourceKind = Literal["openapi", "mcp"]
 _HeaderName = Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")]
 _EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+# An http(s) URL with a host (ASCII: an IDN host as punycode), an optional port, no
+# credentials: anything else is the caller's mistake (422), not a source that failed (502).
+HTTP_URL_PATTERN = (
+    r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?)(:[0-9]{1,5})?([/?#]\S*)?$"
+)
+_HttpUrl = Annotated[str, Field(max_length=4096, pattern=HTTP_URL_PATTERN)]
 
 
 class SecretRef(NoNul):
@@ -46,9 +52,8 @@ class SourceConfig(NoNul):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str | None = Field(
+    url: _HttpUrl | None = Field(
         default=None,
-        max_length=4096,
         description="an OpenAPI document's URL, or an MCP server's streamable HTTP endpoint",
     )
     path: str | None = Field(
@@ -70,8 +75,8 @@ class SourceConfig(NoNul):
     query: dict[Annotated[str, Field(min_length=1, max_length=128)], SecretRef] = Field(
         default_factory=dict, max_length=16, description="API keys sent as query parameters"
     )
-    base_url: str | None = Field(
-        default=None, max_length=4096, description="OpenAPI: call here instead of its servers"
+    base_url: _HttpUrl | None = Field(
+        default=None, description="OpenAPI: call here instead of its servers"
     )
     prefix: str = Field(
         default="",
