@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from app.routing.window import window_bounds
@@ -18,6 +27,21 @@ if TYPE_CHECKING:
     from registry.repository import StoredCard
 
 Namespace = Annotated[str, Field(pattern=NAMESPACE_PATTERN)]
+_ISO_DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _iso_time(value: Any) -> Any:
+    """Only ISO 8601 (a date, or a date and time): pydantic also read any number as seconds
+    since 1970, so ``until=0.5`` was a time and a typo a silently empty window."""
+    if isinstance(value, str) and not _ISO_DATE_START.match(value):
+        raise PydanticCustomError(
+            "iso_time", "expected an ISO 8601 date or time, e.g. 2026-12-01T09:30:00Z"
+        )
+    return value
+
+
+# A time in a query: ISO 8601, UTC unless it carries an offset; a date alone is its midnight.
+IsoTime = Annotated[datetime, BeforeValidator(_iso_time)]
 ToolName = Annotated[str, Field(pattern=NAME_PATTERN)]
 # How a tool is answered: native is the stored card with its version and times (also what no
 # format gives); the others are the tool as that model API takes it.

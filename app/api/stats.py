@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -10,7 +9,7 @@ from fastapi import APIRouter, Query
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import ServicesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
-from app.schemas import Namespace
+from app.schemas import IsoTime, Namespace
 from app.tools.lookalikes import LookalikeList, list_lookalikes
 
 router = APIRouter(prefix="/v1", tags=["stats"])
@@ -27,8 +26,8 @@ def stats(
         Query(description="all the key's namespaces if absent; one out of its scope: none"),
     ] = None,
     tool: Annotated[str | None, Query(max_length=256)] = None,
-    since: Annotated[datetime | None, Query(description="ISO time, inclusive")] = None,
-    until: Annotated[datetime | None, Query(description="ISO time, exclusive")] = None,
+    since: Annotated[IsoTime | None, Query(description="ISO 8601 time, inclusive")] = None,
+    until: Annotated[IsoTime | None, Query(description="ISO 8601 time, exclusive")] = None,
     bucket: Literal["hour", "day"] = "day",
 ) -> StatsReport:
     """Routes, feedback, hit@1, hit@k, misses, none-fit, latency, per tool, confusions; of

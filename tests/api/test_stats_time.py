@@ -116,6 +116,25 @@ def test_buckets_windows_and_percentiles(loop: TestClient) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "value", ["0.5", "1700000000", "-1", "now", "yesterday", "1e9", "12-01-2026", ""]
+)
+@pytest.mark.parametrize("bound", ["since", "until"])
+def test_a_time_that_is_not_iso_8601_is_refused(loop: TestClient, bound: str, value: str) -> None:
+    """A number was read as seconds since 1970 (``until=0.5`` was 1970-01-01T00:00:00.5Z)."""
+    response = loop.get("/v1/stats", params={bound: value}, headers=VIEWER)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert error["details"][0]["loc"] == ["query", bound]
+
+
+@pytest.mark.parametrize("value", ["2026-11-02", "2026-11-02T00:00:00Z", "2026-11-02 00:00"])
+def test_an_iso_date_or_time_is_a_bound(loop: TestClient, value: str) -> None:
+    response = loop.get("/v1/stats", params={"until": value}, headers=VIEWER)
+    assert response.status_code == 200, response.text
+
+
 def test_purge_keeps_the_tables_bounded(
     loop: TestClient,
     database_url: str,
