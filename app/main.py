@@ -12,6 +12,7 @@ from app import dashboard
 from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
 from app.api.middleware import BodySizeLimit, NoNulInUrl
+from app.api.openapi import install_openapi
 from app.api.tools import BULK_PATH, NDJSON
 from app.embedding.encoders import Encoder
 from app.mcp.http import mcp_routes, mcp_sessions
@@ -59,6 +60,7 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    install_openapi(app)
     app.add_middleware(
         BodySizeLimit,
         limit=settings.max_body_bytes,

@@ -55,6 +55,42 @@ def test_agent_endpoints_open_without_agent_keys(database_url: str) -> None:
         assert_error(open_client.post("/v1/tools", json=weather_card()), 401, "unauthorized")
 
 
+def security_of(document: dict, path: str, method: str) -> object:
+    return document["paths"][path][method].get("security")
+
+
+AGENT_OPERATIONS = [("/v1/route", "post"), ("/v1/tools", "get"), ("/v1/validate", "post")]
+ADMIN_OPERATIONS = [("/v1/tools", "post"), ("/v1/keys", "get"), ("/v1/stats", "get")]
+
+
+def test_openapi_says_when_the_agent_endpoints_are_open(database_url: str) -> None:
+    """The document declared a required bearer key on endpoints open to anyone."""
+    from app.embedding.encoders import make_encoder
+    from app.main import create_app
+
+    app = create_app(make_settings(database_url, agent_keys=()), encoder=make_encoder("fake"))
+    with TestClient(app) as open_client:
+        document = open_client.get("/openapi.json").json()
+        for path, method in AGENT_OPERATIONS:
+            assert security_of(document, path, method) == [{}, {"HTTPBearer": []}], path
+        for path, method in ADMIN_OPERATIONS:
+            assert security_of(document, path, method) == [{"HTTPBearer": []}], path
+        assert security_of(document, "/healthz", "get") is None
+        # An agent key made at run time closes them, and the document says so at once.
+        made = open_client.post("/v1/keys", json={"role": "agent"}, headers=ADMIN)
+        assert made.status_code == 201, made.text
+        assert_error(open_client.post("/v1/route", json={"query": "x"}), 401, "unauthorized")
+        closed = open_client.get("/openapi.json").json()
+        for path, method in AGENT_OPERATIONS + ADMIN_OPERATIONS:
+            assert security_of(closed, path, method) == [{"HTTPBearer": []}], path
+
+
+def test_openapi_requires_the_key_when_agent_keys_are_set(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    for path, method in AGENT_OPERATIONS + ADMIN_OPERATIONS:
+        assert security_of(document, path, method) == [{"HTTPBearer": []}], path
+
+
 @pytest.mark.parametrize(
     "body",
     [b'{"name": ', b'{"name": "caf\xe9"}', b'{"query": "x", "k": 1' + b"0" * 5000 + b"}"],
