@@ -16,9 +16,12 @@ from referencing.exceptions import Unresolvable
 
 from registry.card import ErrorEntry, ToolCard
 from registry.json_schema import (
+    MAX_REF_STEPS,
     VALIDATOR_CACHE_SIZE,
     SchemaError,
+    TooCostly,
     additional_keys,
+    iter_errors,
     json_pointer,
     make_validator,
 )
@@ -28,6 +31,10 @@ SIMILARITY_CUTOFF = 0.6
 VALUE_CACHE_SIZE = 16_384  # (parameter schema, scalar value) verdicts the router remembers
 REMEMBERED_STRING_CHARS = 256  # longer strings are checked every time
 MAX_REASON_CHARS = 300  # of the reason a context value is refused
+_TOO_COSTLY = (
+    f"checking these arguments against the tool's recursive schema follows more than "
+    f"{MAX_REF_STEPS} $refs; send a smaller value"
+)
 _ENUM_SHOWN = 20  # enum values listed in a suggestion
 _DESCRIPTION_SHOWN = 200  # characters of a parameter's description in a suggestion
 
@@ -74,9 +81,13 @@ def validate_arguments(card: ToolCard, arguments: Any) -> list[CallError]:
     if _deeper_than(arguments, MAX_ARGUMENT_DEPTH):
         return [CallError("", f"the arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels")]
     validator = make_validator(card.parameters)
+    try:
+        errors = iter_errors(validator, arguments)
+    except TooCostly:
+        return [CallError("", _TOO_COSTLY)]
     found = [
         (_sort_key(error.absolute_path), error.message, _call_error(card, error, arguments))
-        for error in validator.iter_errors(arguments)
+        for error in errors
     ]
     return [error for *_, error in sorted(found, key=lambda item: item[:2])]
 
@@ -112,9 +123,11 @@ def _problem(schema: str, value: Any) -> str | None:
     if validator is None:
         return None
     try:
-        error = best_match(validator.iter_errors(value))
+        error = best_match(iter_errors(validator, value))
     except Unresolvable:
         return None
+    except TooCostly:
+        return _TOO_COSTLY
     if error is None:
         return None
     reason = str(error.message)  # it quotes the value: a long one is cut

@@ -25,6 +25,7 @@ import reprlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from datetime import date
 from fractions import Fraction
 from typing import Any
@@ -40,6 +41,7 @@ from jsonschema import (
     Draft202012Validator,
     FormatChecker,
     ValidationError,
+    _keywords,
 )
 from jsonschema.exceptions import SchemaError as MetaSchemaError
 from jsonschema.protocols import Validator
@@ -82,6 +84,12 @@ _ONE = (
 _MANY = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 _MAP = ("dependentSchemas", "dependencies", "patternProperties", "properties")
 _DEFS = ("$defs", "definitions")
+# Keywords that apply to the instance itself, not to a part of it: a $ref cycle made only of
+# these (and $ref) would apply the schema to the same value forever.
+_IN_PLACE = frozenset(
+    ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies")
+)
+MAX_REF_STEPS = 20_000  # $refs followed while one call is validated (a recursive schema's bound)
 
 
 class SchemaError(ValueError):
@@ -277,17 +285,31 @@ def resolve_ref(root: Any, ref: Any, pointer: str) -> Any:
     return target
 
 
+def _keyword(child: str, parent: str) -> str:
+    """The keyword under which the subschema at pointer ``child`` sits in ``parent``."""
+    return child[len(parent) + 1 :].split("/")[0]
+
+
 class _Expansion:
     """Size and depth of the schema tree once every $ref is followed, memoised per node.
 
     A DAG of refs (a -> b, b; b -> c, c; ...) doubles at each level without any cycle, so each
     node's expanded size is computed once and the walk stops at the first bound it crosses.
+
+    A $ref back to a node on the current path is recursion: allowed when the way round goes
+    into a part of the value (``properties``, ``items``, ...), which is finite, so the
+    recursion bottoms out (a tree node whose children $ref the node); refused when it stays on
+    the same value (``{"allOf": [{"$ref": "#"}]}``). A recursion counts once in the bounds;
+    the work of validating against it is bounded by ``MAX_REF_STEPS`` (``iter_errors``).
     """
 
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
         self.memo: dict[int, tuple[int, int]] = {}  # id(node) -> (size, height)
-        self.active: set[int] = set()  # nodes on the current path: meeting one is a cycle
+        # Nodes on the current path -> how many times the path had gone into a part of the
+        # value when it met them: meeting one again with no descent since is a cycle.
+        self.active: dict[int, int] = {}
+        self.descents = 0
 
     def visit(self, node: Any, pointer: str, depth: int) -> tuple[int, int]:
         if not isinstance(node, dict):
@@ -302,13 +324,14 @@ class _Expansion:
         if depth > MAX_EXPANDED_DEPTH:
             reason = f"once $refs are followed, subschemas nest deeper than {MAX_EXPANDED_DEPTH}"
             raise SchemaError(pointer, reason)
-        self.active.add(id(node))
+        self.active[id(node)] = self.descents
         parts = [
-            self.visit(child, at, depth + 1) for at, child in _children(node, pointer, defs=False)
+            self._descend(child, at, depth, in_place=_keyword(at, pointer) in _IN_PLACE)
+            for at, child in _children(node, pointer, defs=False)
         ]
         if "$ref" in node:
             parts.append(self._follow(node["$ref"], f"{pointer}/$ref", depth))
-        self.active.discard(id(node))
+        del self.active[id(node)]
         size = 1 + sum(part[0] for part in parts)
         if size > MAX_EXPANDED_SUBSCHEMAS:
             reason = f"once $refs are followed, it expands to more than {MAX_EXPANDED_SUBSCHEMAS}"
@@ -316,10 +339,21 @@ class _Expansion:
         self.memo[id(node)] = size, 1 + max((part[1] for part in parts), default=0)
         return self.memo[id(node)]
 
+    def _descend(self, child: Any, pointer: str, depth: int, *, in_place: bool) -> tuple[int, int]:
+        self.descents += 0 if in_place else 1
+        try:
+            return self.visit(child, pointer, depth + 1)
+        finally:
+            self.descents -= 0 if in_place else 1
+
     def _follow(self, ref: str, pointer: str, depth: int) -> tuple[int, int]:
         target = resolve_ref(self.root, ref, pointer)
-        if id(target) in self.active:
-            raise SchemaError(pointer, f"$ref {ref!r} forms a cycle (it leads back to itself)")
+        entered = self.active.get(id(target))
+        if entered == self.descents:
+            reason = f"$ref {ref!r} forms a cycle that never goes into a part of the value"
+            raise SchemaError(pointer, reason + " (it leads back to itself)")
+        if entered is not None:
+            return 1, 1  # recursion into a part of the value: counted once
         return self.visit(target, ref[1:], depth + 1)
 
 
@@ -525,9 +559,39 @@ def _exact(number: float) -> Fraction:
     return Fraction(number) if isinstance(number, int) else Fraction(repr(number))
 
 
+class TooCostly(Exception):
+    """Validating one value followed more than ``MAX_REF_STEPS`` $refs (a recursive schema
+    whose branches go over the same parts of the value again and again)."""
+
+
+# The $refs one validation may still follow; None outside ``iter_errors``.
+_ref_steps: ContextVar[list[int] | None] = ContextVar("ref_steps", default=None)
+
+
+def _ref(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's $ref, counted against the budget of the validation it is part of."""
+    steps = _ref_steps.get()
+    if steps is not None:
+        steps[0] -= 1
+        if steps[0] < 0:
+            raise TooCostly(f"validating it follows more than {MAX_REF_STEPS} $refs")
+    yield from _keywords.ref(validator, ref, instance, schema)
+
+
+def iter_errors(validator: Validator, instance: Any) -> list[ValidationError]:
+    """Every error of ``instance``, with the $refs followed bounded by ``MAX_REF_STEPS``:
+    a recursive schema cannot make a validation take unbounded time. Raises ``TooCostly``."""
+    token = _ref_steps.set([MAX_REF_STEPS])
+    try:
+        return list(validator.iter_errors(instance))
+    finally:
+        _ref_steps.reset(token)
+
+
 @functools.cache
 def _re2_class(cls: Any) -> Any:
     overrides = {
+        "$ref": _ref,
         "pattern": _pattern,
         "patternProperties": _pattern_properties,
         "additionalProperties": _additional_properties,

@@ -165,10 +165,16 @@ def name_cues(name: str) -> frozenset[str]:
     return frozenset(cues)
 
 
+_REF = re.compile(r'"\$ref":"([^"]*)"')
+_DEFINITIONS = ("#/$defs/", "#/definitions/")
+
+
 def schema_json(schema: Mapping[str, Any], root: Mapping[str, Any] | None) -> str | None:
     """``schema`` as compact JSON, standing alone: with the card's ``$schema`` (its dialect)
     and, when it refers to them, its ``$defs``/``definitions``; one shared string per distinct
-    schema. ``None`` for a schema that is not plain JSON (then values are not checked)."""
+    schema. ``None`` for a schema that is not plain JSON, or that refers to the card's root
+    or to its parts outside the definitions (a recursive ``{"$ref": "#"}``: standing alone it
+    would mean this schema); then values are not checked."""
     root = root if isinstance(root, Mapping) else {}
     extra = {key: root[key] for key in ("$schema",) if key in root}
     try:
@@ -179,6 +185,8 @@ def schema_json(schema: Mapping[str, Any], root: Mapping[str, Any] | None) -> st
             whole = {**schema, **extra}
             text = json.dumps(whole, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
+        return None
+    if not all(ref.startswith(_DEFINITIONS) for ref in _REF.findall(text)):
         return None
     return sys.intern(text)
 

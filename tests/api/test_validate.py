@@ -75,3 +75,34 @@ def test_wrong_type_has_exact_path(registered: TestClient) -> None:
 def test_deleted_tool_is_unknown(registered: TestClient) -> None:
     registered.delete("/v1/tools/send_email", headers=ADMIN)
     assert validate(registered, name="send_email")["valid"] is False
+
+
+TREE_TOOL = {
+    "name": "plant_tree",
+    "description": "Plants a tree of named nodes.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#"}},
+        },
+        "required": ["name"],
+    },
+}
+
+
+def test_a_recursive_schema_is_a_tool_calls_are_validated_against(client: TestClient) -> None:
+    """A tree node whose children $ref the node was refused as a $ref cycle."""
+    created = client.post("/v1/tools", json=TREE_TOOL, headers=ADMIN)
+    assert created.status_code == 201, created.text
+    good = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}
+    body = {"name": "plant_tree", "arguments": good}
+    assert client.post("/v1/validate", json=body, headers=AGENT).json()["valid"] is True
+    bad = {"name": "a", "children": [{"name": "b", "children": [{"children": []}]}]}
+    answer = client.post("/v1/validate", json={**body, "arguments": bad}, headers=AGENT).json()
+    assert answer["valid"] is False
+    assert [e["path"] for e in answer["errors"]] == ["/children/0/children/0"]
+    for fmt in ("openai", "openai_responses", "anthropic", "mcp"):
+        exported = client.get(f"/v1/tools/plant_tree?format={fmt}", headers=AGENT)
+        assert exported.status_code == 200, exported.text
+        assert '"$ref":"#"' in exported.text.replace(" ", ""), fmt

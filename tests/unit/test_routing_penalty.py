@@ -282,3 +282,20 @@ def test_a_word_the_card_does_not_explain_supplies_only_plain_strings() -> None:
 
 def test_ordinal_dates_count_as_dates() -> None:
     assert missing(one("date", type="string"), "check the schedule for May 30th") == ()
+
+
+def test_a_context_value_of_a_recursive_parameter_is_not_checked_against_the_wrong_schema() -> None:
+    """``{"$ref": "#"}`` means the card's root; standing alone it meant the parameter's own
+    schema, so a good child node was refused as "not of type 'array'"."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#"}},
+        },
+        "required": ["name", "children"],
+    }
+    rules = compile_rules(schema)
+    context = {"name": "a", "children": [{"name": "b"}]}
+    evidence = query_evidence("plant a tree", analyse("plant a tree"), context)
+    assert verdict(rules, evidence, value_problem) == Verdict()

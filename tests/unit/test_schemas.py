@@ -14,7 +14,9 @@ from registry.json_schema import (
     MAX_ENUM_ENTRIES,
     MAX_SUBSCHEMAS,
     SchemaError,
+    TooCostly,
     check_schema,
+    iter_errors,
     json_pointer,
     make_validator,
 )
@@ -126,13 +128,19 @@ BAD_SCHEMAS = [
     ),
     pytest.param(
         obj(a={"$ref": "#/$defs/a"})
-        | {"$defs": {"a": {"items": {"$ref": "#/$defs/b"}}, "b": {"$ref": "#/$defs/a"}}},
+        | {"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}]}, "b": {"$ref": "#/$defs/a"}}},
         "/$defs/b/$ref",
-        "$ref '#/$defs/a' forms a cycle",
+        "$ref '#/$defs/a' forms a cycle that never goes into a part of the value",
         id="ref-cycle",
     ),
     pytest.param(
-        obj(a={"$ref": "#"}), "/properties/a/$ref", "$ref '#' forms a cycle", id="ref-to-root"
+        {**obj(), "allOf": [{"$ref": "#"}]},
+        "/allOf/0/$ref",
+        "$ref '#' forms a cycle",
+        id="ref-to-root-in-place",
+    ),
+    pytest.param(
+        {**obj(), "not": {"$ref": "#"}}, "/not/$ref", "$ref '#' forms a cycle", id="ref-not"
     ),
     pytest.param(
         fan_out(20), "/$defs/d", "expands to more than 10000 subschemas", id="ref-fan-out"
@@ -458,3 +466,65 @@ def test_a_schema_only_the_fast_check_refuses_is_still_refused(
     error = refused(obj(town={"type": "string"}))
     assert error.pointer == "/properties"
     assert "not valid JSON Schema" in error.reason and "city" in error.reason
+
+
+TREE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#"}},
+    },
+    "required": ["name"],
+}
+EXPRESSION = {
+    "$defs": {
+        "expr": {
+            "anyOf": [
+                {"type": "number"},
+                {
+                    "type": "object",
+                    "properties": {
+                        "op": {"enum": ["+", "*"]},
+                        "left": {"$ref": "#/$defs/expr"},
+                        "right": {"$ref": "#/$defs/expr"},
+                    },
+                    "required": ["op", "left", "right"],
+                },
+            ]
+        }
+    },
+    "type": "object",
+    "properties": {"expr": {"$ref": "#/$defs/expr"}},
+}
+
+
+@pytest.mark.parametrize("schema", [TREE, EXPRESSION], ids=["tree", "expression"])
+def test_a_recursion_into_parts_of_the_value_is_accepted(schema: dict[str, Any]) -> None:
+    """A tree node whose children $ref the node bottoms out: the value is finite."""
+    check_schema(schema, require_object=True)
+
+
+def test_a_recursive_schema_validates_nested_values() -> None:
+    validator = make_validator(TREE)
+    good = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}
+    assert iter_errors(validator, good) == []
+    bad = {"name": "a", "children": [{"name": "b", "children": [{"children": []}]}]}
+    (error,) = iter_errors(validator, bad)
+    assert list(error.absolute_path) == ["children", 0, "children", 0]
+
+
+def test_a_recursion_that_revisits_each_part_is_bounded() -> None:
+    """Two branches each going into the same part: 2**depth $refs without a bound."""
+    twice = {
+        "type": "object",
+        "anyOf": [
+            {"properties": {"a": {"$ref": "#"}}, "required": ["z"]},
+            {"properties": {"a": {"$ref": "#"}}, "required": ["y"]},
+        ],
+    }
+    check_schema(twice, require_object=True)
+    value: dict[str, Any] = {}
+    for _ in range(40):
+        value = {"a": value}
+    with pytest.raises(TooCostly):
+        iter_errors(make_validator(twice), value)
