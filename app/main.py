@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from app import dashboard
 from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
-from app.api.middleware import BodySizeLimit, NoNulInUrl
+from app.api.middleware import BodySizeLimit, NoNulInUrl, UrlLengthLimit
 from app.api.openapi import install_openapi
 from app.api.tools import BULK_PATH, NDJSON
 from app.embedding.encoders import Encoder
@@ -67,6 +67,7 @@ def create_app(
         streamed={(BULK_PATH, NDJSON): settings.max_import_bytes},
     )
     app.add_middleware(NoNulInUrl)
+    app.add_middleware(UrlLengthLimit, limit=settings.max_url_bytes)  # outermost: first
     for module in (health, metrics, tools, validate, route, feedback, stats, keys, sources, call):
         app.include_router(module.router)
     app.include_router(dashboard.router)

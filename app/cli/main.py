@@ -65,6 +65,7 @@ def _services(settings: Settings) -> Any:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
+    from app.api.parser_limits import protocol_class
     from app.main import create_app
 
     _check_port_free(args.host, args.port)
@@ -76,6 +77,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         create_app(settings, freeze_gc=True),
         host=args.host,
         port=args.port,
+        http=protocol_class(settings.max_url_bytes),  # refusals in the error shape
         log_level=settings.log_level,
         log_config=log_config(settings.log_level),
     )
