@@ -100,10 +100,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     headers = exc.headers
     if exc.status_code == 405:
-        headers = {
-            **(headers or {}),
-            "Allow": allowed_methods(request.app.router.routes, request.scope),
-        }
+        allowed = allowed_methods(request.app.router.routes, request.scope)
+        if request.method not in allowed.split(", "):  # the router's 405, not an endpoint's
+            headers = {**(headers or {}), "Allow": allowed}
     return error_response(exc.status_code, code, message, headers=headers)
 
 
