@@ -26,14 +26,12 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/toolreach build-model
 	touch $(STAMP)
 
-install: system-packages $(STAMP) $(BIN)/helm $(INSPECTOR)  ## the virtual environment, the models, the Debian packages, helm and the MCP Inspector the tests need
+install: system-packages $(STAMP) $(BIN)/helm $(INSPECTOR) $(NPM_SERVERS)  ## the virtual environment, the models, the Debian packages, helm, the MCP Inspector and the MCP servers the tests need
 
 $(INSPECTOR):  # the MCP Inspector for tests/mcp/test_inspector.py, local to the project
 	@if command -v npm >/dev/null 2>&1; then \
 	  npm install --prefix .npm-tools --no-audit --no-fund --save-exact @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) && touch $@; \
 	else echo "npm is missing: no MCP Inspector (its test is skipped only where node is missing too)"; fi
-install: system-packages $(STAMP) $(BIN)/helm $(NPM_SERVERS)  ## the virtual environment, the models, helm, the MCP servers and the Debian packages the tests need
-
 $(NPM_SERVERS):  # MCP servers nobody here wrote, for tests/sources (skipped only without node)
 	@if command -v npm >/dev/null 2>&1; then \
 	  npm install --prefix .npm-tools --no-audit --no-fund --save-exact $(MCP_SERVERS) && touch $@; \

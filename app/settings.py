@@ -371,8 +371,9 @@ def check_router_config(config: RouterConfig) -> RouterConfig:
         raise ValueError(f"these must not be negative: {', '.join(negative)}")
     if config.pool_size < 1:
         raise ValueError("TOOLREACH_ROUTER__POOL_SIZE must be 1 or more")
-    if not 0 <= config.mmr_lambda <= 1:
-        raise ValueError("TOOLREACH_ROUTER__MMR_LAMBDA must be within [0, 1]")
+    for share in ("mmr_lambda", "mention_softening"):
+        if not 0 <= getattr(config, share) <= 1:
+            raise ValueError(f"TOOLREACH_ROUTER__{share.upper()} must be within [0, 1]")
     return config
 
 
