@@ -31,6 +31,7 @@ from app.sources.service import SourceService
 from app.tools.catalog import parse_batch, write_cards
 from app.tools.listener import Listener
 from app.tools.live_index import IndexManager
+from app.tools.lookalikes import LookalikeCache
 from registry import repository
 from registry.repository import REVISION_CHANNEL
 
@@ -53,6 +54,8 @@ class Services:
     validated: ValidatedCalls
     # Every key, environment and table, in memory; reloaded every key_refresh_seconds.
     keys: KeyStore
+    # Look-alike tools of every namespace, kept current in the background (app/tools/lookalikes.py).
+    lookalikes: LookalikeCache
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -69,6 +72,7 @@ class Services:
         """The background threads of a serving process (the CLI commands run none)."""
         self.health.start()
         self.index.start_polling(self.settings.index_poll_seconds)
+        self.lookalikes.start()
         if self.listener is not None:
             self.listener.start()
         self.keys.start(self.settings.key_refresh_seconds)
@@ -98,6 +102,7 @@ class Services:
         if self.listener is not None:
             self.listener.stop()
         self.index.stop()
+        self.lookalikes.stop()
         self.keys.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
@@ -224,6 +229,9 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     keys = KeyStore.from_settings(settings, factory)
     keys.refresh()  # the table's keys before the first request
     metrics.database_reachable.set_function(lambda: float(health.state.reachable))
+    lookalikes = LookalikeCache(
+        index, neighbours=settings.lookalike_neighbours, floor=settings.lookalike_floor
+    )
     services = Services(
         settings,
         engine,
@@ -236,6 +244,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         health,
         validated,
         keys,
+        lookalikes,
         cosines,
     )
     services.router = RouteExecutor(

@@ -11,7 +11,7 @@ from app.api.error_handlers import ERROR_SHAPE
 from app.deps import ServicesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
 from app.schemas import Namespace
-from app.tools.lookalikes import LookalikeList, list_lookalikes
+from app.tools.lookalikes import MAX_PAIRS, LookalikeList, lookalikes_in
 
 router = APIRouter(prefix="/v1", tags=["stats"])
 ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 422, 503)}
@@ -44,9 +44,12 @@ def lookalikes(
     namespace: Annotated[
         Namespace | None, Query(description="all the key's namespaces if absent")
     ] = None,
-    threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.8,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    threshold: Annotated[
+        float, Query(ge=0.0, le=1.0, description="pairs below the kept floor are never listed")
+    ] = 0.8,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAIRS)] = 50,
 ) -> LookalikeList:
     """Pairs of tools whose cards are so alike that the model and the router confuse them;
-    of the key's namespaces only."""
-    return list_lookalikes(services.index, namespace, threshold, limit, viewer.namespaces)
+    of the key's namespaces only. Read from a cache kept in the background: ``complete`` is
+    false while a namespace's pairs are still being computed."""
+    return lookalikes_in(services.lookalikes, namespace, threshold, limit, viewer.namespaces)

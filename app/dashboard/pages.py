@@ -170,7 +170,8 @@ def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> H
     filters = parse_filters(request.query_params)
     threshold = parse_threshold(request.query_params.get("threshold"))
     visible = viewer.namespaces
-    pairs = load_lookalikes(services, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
+    found = load_lookalikes(services, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
+    pairs = found.pairs
     counts = confusion_counts(all_confusions(services, visible, filters))
     return render(
         "lookalikes.html",
@@ -179,6 +180,7 @@ def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> H
             (p, counts.get(pair_key(p.namespace, p.a, p.b), 0)) for p in pairs[:LOOKALIKES_SHOWN]
         ],
         more=len(pairs) > LOOKALIKES_SHOWN,
+        complete=found.complete,
         threshold=threshold,
     )
 
