@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
+from app.capacity.slots import Slots
 from app.db import DatabaseLimits, make_engine, make_probe, make_session_factory, unit_of_work
 from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
@@ -56,6 +57,8 @@ class Services:
     keys: KeyStore
     # Look-alike tools of every namespace, kept current in the background (app/tools/lookalikes.py).
     lookalikes: LookalikeCache
+    # At most a few expensive requests of each kind at once (app/capacity/slots.py).
+    slots: Slots
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -245,6 +248,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         validated,
         keys,
         lookalikes,
+        Slots.of_sizes(settings.slots_reports, settings.slots_imports, settings.slots_exports),
         cosines,
     )
     services.router = RouteExecutor(

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from app.api.error_handlers import ERROR_SHAPE
+from app.capacity.slots import ReportSlot
 from app.deps import ServicesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
 from app.schemas import Namespace
@@ -22,6 +23,7 @@ def stats(
     session: SessionDep,
     services: ServicesDep,
     viewer: ViewerDep,
+    _slot: ReportSlot,
     namespace: Annotated[
         Namespace | None,
         Query(description="all the key's namespaces if absent; one out of its scope: none"),
@@ -41,6 +43,7 @@ def stats(
 def lookalikes(
     services: ServicesDep,
     viewer: ViewerDep,
+    _slot: ReportSlot,
     namespace: Annotated[
         Namespace | None, Query(description="all the key's namespaces if absent")
     ] = None,
