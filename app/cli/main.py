@@ -65,6 +65,7 @@ def _services(settings: Settings) -> Any:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
+    from app.capacity.connections import server_options
     from app.main import create_app
 
     _check_port_free(args.host, args.port)
@@ -78,6 +79,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         port=args.port,
         log_level=settings.log_level,
         log_config=log_config(settings.log_level),
+        **server_options(
+            header_timeout=settings.server_header_timeout,
+            keepalive_timeout=settings.server_keepalive_timeout,
+            max_connections=settings.server_max_connections,
+        ),
     )
     return 0
 
