@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.capacity.slots import ReportSlot
 from app.deps import ServicesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
 from app.schemas import Namespace
-from app.tools.lookalikes import MAX_PAIRS, LookalikeList, lookalikes_in
+from app.tools.lookalikes import MAX_PAIRS, LookalikeList, lookalikes_json
 
 router = APIRouter(prefix="/v1", tags=["stats"])
 ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 422, 503)}
@@ -51,8 +51,9 @@ def lookalikes(
         float, Query(ge=0.0, le=1.0, description="pairs below the kept floor are never listed")
     ] = 0.8,
     limit: Annotated[int, Query(ge=1, le=MAX_PAIRS)] = 50,
-) -> LookalikeList:
+) -> Response:
     """Pairs of tools whose cards are so alike that the model and the router confuse them;
     of the key's namespaces only. Read from a cache kept in the background: ``complete`` is
     false while a namespace's pairs are still being computed."""
-    return lookalikes_in(services.lookalikes, namespace, threshold, limit, viewer.namespaces)
+    body = lookalikes_json(services.lookalikes, namespace, threshold, limit, viewer.namespaces)
+    return Response(body, media_type="application/json")

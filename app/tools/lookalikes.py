@@ -107,16 +107,18 @@ def _pair(snapshot: Snapshot, namespace: str, a: str, b: str, similarity: float)
 @dataclass(frozen=True, eq=False)
 class NamespacePairs:
     """One namespace's look-alikes as of ``snapshot``: every tool's list, and the best
-    pairs drawn from them, rendered, most similar first."""
+    pairs drawn from them, rendered (and as JSON, what an answer sends), most similar first."""
 
     snapshot: Snapshot
     lists: Neighbours
     sims: np.ndarray  # of ``pairs``, descending (float32, not rounded)
     pairs: tuple[LookalikePair, ...]
+    encoded: tuple[bytes, ...]  # each pair's JSON
 
-    def at_least(self, threshold: float, limit: int) -> list[LookalikePair]:
+    def at_least(self, threshold: float, limit: int) -> list[tuple[float, bytes, LookalikePair]]:
         count = int(np.searchsorted(-self.sims, -np.float32(threshold), side="right"))
-        return list(self.pairs[: min(count, limit)])
+        chosen = range(min(count, limit))
+        return [(-self.pairs[i].similarity, self.encoded[i], self.pairs[i]) for i in chosen]
 
 
 def unit_rows(snapshot: Snapshot) -> tuple[tuple[str, ...], np.ndarray]:
@@ -162,7 +164,8 @@ def namespace_pairs(
         _pair(snapshot, namespace, names[i], names[j], float(s))
         for s, i, j in zip(sims.tolist(), a.tolist(), b.tolist(), strict=True)
     )
-    return NamespacePairs(snapshot, lists, sims, pairs)
+    encoded = tuple(pair.model_dump_json().encode() for pair in pairs)
+    return NamespacePairs(snapshot, lists, sims, pairs, encoded)
 
 
 class LookalikeCache:
@@ -225,6 +228,25 @@ class LookalikeCache:
             self._thread.join(timeout=5)
 
 
+def _best(
+    cache: LookalikeCache,
+    namespace: str | None,
+    threshold: float,
+    limit: int,
+    visible: Collection[str] | None,
+) -> tuple[list[tuple[float, bytes, LookalikePair]], bool]:
+    names = [namespace] if namespace else sorted(cache.index.namespaces())
+    names = [name for name in names if visible is None or name in visible]
+    found: list[list[tuple[float, bytes, LookalikePair]]] = []
+    complete = True
+    for name in names:
+        state, current = cache.get(name)
+        complete = complete and current
+        if state is not None:
+            found.append(state.at_least(threshold, limit))
+    return heapq.nsmallest(limit, chain(*found), key=lambda p: p[0]), complete  # stable
+
+
 def lookalikes_in(
     cache: LookalikeCache,
     namespace: str | None,
@@ -235,14 +257,19 @@ def lookalikes_in(
     """Look-alike pairs of one namespace or of all, most similar first; only of ``visible``
     namespaces (None: every one), so one out of them has none, as an unknown one. Read from
     the cache only; ``complete`` is false while any of them is still being computed."""
-    names = [namespace] if namespace else sorted(cache.index.namespaces())
-    names = [name for name in names if visible is None or name in visible]
-    found: list[list[LookalikePair]] = []
-    complete = True
-    for name in names:
-        state, current = cache.get(name)
-        complete = complete and current
-        if state is not None:
-            found.append(state.at_least(threshold, limit))
-    best = heapq.nsmallest(limit, chain(*found), key=lambda p: -p.similarity)  # stable
-    return LookalikeList(pairs=best, complete=complete)
+    best, complete = _best(cache, namespace, threshold, limit, visible)
+    return LookalikeList(pairs=[pair for _, _, pair in best], complete=complete)
+
+
+def lookalikes_json(
+    cache: LookalikeCache,
+    namespace: str | None,
+    threshold: float,
+    limit: int = 50,
+    visible: Collection[str] | None = None,
+) -> bytes:
+    """``lookalikes_in`` as the JSON of a ``LookalikeList``, joined from the pairs' JSON made
+    in the background: 500 pairs cost no model building or serialising per request."""
+    best, complete = _best(cache, namespace, threshold, limit, visible)
+    pairs = b",".join(encoded for _, encoded, _ in best)
+    return b'{"pairs":[' + pairs + b'],"complete":' + (b"true" if complete else b"false") + b"}"
