@@ -12,7 +12,8 @@ from app.capacity.slots import ReportSlot
 from app.deps import ServicesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
 from app.schemas import Namespace
-from app.tools.lookalikes import MAX_PAIRS, LookalikeList, lookalikes_json
+from app.tools.lookalike_pairs import LookalikeList
+from app.tools.lookalikes import MAX_PAIRS, lookalikes_json
 
 router = APIRouter(prefix="/v1", tags=["stats"])
 ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 422, 503)}

@@ -24,7 +24,8 @@ from app.loop.stats import (
     misroutes_choosing,
 )
 from app.services import Services
-from app.tools.lookalikes import LookalikeList, lookalikes_in
+from app.tools.lookalike_pairs import LookalikeList
+from app.tools.lookalikes import lookalikes_in
 
 Visible = Collection[str] | None
 

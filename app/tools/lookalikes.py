@@ -1,8 +1,7 @@
 """Look-alike tools: pairs of cards so close that the model and the router will confuse them.
 
 Closeness is the cosine of the stored card embeddings (the same vectors stage 2 ranks with);
-each pair comes with the keywords the two cards share, the card fields that differ, and a
-hint for the maintainer: usually a "when not to use me" line naming the other tool.
+each pair is shown as ``lookalike_pairs.py`` renders it.
 
 Nothing is computed on the request path. A background thread (``LookalikeCache``) keeps,
 per namespace, each tool's nearest neighbours above a floor (``neighbours.py``: in full once,
@@ -22,86 +21,18 @@ from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
-from pydantic import BaseModel
 
-from app.routing.text import STOPWORDS, words
 from app.tools.live_index import IndexManager, Snapshot
+from app.tools.lookalike_pairs import LookalikeList, LookalikePair, render_pair
 from app.tools.neighbours import Neighbours, full_neighbours, ranked_pairs, update_neighbours
-from registry.card import ToolCard
 
 log = logging.getLogger("toolreach.lookalikes")
 
-COMPARED_FIELDS = ("summary", "description", "parameters", "returns", "errors", "tags", "examples")
-MAX_KEYWORDS = 12
 # The most pairs one answer may list (GET /v1/lookalikes?limit=…), and so the most kept ready
 # per namespace: a namespace's pairs at any threshold are a prefix of its list.
 MAX_PAIRS = 500
 # Past this share of changed rows, computing every list again is as cheap as an update.
 FULL_SHARE = 0.5
-
-
-class LookalikePair(BaseModel):
-    namespace: str
-    a: str
-    b: str
-    similarity: float
-    shared_keywords: list[str]
-    differing_fields: list[str]
-    hint: str
-
-
-class LookalikeList(BaseModel):
-    """The body of ``GET /v1/lookalikes``."""
-
-    pairs: list[LookalikePair]
-    complete: bool = True  # false: a namespace's look-alikes are still being computed
-
-
-def keywords(card: ToolCard) -> set[str]:
-    """Content words of the name, summary, description and tags (no stop words, 3+ letters)."""
-    text = " ".join([card.name, card.summary, card.description, *card.tags])
-    return {w for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w.isdigit()}
-
-
-def differing_fields(a: ToolCard, b: ToolCard) -> list[str]:
-    return [f for f in COMPARED_FIELDS if getattr(a, f) != getattr(b, f)]
-
-
-def _names(card: ToolCard, other: str) -> bool:
-    """Does the card's text already name the other tool?"""
-    return other.lower() in f"{card.summary} {card.description}".lower()
-
-
-def hint(a: ToolCard, b: ToolCard) -> str:
-    a_names_b, b_names_a = _names(a, b.name), _names(b, a.name)
-    if a_names_b and b_names_a:
-        text = "both cards name each other; make the difference concrete in their summaries"
-    elif a_names_b:
-        text = f"add a 'when not to use me' line to {b.name} naming {a.name}"
-    elif b_names_a:
-        text = f"add a 'when not to use me' line to {a.name} naming {b.name}"
-    else:
-        text = (
-            f"add a 'when not to use me' line to {a.name} naming {b.name}, "
-            f"and to {b.name} naming {a.name}"
-        )
-    if a.parameters == b.parameters:
-        text += "; their parameters are identical: if they do the same thing, merge them"
-    return text
-
-
-def _pair(snapshot: Snapshot, namespace: str, a: str, b: str, similarity: float) -> LookalikePair:
-    card_a, card_b = snapshot.cards[a], snapshot.cards[b]
-    shared = sorted(keywords(card_a) & keywords(card_b))[:MAX_KEYWORDS]
-    return LookalikePair(
-        namespace=namespace,
-        a=a,
-        b=b,
-        similarity=round(similarity, 4),
-        shared_keywords=shared,
-        differing_fields=differing_fields(card_a, card_b),
-        hint=hint(card_a, card_b),
-    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,7 +92,7 @@ def namespace_pairs(
     sims, a, b = ranked_pairs(lists, MAX_PAIRS)
     names = snapshot.index.names
     pairs = tuple(
-        _pair(snapshot, namespace, names[i], names[j], float(s))
+        render_pair(snapshot, namespace, names[i], names[j], float(s))
         for s, i, j in zip(sims.tolist(), a.tolist(), b.tolist(), strict=True)
     )
     encoded = tuple(pair.model_dump_json().encode() for pair in pairs)

@@ -12,14 +12,8 @@ from fastapi.testclient import TestClient
 
 from app.services import Services
 from app.tools import lookalikes as lookalikes_module
-from app.tools.lookalikes import (
-    LookalikeCache,
-    differing_fields,
-    hint,
-    keywords,
-    lookalikes_in,
-    namespace_pairs,
-)
+from app.tools.lookalike_pairs import differing_fields, hint, keywords
+from app.tools.lookalikes import LookalikeCache, lookalikes_in, namespace_pairs
 from registry.card import ToolCard
 from tests.api.loop_support import VIEWER
 from tests.api.test_tools import weather_card
