@@ -248,7 +248,12 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         validated,
         keys,
         lookalikes,
-        Slots.of_sizes(settings.slots_reports, settings.slots_imports, settings.slots_exports),
+        Slots.of_sizes(
+            settings.slots_reports,
+            settings.slots_imports,
+            settings.slots_exports,
+            on_refused=lambda kind: metrics.requests_refused.labels(kind).inc(),
+        ),
         cosines,
     )
     services.router = RouteExecutor(

@@ -36,8 +36,11 @@ WHAT: dict[SlotKind, str] = {
 class SlotPool:
     """``size`` slots, taken without waiting (from the event loop or a thread alike)."""
 
-    def __init__(self, kind: SlotKind, size: int) -> None:
+    def __init__(
+        self, kind: SlotKind, size: int, on_refused: Callable[[SlotKind], None] | None = None
+    ) -> None:
         self.kind, self.size = kind, size
+        self._on_refused = on_refused  # counts the refusals (a metric)
         self._held = 0
         self._lock = threading.Lock()
 
@@ -60,6 +63,8 @@ class SlotPool:
     def slot(self) -> Iterator[None]:
         """Hold a slot for the block; Overloaded at once if none is free."""
         if not self._take():
+            if self._on_refused is not None:
+                self._on_refused(self.kind)
             raise Overloaded(
                 f"too many {WHAT[self.kind]} at once ({self.size}); retry shortly",
                 {"slots": self.kind, "limit": self.size},
@@ -79,9 +84,17 @@ class Slots:
     exports: SlotPool
 
     @classmethod
-    def of_sizes(cls, reports: int, imports: int, exports: int) -> Slots:
+    def of_sizes(
+        cls,
+        reports: int,
+        imports: int,
+        exports: int,
+        on_refused: Callable[[SlotKind], None] | None = None,
+    ) -> Slots:
         return cls(
-            SlotPool("reports", reports), SlotPool("imports", imports), SlotPool("exports", exports)
+            SlotPool("reports", reports, on_refused),
+            SlotPool("imports", imports, on_refused),
+            SlotPool("exports", exports, on_refused),
         )
 
     def pool(self, kind: SlotKind) -> SlotPool:

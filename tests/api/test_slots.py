@@ -103,6 +103,8 @@ def test_one_request_past_the_slots_is_refused_at_once_and_routes_go_on(
         assert refused.json()["error"]["code"] == "overloaded"
         assert refused.json()["error"]["details"] == {"slots": kind, "limit": SIZES[kind]}
         assert refused.headers["retry-after"] == "1"
+        metrics = client.get("/metrics").text
+        assert f'toolreach_requests_refused_total{{slots="{kind}"}} 1.0' in metrics
         routed = client.post("/v1/route", json={"query": "weather in Paris"}, headers=AGENT)
         assert routed.status_code == 200, routed.text
         assert client.get("/v1/tools/send_email", headers=AGENT).status_code == 200
