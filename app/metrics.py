@@ -83,6 +83,13 @@ class Metrics:
             "Routes refused at once (503 overloaded) because too many steps were waiting",
             registry=self.registry,
         )
+        self.requests_refused = Counter(
+            "toolreach_requests_refused",
+            "Expensive requests refused at once (503 overloaded): every slot of their kind was "
+            "held (app/capacity/slots.py)",
+            ["slots"],
+            registry=self.registry,
+        )
         self.route_queue = Gauge(
             "toolreach_route_queue",
             "Steps waiting for a route worker",

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
+from app.capacity.slots import Slots
 from app.db import DatabaseLimits, make_engine, make_probe, make_session_factory, unit_of_work
 from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
@@ -31,6 +32,7 @@ from app.sources.service import SourceService
 from app.tools.catalog import parse_batch, write_cards
 from app.tools.listener import Listener
 from app.tools.live_index import IndexManager
+from app.tools.lookalikes import LookalikeCache
 from registry import repository
 from registry.repository import REVISION_CHANNEL
 
@@ -53,6 +55,10 @@ class Services:
     validated: ValidatedCalls
     # Every key, environment and table, in memory; reloaded every key_refresh_seconds.
     keys: KeyStore
+    # Look-alike tools of every namespace, kept current in the background (app/tools/lookalikes.py).
+    lookalikes: LookalikeCache
+    # At most a few expensive requests of each kind at once (app/capacity/slots.py).
+    slots: Slots
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -69,6 +75,7 @@ class Services:
         """The background threads of a serving process (the CLI commands run none)."""
         self.health.start()
         self.index.start_polling(self.settings.index_poll_seconds)
+        self.lookalikes.start()
         if self.listener is not None:
             self.listener.start()
         self.keys.start(self.settings.key_refresh_seconds)
@@ -98,6 +105,7 @@ class Services:
         if self.listener is not None:
             self.listener.stop()
         self.index.stop()
+        self.lookalikes.stop()
         self.keys.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
@@ -224,6 +232,9 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     keys = KeyStore.from_settings(settings, factory)
     keys.refresh()  # the table's keys before the first request
     metrics.database_reachable.set_function(lambda: float(health.state.reachable))
+    lookalikes = LookalikeCache(
+        index, neighbours=settings.lookalike_neighbours, floor=settings.lookalike_floor
+    )
     services = Services(
         settings,
         engine,
@@ -236,6 +247,13 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         health,
         validated,
         keys,
+        lookalikes,
+        Slots.of_sizes(
+            settings.slots_reports,
+            settings.slots_imports,
+            settings.slots_exports,
+            on_refused=lambda kind: metrics.requests_refused.labels(kind).inc(),
+        ),
         cosines,
     )
     services.router = RouteExecutor(

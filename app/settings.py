@@ -193,6 +193,25 @@ class Settings(BaseSettings):
     # the most bytes such a body may have. Each line is also held to max_body_bytes.
     max_import_bytes: int = Field(default=256 * 1_048_576, ge=1024, le=16 * 1_073_741_824)
     # --- end of issue 21's settings ---
+    # --- Capacity: expensive endpoints and connections (issue 21 part 4; docs/CONFIGURATION.md,
+    # "Capacity") ---
+    # Look-alikes, computed in the background: each tool's nearest neighbours kept, and the
+    # lowest cosine kept (a lower threshold asked for answers from this floor up).
+    lookalike_neighbours: int = Field(default=20, ge=1, le=200)
+    lookalike_floor: float = Field(default=0.5, ge=0.0, le=1.0)
+    # Requests of each expensive kind that may run at once on a process; one more is refused
+    # at once (503 overloaded, Retry-After), never queued (app/capacity/slots.py).
+    slots_reports: int = Field(default=4, ge=1, le=1000)
+    slots_imports: int = Field(default=2, ge=1, le=1000)
+    slots_exports: int = Field(default=4, ge=1, le=1000)
+    # `toolreach serve`: a connection that has not sent a request's whole headers this long
+    # after it opened (or after its last answer) is closed; an idle kept-alive connection is
+    # closed after keepalive seconds; past max_connections open ones, a new one is answered
+    # 503 and closed (app/capacity/connections.py).
+    server_header_timeout: float = Field(default=10.0, gt=0, le=3600)
+    server_keepalive_timeout: int = Field(default=5, ge=1, le=3600)
+    server_max_connections: int = Field(default=1000, ge=1, le=1_000_000)
+    # --- end of capacity settings ---
 
     @field_validator(
         "admin_keys",

@@ -8,6 +8,7 @@ import anyio
 from fastapi import APIRouter, Response
 
 from app.api.error_handlers import ERROR_SHAPE
+from app.capacity.slots import ImportSlot
 from app.deps import ServicesDep, SessionDep, UnscopedAdminDep
 from app.errors import Unavailable
 from app.schemas import Namespace
@@ -31,7 +32,7 @@ def _sources(services: Services) -> SourceService:
 
 @router.post("", status_code=201, response_model=SyncReport, responses=ERRORS)
 async def add_source(
-    body: SourceCreate, services: ServicesDep, _admin: UnscopedAdminDep
+    body: SourceCreate, services: ServicesDep, _admin: UnscopedAdminDep, _slot: ImportSlot
 ) -> SyncReport:
     """Register a source and read its tools now; 502 (nothing stored) if it cannot be read."""
     return await _sources(services).register(body)
@@ -58,7 +59,11 @@ def get_source(
 
 @router.post("/{name}/sync", response_model=SyncReport, responses=ERRORS)
 async def sync_source(
-    name: str, services: ServicesDep, _admin: UnscopedAdminDep, force: bool = False
+    name: str,
+    services: ServicesDep,
+    _admin: UnscopedAdminDep,
+    _slot: ImportSlot,
+    force: bool = False,
 ) -> SyncReport:
     """Read the source again: changed tools get a new version, removed ones are retired."""
     return await _sources(services).sync(name, force=force)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from app.api.error_handlers import ERROR_SHAPE
+from app.capacity.slots import ReportSlot
 from app.deps import ServicesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
 from app.schemas import IsoTime, Namespace
-from app.tools.lookalikes import LookalikeList, list_lookalikes
+from app.tools.lookalike_pairs import LookalikeList
+from app.tools.lookalikes import MAX_PAIRS, lookalikes_json
 
 router = APIRouter(prefix="/v1", tags=["stats"])
 ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 422, 503)}
@@ -21,6 +23,7 @@ def stats(
     session: SessionDep,
     services: ServicesDep,
     viewer: ViewerDep,
+    _slot: ReportSlot,
     namespace: Annotated[
         Namespace | None,
         Query(description="all the key's namespaces if absent; one out of its scope: none"),
@@ -40,12 +43,17 @@ def stats(
 def lookalikes(
     services: ServicesDep,
     viewer: ViewerDep,
+    _slot: ReportSlot,
     namespace: Annotated[
         Namespace | None, Query(description="all the key's namespaces if absent")
     ] = None,
-    threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.8,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-) -> LookalikeList:
+    threshold: Annotated[
+        float, Query(ge=0.0, le=1.0, description="pairs below the kept floor are never listed")
+    ] = 0.8,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAIRS)] = 50,
+) -> Response:
     """Pairs of tools whose cards are so alike that the model and the router confuse them;
-    of the key's namespaces only."""
-    return list_lookalikes(services.index, namespace, threshold, limit, viewer.namespaces)
+    of the key's namespaces only. Read from a cache kept in the background: ``complete`` is
+    false while a namespace's pairs are still being computed."""
+    body = lookalikes_json(services.lookalikes, namespace, threshold, limit, viewer.namespaces)
+    return Response(body, media_type="application/json")

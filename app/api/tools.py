@@ -16,6 +16,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from app.api.error_handlers import ERROR_SHAPE
+from app.capacity.slots import ExportSlot, ImportSlot
 from app.deps import AdminDep, AgentDep, ServicesDep, SessionDep
 from app.schemas import (
     BulkRequest,
@@ -108,7 +109,11 @@ class NdjsonOnly(APIRoute):
 
 
 async def bulk_import_ndjson(
-    http: Request, services: ServicesDep, admin: AdminDep, namespace: NamespaceQuery = None
+    http: Request,
+    services: ServicesDep,
+    admin: AdminDep,
+    _slot: ImportSlot,
+    namespace: NamespaceQuery = None,
 ) -> Response:
     """Import tools streamed one a line (any mix of formats), parsed as they arrive: all
     land, or (on any bad line) none. With ``Accept: application/x-ndjson``, progress lines
@@ -160,7 +165,11 @@ NDJSON_BODY = {
     openapi_extra={"requestBody": {"content": {NDJSON: NDJSON_BODY}}},
 )
 def bulk_import(
-    request: BulkRequest, session: SessionDep, services: ServicesDep, admin: AdminDep
+    request: BulkRequest,
+    session: SessionDep,
+    services: ServicesDep,
+    admin: AdminDep,
+    _slot: ImportSlot,
 ) -> BulkResult:
     """Import many tools in any mix of formats: all land, or (on any bad item) none. A body
     over the JSON limit: send one tool a line as ``application/x-ndjson`` (streamed)."""
@@ -219,6 +228,7 @@ def delete_tool(
 def list_tools(
     session: SessionDep,
     agent: AgentDep,
+    _slot: ExportSlot,
     namespace: Annotated[
         Namespace | None,
         Query(description="every namespace of the key if absent; one out of its scope: none"),

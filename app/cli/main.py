@@ -66,6 +66,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from app.api.parser_limits import protocol_class
+    from app.capacity.connections import server_options
     from app.main import create_app
 
     _check_port_free(args.host, args.port)
@@ -77,9 +78,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         create_app(settings, freeze_gc=True),
         host=args.host,
         port=args.port,
-        http=protocol_class(settings.max_url_bytes),  # refusals in the error shape
         log_level=settings.log_level,
         log_config=log_config(settings.log_level),
+        **server_options(
+            header_timeout=settings.server_header_timeout,
+            keepalive_timeout=settings.server_keepalive_timeout,
+            max_connections=settings.server_max_connections,
+            base=protocol_class(settings.max_url_bytes),  # its refusals in the error shape
+        ),
     )
     return 0
 

@@ -24,7 +24,8 @@ from app.loop.stats import (
     misroutes_choosing,
 )
 from app.services import Services
-from app.tools.lookalikes import LookalikePair, lookalikes_in
+from app.tools.lookalike_pairs import LookalikeList
+from app.tools.lookalikes import lookalikes_in
 
 Visible = Collection[str] | None
 
@@ -120,9 +121,9 @@ def timeline(buckets: list[dict[str, Any]], filters: Filters, now: datetime) -> 
 
 def load_lookalikes(
     services: Services, visible: Visible, namespace: str | None, threshold: float, limit: int = 50
-) -> list[LookalikePair]:
+) -> LookalikeList:
     """Look-alike pairs of one namespace or of all (``visible``), most similar first."""
-    return lookalikes_in(services.index, namespace, threshold, limit, visible)
+    return lookalikes_in(services.lookalikes, namespace, threshold, limit, visible)
 
 
 def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:

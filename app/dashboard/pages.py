@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from app.capacity.slots import ReportSlot
 from app.dashboard import charts, gauges
 from app.dashboard.auth import Viewer
 from app.dashboard.data import (
@@ -101,7 +102,9 @@ def _overview_charts(report: dict[str, Any], filters: Filters) -> dict[str, Any]
 
 
 @router.get("", response_class=HTMLResponse)
-def overview(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+def overview(
+    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+) -> HTMLResponse:
     """Hit rates over time, volume, latency and the headline counts."""
     filters = parse_filters(request.query_params)
     report = load_stats(services, filters, viewer.namespaces, misroute_limit=5).model_dump()
@@ -128,7 +131,9 @@ def sorted_tools(
 
 
 @router.get("/tools", response_class=HTMLResponse)
-def tools(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+def tools(
+    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+) -> HTMLResponse:
     """Per-tool counts, sortable by every column (server-side, `?sort=COLUMN&dir=asc|desc`),
     a page of `TOOLS_PAGE_SIZE` rows at a time (`?page=N`)."""
     filters = parse_filters(request.query_params)
@@ -151,7 +156,9 @@ def tools(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLRe
 
 
 @router.get("/misroutes", response_class=HTMLResponse)
-def misroutes(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+def misroutes(
+    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+) -> HTMLResponse:
     """The most frequent confusions, and every misroute with its query and candidates."""
     filters = parse_filters(request.query_params)
     limit = 200 if request.query_params.get("limit") == "200" else 50
@@ -165,12 +172,15 @@ def misroutes(request: Request, services: ServicesDep, viewer: PageViewer) -> HT
 
 
 @router.get("/lookalikes", response_class=HTMLResponse)
-def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+def lookalikes(
+    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+) -> HTMLResponse:
     """Pairs of tools so alike that they get confused, with how often they were confused."""
     filters = parse_filters(request.query_params)
     threshold = parse_threshold(request.query_params.get("threshold"))
     visible = viewer.namespaces
-    pairs = load_lookalikes(services, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
+    found = load_lookalikes(services, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
+    pairs = found.pairs
     counts = confusion_counts(all_confusions(services, visible, filters))
     return render(
         "lookalikes.html",
@@ -179,12 +189,15 @@ def lookalikes(request: Request, services: ServicesDep, viewer: PageViewer) -> H
             (p, counts.get(pair_key(p.namespace, p.a, p.b), 0)) for p in pairs[:LOOKALIKES_SHOWN]
         ],
         more=len(pairs) > LOOKALIKES_SHOWN,
+        complete=found.complete,
         threshold=threshold,
     )
 
 
 @router.get("/stats.json")
-def stats_json(request: Request, services: ServicesDep, viewer: JsonViewer) -> JSONResponse:
+def stats_json(
+    request: Request, services: ServicesDep, viewer: JsonViewer, _slot: ReportSlot
+) -> JSONResponse:
     """The numbers behind the pages, for the same filters: the body of GET /v1/stats."""
     filters = parse_filters(request.query_params)
     report = load_stats(services, filters, viewer.namespaces)

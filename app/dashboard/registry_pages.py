@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from app.capacity.slots import ExportSlot, ReportSlot
 from app.dashboard.cards import load_card, schema_rows
 from app.dashboard.data import chosen_misroutes, load_stats
 from app.dashboard.filters import parse_filters, positive_int
@@ -25,7 +26,9 @@ _NAMESPACE = re.compile(NAMESPACE_PATTERN)
 
 
 @router.get("/registry", response_class=HTMLResponse)
-def registry(request: Request, services: ServicesDep, viewer: PageViewer) -> HTMLResponse:
+def registry(
+    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ExportSlot
+) -> HTMLResponse:
     """Namespaces with their sizes, and a page of tools matching a search by name or summary."""
     filters = parse_filters(request.query_params)
     q = request.query_params.get("q", "")[:200]
@@ -57,6 +60,7 @@ def card_page(
     name: str,
     services: ServicesDep,
     viewer: PageViewer,
+    _slot: ReportSlot,
 ) -> HTMLResponse:
     """One card in full: description, parameters, schema, error table, versions, its routing."""
     version = positive_int(request.query_params.get("version"))

@@ -127,6 +127,11 @@ class IndexManager:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._published: list[Callable[[], None]] = []
+
+    def on_publish(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (quickly: it runs under the sync's lock) after each new snapshot."""
+        self._published.append(callback)
 
     @property
     def revision(self) -> int:
@@ -224,6 +229,8 @@ class IndexManager:
             work.changed = {}
             snapshots[namespace] = Snapshot(index, cards, dict(work.summaries))
         self._snapshots = snapshots  # one reference swap: routes see old or new, never half
+        for callback in self._published:
+            callback()
 
     def wake(self) -> None:
         """Sync now, on the polling thread (a notification of another replica's write)."""

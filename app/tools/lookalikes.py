@@ -1,151 +1,206 @@
 """Look-alike tools: pairs of cards so close that the model and the router will confuse them.
 
 Closeness is the cosine of the stored card embeddings (the same vectors stage 2 ranks with);
-each pair comes with the keywords the two cards share, the card fields that differ, and a
-hint for the maintainer: usually a "when not to use me" line naming the other tool.
-Computed in row blocks (never the whole n×n matrix) and memoised on the immutable snapshot.
+each pair is shown as ``lookalike_pairs.py`` renders it.
+
+Nothing is computed on the request path. A background thread (``LookalikeCache``) keeps,
+per namespace, each tool's nearest neighbours above a floor (``neighbours.py``: in full once,
+then only the rows a write changed) and the best ``MAX_PAIRS`` pairs drawn from them, ready
+to answer; a request filters that list by threshold and limit. Until a namespace's first
+computation is done, or while a newer snapshot is being taken in, the answer says
+``complete: false`` and holds what there is.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterator
+import logging
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
-from pydantic import BaseModel
 
-from app.routing.text import STOPWORDS, words
 from app.tools.live_index import IndexManager, Snapshot
-from registry.card import ToolCard
+from app.tools.lookalike_pairs import LookalikeList, LookalikePair, render_pair
+from app.tools.neighbours import Neighbours, full_neighbours, ranked_pairs, update_neighbours
 
-COMPARED_FIELDS = ("summary", "description", "parameters", "returns", "errors", "tags", "examples")
-MAX_KEYWORDS = 12
-BLOCK_ROWS = 512
+log = logging.getLogger("toolreach.lookalikes")
 
-
-class LookalikePair(BaseModel):
-    namespace: str
-    a: str
-    b: str
-    similarity: float
-    shared_keywords: list[str]
-    differing_fields: list[str]
-    hint: str
+# The most pairs one answer may list (GET /v1/lookalikes?limit=…), and so the most kept ready
+# per namespace: a namespace's pairs at any threshold are a prefix of its list.
+MAX_PAIRS = 500
+# Past this share of changed rows, computing every list again is as cheap as an update.
+FULL_SHARE = 0.5
 
 
-class LookalikeList(BaseModel):
-    """The body of ``GET /v1/lookalikes``."""
+@dataclass(frozen=True, eq=False)
+class NamespacePairs:
+    """One namespace's look-alikes as of ``snapshot``: every tool's list, and the best
+    pairs drawn from them, rendered (and as JSON, what an answer sends), most similar first."""
 
-    pairs: list[LookalikePair]
+    snapshot: Snapshot
+    lists: Neighbours
+    sims: np.ndarray  # of ``pairs``, descending (float32, not rounded)
+    pairs: tuple[LookalikePair, ...]
+    encoded: tuple[bytes, ...]  # each pair's JSON
 
-
-def keywords(card: ToolCard) -> set[str]:
-    """Content words of the name, summary, description and tags (no stop words, 3+ letters)."""
-    text = " ".join([card.name, card.summary, card.description, *card.tags])
-    return {w for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w.isdigit()}
-
-
-def differing_fields(a: ToolCard, b: ToolCard) -> list[str]:
-    return [f for f in COMPARED_FIELDS if getattr(a, f) != getattr(b, f)]
-
-
-def _names(card: ToolCard, other: str) -> bool:
-    """Does the card's text already name the other tool?"""
-    return other.lower() in f"{card.summary} {card.description}".lower()
+    def at_least(self, threshold: float, limit: int) -> list[tuple[float, bytes, LookalikePair]]:
+        count = int(np.searchsorted(-self.sims, -np.float32(threshold), side="right"))
+        chosen = range(min(count, limit))
+        return [(-self.pairs[i].similarity, self.encoded[i], self.pairs[i]) for i in chosen]
 
 
-def hint(a: ToolCard, b: ToolCard) -> str:
-    a_names_b, b_names_a = _names(a, b.name), _names(b, a.name)
-    if a_names_b and b_names_a:
-        text = "both cards name each other; make the difference concrete in their summaries"
-    elif a_names_b:
-        text = f"add a 'when not to use me' line to {b.name} naming {a.name}"
-    elif b_names_a:
-        text = f"add a 'when not to use me' line to {a.name} naming {b.name}"
-    else:
-        text = (
-            f"add a 'when not to use me' line to {a.name} naming {b.name}, "
-            f"and to {b.name} naming {a.name}"
-        )
-    if a.parameters == b.parameters:
-        text += "; their parameters are identical: if they do the same thing, merge them"
-    return text
+def unit_rows(snapshot: Snapshot) -> tuple[tuple[str, ...], np.ndarray]:
+    """The snapshot's tool names and their unit embedding rows, row for row."""
+    return snapshot.index.names, np.asarray(snapshot.index.embeddings, dtype=np.float32)
 
 
-def _close_pairs(matrix: np.ndarray, threshold: float) -> Iterator[tuple[float, int, int]]:
-    """(cosine, i, j) for i < j with cosine ≥ threshold, one block of rows at a time."""
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit = matrix / np.where(norms == 0, 1.0, norms)
-    for start in range(0, len(unit), BLOCK_ROWS):
-        sims = unit[start : start + BLOCK_ROWS] @ unit.T
-        rows, cols = np.nonzero(sims >= threshold)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            if c > start + r:
-                yield float(sims[r, c]), start + r, c
+def changed_rows(before: Snapshot, after: Snapshot) -> set[str]:
+    """The tools of ``after`` that ``before`` lacks or held with another vector."""
+    old_names, old_unit = unit_rows(before)
+    names, unit = unit_rows(after)
+    at = {name: i for i, name in enumerate(old_names)}
+    return {
+        name
+        for i, name in enumerate(names)
+        if name not in at or not np.array_equal(old_unit[at[name]], unit[i])
+    }
 
 
-def _pair(snapshot: Snapshot, namespace: str, a: str, b: str, similarity: float) -> LookalikePair:
-    card_a, card_b = snapshot.cards[a], snapshot.cards[b]
-    shared = sorted(keywords(card_a) & keywords(card_b))[:MAX_KEYWORDS]
-    return LookalikePair(
-        namespace=namespace,
-        a=a,
-        b=b,
-        similarity=round(similarity, 4),
-        shared_keywords=shared,
-        differing_fields=differing_fields(card_a, card_b),
-        hint=hint(card_a, card_b),
+def compute_lists(
+    before: NamespacePairs | None, snapshot: Snapshot, m: int, floor: float
+) -> Neighbours:
+    """The snapshot's lists: updated from ``before`` when few rows changed, else in full."""
+    names, unit = unit_rows(snapshot)
+    if before is not None and before.lists.sims.shape[1] == m:
+        changed = changed_rows(before.snapshot, snapshot)
+        if len(changed) <= FULL_SHARE * len(names):
+            old_names = before.snapshot.index.names
+            try:
+                return update_neighbours(before.lists, old_names, names, unit, changed, floor)
+            except ValueError:  # the kept names were laid out in another order
+                pass
+    return full_neighbours(unit, m, floor)
+
+
+def namespace_pairs(
+    before: NamespacePairs | None, snapshot: Snapshot, namespace: str, m: int, floor: float
+) -> NamespacePairs:
+    lists = compute_lists(before, snapshot, m, floor)
+    sims, a, b = ranked_pairs(lists, MAX_PAIRS)
+    names = snapshot.index.names
+    pairs = tuple(
+        render_pair(snapshot, namespace, names[i], names[j], float(s))
+        for s, i, j in zip(sims.tolist(), a.tolist(), b.tolist(), strict=True)
     )
+    encoded = tuple(pair.model_dump_json().encode() for pair in pairs)
+    return NamespacePairs(snapshot, lists, sims, pairs, encoded)
 
 
-def card_vectors(snapshot: Snapshot) -> tuple[list[str], np.ndarray]:
-    """The snapshot's tool names and their stored embeddings, row for row."""
-    index = snapshot.index
-    return list(index.names), np.asarray(index.embeddings, dtype=np.float32)
+class LookalikeCache:
+    """Every namespace's look-alikes, kept current by a background thread: woken by each
+    new snapshot of the live index (``IndexManager.on_publish``), it takes each namespace
+    whose snapshot changed; requests only read what it has published."""
+
+    def __init__(self, index: IndexManager, *, neighbours: int, floor: float) -> None:
+        self.index, self.neighbours, self.floor = index, neighbours, floor
+        self._states: dict[str, NamespacePairs] = {}
+        self._computing = threading.Lock()  # one refresh at a time: none loses another's
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        index.on_publish(self._wake.set)
+
+    def get(self, namespace: str) -> tuple[NamespacePairs | None, bool]:
+        """The namespace's look-alikes, and whether they are those of its current snapshot."""
+        state = self._states.get(namespace)
+        current = self.index.get(namespace)
+        return state, current is None or (state is not None and state.snapshot is current)
+
+    def refresh(self) -> int:
+        """Bring every namespace up to its current snapshot; how many were computed. Returns
+        once every namespace is as current as when it was called (another refresh running
+        at the time is waited for)."""
+        with self._computing:
+            return self._refresh()
+
+    def _refresh(self) -> int:
+        done = 0
+        for namespace in sorted(self.index.namespaces()):
+            snapshot = self.index.get(namespace)
+            state = self._states.get(namespace)
+            if snapshot is None or (state is not None and state.snapshot is snapshot):
+                continue
+            fresh = namespace_pairs(state, snapshot, namespace, self.neighbours, self.floor)
+            self._states = {**self._states, namespace: fresh}  # swapped whole, as snapshots
+            done += 1
+        return done
+
+    def start(self) -> None:
+        def loop() -> None:
+            while not self._stop.is_set():
+                try:
+                    while self.refresh():  # a write during a computation: go again
+                        pass
+                except Exception:
+                    log.exception("computing look-alikes failed; will retry on the next write")
+                self._wake.wait()
+                self._wake.clear()
+
+        self._thread = threading.Thread(target=loop, name="lookalikes", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
 
-def find_lookalikes(
-    snapshot: Snapshot, *, threshold: float = 0.8, limit: int = 50
-) -> list[LookalikePair]:
-    """The `limit` most similar pairs at or above `threshold`, most similar first."""
-    key = f"lookalikes:{threshold}:{limit}"
-    if key not in snapshot.memo:
-        names, matrix = card_vectors(snapshot)
-        best = heapq.nlargest(limit, _close_pairs(matrix, threshold))
-        namespace = next(iter(snapshot.cards.values())).namespace if snapshot.cards else ""
-        snapshot.memo[key] = [
-            _pair(snapshot, namespace, min(names[i], names[j]), max(names[i], names[j]), sim)
-            for sim, i, j in best
-        ]
-    pairs: list[LookalikePair] = snapshot.memo[key]
-    return list(pairs)
+def _best(
+    cache: LookalikeCache,
+    namespace: str | None,
+    threshold: float,
+    limit: int,
+    visible: Collection[str] | None,
+) -> tuple[list[tuple[float, bytes, LookalikePair]], bool]:
+    names = [namespace] if namespace else sorted(cache.index.namespaces())
+    names = [name for name in names if visible is None or name in visible]
+    found: list[list[tuple[float, bytes, LookalikePair]]] = []
+    complete = True
+    for name in names:
+        state, current = cache.get(name)
+        complete = complete and current
+        if state is not None:
+            found.append(state.at_least(threshold, limit))
+    return heapq.nsmallest(limit, chain(*found), key=lambda p: p[0]), complete  # stable
 
 
 def lookalikes_in(
-    index: IndexManager,
+    cache: LookalikeCache,
     namespace: str | None,
     threshold: float,
     limit: int = 50,
     visible: Collection[str] | None = None,
-) -> list[LookalikePair]:
+) -> LookalikeList:
     """Look-alike pairs of one namespace or of all, most similar first; only of ``visible``
-    namespaces (None: every one), so one out of them has none, as an unknown one."""
-    names = [namespace] if namespace else sorted(index.namespaces())
-    names = [name for name in names if visible is None or name in visible]
-    pairs: list[LookalikePair] = []
-    for name in names:
-        snapshot = index.get(name)
-        if snapshot is not None:
-            pairs += find_lookalikes(snapshot, threshold=threshold, limit=limit)
-    return sorted(pairs, key=lambda p: -p.similarity)[:limit]
+    namespaces (None: every one), so one out of them has none, as an unknown one. Read from
+    the cache only; ``complete`` is false while any of them is still being computed."""
+    best, complete = _best(cache, namespace, threshold, limit, visible)
+    return LookalikeList(pairs=[pair for _, _, pair in best], complete=complete)
 
 
-def list_lookalikes(
-    index: IndexManager,
+def lookalikes_json(
+    cache: LookalikeCache,
     namespace: str | None,
     threshold: float,
-    limit: int,
+    limit: int = 50,
     visible: Collection[str] | None = None,
-) -> LookalikeList:
-    """``GET /v1/lookalikes``: the pairs of ``lookalikes_in``, as the answer lists them."""
-    return LookalikeList(pairs=lookalikes_in(index, namespace, threshold, limit, visible))
+) -> bytes:
+    """``lookalikes_in`` as the JSON of a ``LookalikeList``, joined from the pairs' JSON made
+    in the background: 500 pairs cost no model building or serialising per request."""
+    best, complete = _best(cache, namespace, threshold, limit, visible)
+    pairs = b",".join(encoded for _, encoded, _ in best)
+    return b'{"pairs":[' + pairs + b'],"complete":' + (b"true" if complete else b"false") + b"}"

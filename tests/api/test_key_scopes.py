@@ -328,8 +328,10 @@ def test_a_stats_filter_out_of_scope_counts_as_an_unknown_namespace(world: World
     assert hidden == nowhere and hidden["routes"] == 0
     everything = world.client.get("/v1/stats", headers=viewer).json()
     assert {t["namespace"] for t in everything["tools"]} == {OWN}
+    world.client.app.state.services.lookalikes.refresh()  # type: ignore[attr-defined]
     pairs = world.client.get("/v1/lookalikes", params={"threshold": 0}, headers=viewer).json()
-    assert pairs["pairs"] and {p["namespace"] for p in pairs["pairs"]} == {OWN}
+    assert pairs["complete"] and pairs["pairs"]
+    assert {p["namespace"] for p in pairs["pairs"]} == {OWN}
 
 
 def test_a_list_shows_only_the_keys_namespaces(world: World) -> None:

@@ -16,6 +16,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from app.api.parser_limits import protocol_class
+from app.capacity.connections import server_options
 from app.embedding.encoders import make_encoder
 from app.main import create_app
 from tests.conftest import AGENT, make_settings
@@ -43,11 +44,13 @@ def test_the_app_refuses_a_url_over_the_limit(client: TestClient) -> None:
 
 @pytest.fixture(scope="module")
 def served(sqlite_url: str) -> Iterator[int]:
-    """The app under uvicorn with `toolreach serve`'s protocol, on a free port."""
+    """The app under uvicorn with `toolreach serve`'s protocol (the URL limit's under the
+    connection bounds', app/capacity/connections.py), on a free port."""
     app = create_app(make_settings(sqlite_url, agent_keys=()), encoder=make_encoder("fake"))
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", http=protocol_class(LIMIT)
+    options = server_options(
+        header_timeout=10, keepalive_timeout=5, max_connections=100, base=protocol_class(LIMIT)
     )
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()

@@ -22,7 +22,7 @@ ROOMS = {
     "routing", "registry", "embedding", "keys", "tools", "loop", "route", "sources", "gateway",
     "cli", "api", "mcp",
     "dashboard", "settings", "db", "models", "metrics", "migrate", "errors", "schemas",
-    "services", "deps", "main", "db_health",
+    "services", "deps", "main", "db_health", "capacity",
 }  # fmt: skip
 ASSEMBLY = {"services", "deps", "main"}  # builds the parts in the lifespan, serves them
 MAY_IMPORT: dict[str, set[str]] = {
@@ -60,6 +60,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "migrate": {"db"},
     "errors": {"registry"},
     "schemas": {"registry", "routing"},
+    "capacity": {"errors"},  # slots per kind of expensive request; the server's connections
     # The assembly, and the surfaces it serves.
     "services": ROOMS - {"cli", "api", "dashboard", "deps", "main", "services"},
     "deps": ROOMS - {"cli", "api", "dashboard", "main", "deps"},
