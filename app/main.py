@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from app import dashboard
 from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
-from app.api.middleware import BodySizeLimit, NoNulInUrl
+from app.api.middleware import BodySizeLimit, NoNulInUrl, RateLimits
 from app.api.tools import BULK_PATH, NDJSON
 from app.embedding.encoders import Encoder
 from app.mcp.http import mcp_routes, mcp_sessions
@@ -65,6 +65,7 @@ def create_app(
         streamed={(BULK_PATH, NDJSON): settings.max_import_bytes},
     )
     app.add_middleware(NoNulInUrl)
+    app.add_middleware(RateLimits)  # the outermost: a refused request costs the least
     for module in (health, metrics, tools, validate, route, feedback, stats, keys, sources, call):
         app.include_router(module.router)
     app.include_router(dashboard.router)

@@ -78,6 +78,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         port=args.port,
         log_level=settings.log_level,
         log_config=log_config(settings.log_level),
+        # Who a request comes from is decided once, by TOOLREACH_TRUSTED_PROXIES
+        # (app/limits/client.py), not also by uvicorn, which believes 127.0.0.1 by default.
+        proxy_headers=False,
     )
     return 0
 
