@@ -106,6 +106,7 @@ class RateLimiter:
         self._local: dict[Slot, int] = {}  # this replica's counts of the open windows
         self._pending: dict[Slot, int] = {}  # of those, what the table does not have yet
         self._remote: dict[Slot, int] = {}  # the other replicas' counts, as last read
+        self._writing = False  # a flush holds counts the table does not have yet
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -198,6 +199,7 @@ class RateLimiter:
         with self._lock:
             self._local = current_only(self._local.items(), open_now)
             pending, self._pending = current_only(self._pending.items(), open_now), {}
+            self._writing = bool(pending)
         try:
             since = min(open_now.values(), default=int(now))
             with unit_of_work(self._factory) as session:
@@ -208,9 +210,17 @@ class RateLimiter:
             with self._lock:
                 merge(self._pending, pending)
                 self._remote = {}  # on our own counts until the database answers
+                self._writing = False
             raise
         with self._lock:
             self._remote = current_only(remote, open_now)
+            self._writing = False
+
+    @property
+    def shared(self) -> bool:
+        """Whether the last flush worked and every count since is in the table."""
+        with self._lock:
+            return not (self._failing or self._pending or self._writing)
 
     def _flush_quietly(self) -> None:
         try:
