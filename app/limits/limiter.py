@@ -45,6 +45,8 @@ from app.limits.models import SUBJECT_LENGTH
 from app.settings import Settings
 
 log = logging.getLogger("toolreach.limits")
+# Rows this old go whatever their kind: two of the longest window a setting allows (a day).
+FORGET_SECONDS = 2 * 86_400
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,7 @@ class RateLimiter:
         self._pending: dict[Slot, int] = {}  # of those, what the table does not have yet
         self._remote: dict[Slot, int] = {}  # the other replicas' counts, as last read
         self._writing = False  # a flush holds counts the table does not have yet
+        self._forgotten: dict[Kind, int] = {}  # the open windows at the last clean-up
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -201,11 +204,11 @@ class RateLimiter:
             pending, self._pending = current_only(self._pending.items(), open_now), {}
             self._writing = bool(pending)
         try:
-            since = min(open_now.values(), default=int(now))
             with unit_of_work(self._factory) as session:
                 repository.add_counts(session, self.replica, pending)
-                remote = repository.others_counts(session, self.replica, since)
-                repository.forget_before(session, since)
+                remote = repository.others_counts(session, self.replica, open_now)
+                if open_now != self._forgotten:  # once per new window, not every flush
+                    repository.forget_closed(session, open_now, int(now) - FORGET_SECONDS)
         except BaseException:
             with self._lock:
                 merge(self._pending, pending)
@@ -215,6 +218,7 @@ class RateLimiter:
         with self._lock:
             self._remote = current_only(remote, open_now)
             self._writing = False
+        self._forgotten = open_now
 
     @property
     def shared(self) -> bool:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from app.limits.counts import KINDS, Slot
+from app.limits.counts import KINDS, Kind, Slot
 from app.limits.models import RateCount
 
 
@@ -46,12 +47,16 @@ def _order(slot: Slot) -> tuple[str, str, int]:
     return slot.kind, slot.subject, slot.window
 
 
-def others_counts(session: Session, replica: str, since: int) -> list[tuple[Slot, int]]:
-    """Every other replica's count, summed, per slot of a window starting at ``since`` or
-    later."""
+def others_counts(
+    session: Session, replica: str, open_now: Mapping[Kind, int]
+) -> list[tuple[Slot, int]]:
+    """Every other replica's count, summed, per slot of the windows open now (``open_now``:
+    each kind's window start)."""
+    if not open_now:
+        return []
     query = (
         select(RateCount.kind, RateCount.subject, RateCount.window_start, func.sum(RateCount.count))
-        .where(RateCount.window_start >= since, RateCount.replica != replica)
+        .where(_windows(open_now, operator.eq), RateCount.replica != replica)
         .group_by(RateCount.kind, RateCount.subject, RateCount.window_start)
     )
     return [
@@ -61,7 +66,20 @@ def others_counts(session: Session, replica: str, since: int) -> list[tuple[Slot
     ]
 
 
-def forget_before(session: Session, window: int) -> int:
-    """Delete the rows of windows that started before ``window``; how many went."""
-    result = session.execute(delete(RateCount).where(RateCount.window_start < window))
-    return int(getattr(result, "rowcount", 0) or 0)
+def forget_closed(session: Session, open_now: Mapping[Kind, int], before: int) -> None:
+    """Delete the rows of closed windows: each kind's before its open one, and any row of a
+    window that started before ``before`` (a kind whose limit was turned off)."""
+    closed = RateCount.window_start < before
+    if open_now:
+        closed = or_(_windows(open_now, operator.lt), closed)
+    session.execute(delete(RateCount).where(closed))
+
+
+def _windows(open_now: Mapping[Kind, int], compare: Callable[[Any, int], Any]) -> Any:
+    """(kind = k AND compare(window start, k's open window)) for each kind, OR-ed."""
+    return or_(
+        *(
+            and_(RateCount.kind == kind, compare(RateCount.window_start, start))
+            for kind, start in open_now.items()
+        )
+    )

@@ -16,9 +16,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app import migrate
-from app.db import make_engine
+from app.db import make_engine, make_session_factory, unit_of_work
 from app.embedding.encoders import make_encoder
+from app.limits.counts import Slot
 from app.limits.models import RateCount
+from app.limits.repository import add_counts, forget_closed, others_counts
 from app.main import create_app
 from tests.api.loop_support import services_of
 from tests.api.own_postgres import OwnPostgres, own_postgres, postgres_bin
@@ -144,6 +146,34 @@ def test_x_forwarded_for_is_honoured_from_a_trusted_proxy(database_url: str) -> 
         assert_too_many(through.get("/v1/tools", headers=guesser), "auth")
         other = {**AGENT, "X-Forwarded-For": "198.51.100.2"}
         assert through.get("/v1/tools", headers=other).status_code == 200
+
+
+def test_the_table_adds_up_each_replicas_counts(database_url: str) -> None:
+    """The upsert increments, a replica reads only the others' counts of the open windows,
+    and a clean-up deletes only closed windows (Postgres and SQLite)."""
+    engine = make_engine(database_url)
+    factory = make_session_factory(engine)
+    now = {"client": 600, "auth": 300}
+    try:
+        with unit_of_work(factory) as session:
+            add_counts(session, "a", {Slot("client", "x", 600): 2, Slot("auth", "x", 300): 1})
+            add_counts(session, "a", {Slot("client", "x", 600): 3})
+            add_counts(session, "b", {Slot("client", "x", 600): 4, Slot("client", "x", 540): 9})
+        with unit_of_work(factory) as session:
+            assert sorted(others_counts(session, "c", now), key=str) == [
+                (Slot("auth", "x", 300), 1),
+                (Slot("client", "x", 600), 9),  # 2 + 3 from a, 4 from b; not the closed 540
+            ]
+            assert sorted(others_counts(session, "b", now), key=str) == [
+                (Slot("auth", "x", 300), 1),
+                (Slot("client", "x", 600), 5),  # a's alone
+            ]
+            forget_closed(session, now, before=0)
+        with unit_of_work(factory) as session:
+            left = session.execute(select(RateCount.kind, RateCount.window_start)).all()
+            assert sorted(set(left)) == [("auth", 300), ("client", 600)]
+    finally:
+        engine.dispose()
 
 
 def until(condition: Any, seconds: float) -> float:
