@@ -7,8 +7,13 @@ connections sending `GET /v1/tools` with a new made-up bearer key each time, for
 `--guess-seconds`; a 401 is a guess the service checked, a 429 one it refused unread.
 
     python bench/rate_limits.py [--rounds 3] [--seconds 15] [--guess-seconds 10]
+    python bench/rate_limits.py --gate-only
 
-Prints one JSON object: every run, and per mode the median of each figure.
+Prints one JSON object: every run, and per mode the median of each figure. On a busy
+machine a route's own spread (milliseconds) hides the limiter's cost, so the script first
+times the limiter's gate alone, in-process: the rate-limit middleware (app/api/middleware.py)
+around an application that does nothing, against that application alone, per request, with
+the default limits and with all three off (`--gate-only`: that part only).
 """
 
 from __future__ import annotations
@@ -160,6 +165,55 @@ def guesses(port: int, seconds: float, connections: int = 8) -> dict[str, float]
     }
 
 
+def gate_cost(requests: int = 50_000) -> dict[str, float]:
+    """Microseconds per request of the rate-limit middleware (best of 5 runs of ``requests``
+    requests, each from one of 1,000 addresses, with a known agent key), minus the bare
+    application's; limits on (the defaults) and off."""
+    from types import SimpleNamespace
+
+    from app.api.middleware import RateLimits
+    from app.keys.store import KeyStore
+    from app.limits.limiter import RateLimiter
+    from app.metrics import Metrics
+    from app.settings import Settings
+
+    async def nothing(scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+    def scope_of(app: Any, n: int) -> dict[str, Any]:
+        headers = [(b"authorization", f"Bearer {AGENT_KEY}".encode())]
+        return {"type": "http", "path": "/v1/route", "headers": headers, "app": app,
+                "client": (f"10.0.{n % 1000 // 250}.{n % 250}", 4711)}  # fmt: skip
+
+    async def timed(call: Any, scopes: list[dict[str, Any]]) -> float:
+        started = time.perf_counter()
+        for scope in scopes:
+            await call(scope, None, None)
+        return time.perf_counter() - started
+
+    def app_of(limits: dict[str, str]) -> Any:
+        """A new app (a new limiter: nothing counted yet) whose services the gate reads."""
+        values = {k.removeprefix("TOOLREACH_").lower(): int(v) for k, v in limits.items()}
+        settings = Settings(_env_file=None, agent_keys=(AGENT_KEY,), **values)  # type: ignore[call-arg,arg-type]
+        services = SimpleNamespace(
+            limiter=RateLimiter.from_settings(settings),
+            keys=KeyStore.from_settings(settings),
+            metrics=Metrics(),
+        )
+        return SimpleNamespace(state=SimpleNamespace(services=services))
+
+    result = {}
+    for mode, limits in (("on", {}), ("off", OFF)):
+        bare, gated = [], []
+        for _ in range(5):
+            app = app_of(limits)
+            scopes = [scope_of(app, n) for n in range(requests)]
+            bare.append(asyncio.run(timed(nothing, scopes)))
+            gated.append(asyncio.run(timed(RateLimits(nothing), scopes)))
+        result[f"gate_{mode}_us"] = round((min(gated) - min(bare)) / requests * 1e6, 2)
+    return result
+
+
 def run_once(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="toolreach-ratelimits-") as tmp:
         port = free_port()
@@ -182,7 +236,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--guess-seconds", type=float, default=10)
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--gate-only", action="store_true")
     args = parser.parse_args()
+    gate = gate_cost()
+    if args.gate_only:
+        print(json.dumps(gate))
+        return
     runs = []
     for n in range(args.rounds):  # the order swapped each round
         for mode in ("off", "on") if n % 2 == 0 else ("on", "off"):
@@ -192,7 +251,7 @@ def main() -> None:
         mode: {k: statistics.median(r[k] for r in runs if r["mode"] == mode) for k in figures}
         for mode in ("off", "on")
     }
-    print(json.dumps({"medians": medians, "runs": runs}, indent=1))
+    print(json.dumps({"gate": gate, "medians": medians, "runs": runs}, indent=1))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -24,7 +25,10 @@ def networks(entries: Iterable[str]) -> tuple[Network, ...]:
     return tuple(ipaddress.ip_network(entry.strip(), strict=False) for entry in entries)
 
 
+@lru_cache(maxsize=65_536)
 def _address(text: str) -> Address | None:
+    """An address, with or without its port; None if it is none. Cached: parsing one takes
+    ~5 µs, and the same few addresses come again and again."""
     text = text.strip()
     if text.startswith("[") and "]" in text:  # [v6]:port
         text = text[1 : text.index("]")]
@@ -68,6 +72,7 @@ def client_address(
     return subject(client)
 
 
+@lru_cache(maxsize=65_536)
 def subject(address: Address) -> str:
     """What a client is counted as: its IPv4 address, or its IPv6 address's /64 (one host
     commonly holds a whole /64, and could otherwise take a fresh address per guess)."""

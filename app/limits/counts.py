@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Kind = Literal["client", "key", "auth"]
 KINDS: tuple[Kind, ...] = ("client", "key", "auth")
@@ -34,9 +34,9 @@ class Limit:
         return self.limit > 0
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
-    """Where an event is counted: its kind, its subject, and its window's start."""
+class Slot(NamedTuple):
+    """Where an event is counted: its kind, its subject, and its window's start (a tuple:
+    one is made for every request, and a frozen dataclass costs three times as much)."""
 
     kind: Kind
     subject: str

@@ -142,18 +142,21 @@ class RateLimiter:
         """Count one request from ``client`` (with the key ``key_id``, if a known one) and
         say whether to refuse it: the client is blocked for failed sign-ins, or the client
         or the key is over its request limit. A refused request is not counted."""
-        now = self._clock()
-        limits = self.limits
+        now, limits = self._clock(), self.limits
+        counted = [(limits.per_client, client)]
+        if key_id is not None:
+            counted.append((limits.per_key, key_id))
         with self._lock:
             refusal = self._over(limits.auth_failures, client, now)
-            refusal = refusal or self._over(limits.per_client, client, now)
-            if key_id is not None:
-                refusal = refusal or self._over(limits.per_key, key_id, now)
+            slots = [(limit, slot_of(limit, s[:SUBJECT_LENGTH], now)) for limit, s in counted]
+            for limit, slot in slots:
+                refusal = refusal or self._over_at(limit, slot, now)
             if refusal is not None:
                 return refusal
-            self._count(limits.per_client, client, now)
-            if key_id is not None:
-                self._count(limits.per_key, key_id, now)
+            for limit, slot in slots:
+                if limit.on:
+                    add(self._local, slot)
+                    add(self._pending, slot)
         return None
 
     def blocked(self, client: str) -> Refusal | None:
@@ -163,24 +166,22 @@ class RateLimiter:
 
     def failed(self, client: str) -> None:
         """``client`` presented a key no one knows (or a revoked one)."""
-        with self._lock:
-            self._count(self.limits.auth_failures, client, self._clock())
+        limit = self.limits.auth_failures
+        if limit.on:
+            slot = slot_of(limit, client[:SUBJECT_LENGTH], self._clock())
+            with self._lock:
+                add(self._local, slot)
+                add(self._pending, slot)
 
     def _over(self, limit: Limit, subject: str, now: float) -> Refusal | None:
         """A refusal if one more event would pass ``limit``: a client with as many failed
         sign-ins as allowed is refused anything more, a correct key included."""
-        if not limit.on:
-            return None
-        slot = slot_of(limit, subject[:SUBJECT_LENGTH], now)
+        return self._over_at(limit, slot_of(limit, subject[:SUBJECT_LENGTH], now), now)
+
+    def _over_at(self, limit: Limit, slot: Slot, now: float) -> Refusal | None:
         if over(limit, self._local.get(slot, 0), self._remote.get(slot, 0), adding=1):
             return Refusal(limit.kind, seconds_left(now, limit.seconds))
         return None
-
-    def _count(self, limit: Limit, subject: str, now: float) -> None:
-        if limit.on:
-            slot = slot_of(limit, subject[:SUBJECT_LENGTH], now)
-            add(self._local, slot)
-            add(self._pending, slot)
 
     def count(self, kind: Kind, subject: str) -> int:
         """The count that decides for ``subject`` now (local + last-known remote)."""
