@@ -104,7 +104,12 @@ class RateLimits:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = scope.get("app")
         services: Services | None = getattr(getattr(app, "state", None), "services", None)
-        if scope["type"] != "http" or services is None or not rate_limited(scope["path"]):
+        if (
+            scope["type"] != "http"
+            or services is None
+            or not services.limiter.limits.on  # all three limits set to 0: nothing to count
+            or not rate_limited(scope["path"])
+        ):
             await self.app(scope, receive, send)
             return
         limiter, client = services.limiter, services.limiter.client(scope)
