@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from app import dashboard
 from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
-from app.api.middleware import BodySizeLimit, NoNulInUrl, RateLimits
+from app.api.middleware import TOO_MANY_REQUESTS, BodySizeLimit, NoNulInUrl, RateLimits
 from app.api.tools import BULK_PATH, NDJSON
 from app.embedding.encoders import Encoder
 from app.mcp.http import mcp_routes, mcp_sessions
@@ -66,8 +66,10 @@ def create_app(
     )
     app.add_middleware(NoNulInUrl)
     app.add_middleware(RateLimits)  # the outermost: a refused request costs the least
-    for module in (health, metrics, tools, validate, route, feedback, stats, keys, sources, call):
-        app.include_router(module.router)
+    for probe in (health, metrics):  # never rate-limited
+        app.include_router(probe.router)
+    for module in (tools, validate, route, feedback, stats, keys, sources, call):  # /v1
+        app.include_router(module.router, responses={429: TOO_MANY_REQUESTS})
     app.include_router(dashboard.router)
     app.router.routes.extend(mcp_routes())
     return app

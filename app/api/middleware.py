@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi.security.utils import get_authorization_scheme_param
 from starlette.datastructures import Headers
@@ -126,6 +126,29 @@ class RateLimits:
         if secret and record is None:
             limiter.failed(client)  # an unknown or revoked key: the route answers 401
         await self.app(scope, receive, send)
+
+
+# The 429 every /v1 route may answer, for its OpenAPI description (app/main.py).
+TOO_MANY_REQUESTS: dict[str, Any] = {
+    "description": "Over a rate limit (docs/DEPLOY.md, Limits), in the one error shape.",
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds until the limit's window ends.",
+            "schema": {"type": "integer"},
+        }
+    },
+    "content": {
+        "application/json": {
+            "example": {
+                "error": {
+                    "code": "too_many_requests",
+                    "message": "too many requests from this address; retry in 42 s",
+                    "details": {"limit": "client", "retry_after": 42},
+                }
+            }
+        }
+    },
+}
 
 
 def bearer_key(headers: Headers) -> str:

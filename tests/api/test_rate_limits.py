@@ -75,6 +75,15 @@ def test_bad_keys_are_refused_after_the_limit_even_with_a_good_key(guarded: Any)
     assert 'toolreach_rate_limited_total{kind="auth"} 3.0' in metrics
 
 
+def test_the_api_description_declares_the_429(guarded: Any) -> None:
+    paths = client_of(guarded).get("/openapi.json").json()["paths"]
+    declared = {
+        path for path, ops in paths.items() if all("429" in o["responses"] for o in ops.values())
+    }
+    assert declared == {path for path in paths if path.startswith("/v1/")}
+    assert "Retry-After" in paths["/v1/route"]["post"]["responses"]["429"]["headers"]
+
+
 def test_bad_keys_on_mcp_count_too(guarded: Any) -> None:
     guesser = client_of(guarded)
     for _ in range(5):
