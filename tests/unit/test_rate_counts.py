@@ -5,9 +5,13 @@ sharing is tested in tests/api/test_rate_limits.py)."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import make_engine, make_session_factory
 from app.limits.client import client_address, networks
 from app.limits.counts import (
     Limit,
@@ -169,3 +173,44 @@ def test_trusted_proxies_are_a_comma_separated_list(monkeypatch: pytest.MonkeyPa
     assert RateLimiter.from_settings(settings).trusted_proxies == networks(
         ["172.28.0.10", "fd00::/64"]
     )
+
+
+class Sessions:
+    """A session factory whose database can be made to fail."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory, self.away = factory, False
+
+    def __call__(self) -> Session:
+        if self.away:
+            raise OperationalError("SELECT 1", {}, Exception("the database is away"))
+        return self.factory()
+
+
+def test_a_failed_flush_keeps_the_counts_and_forgets_the_others(sqlite_url: str) -> None:
+    """While the database fails, nothing counted is lost and the decision is local only;
+    the next flush that works writes everything (the real thing, frozen and stopped:
+    tests/api/test_rate_limits.py)."""
+    engine = make_engine(sqlite_url)
+    sessions = Sessions(make_session_factory(engine))
+    limits = Limits(Limit("client", 0, 60), Limit("key", 0, 60), Limit("auth", 3, 300))
+    clock = Clock(time.time())
+    other, this = (RateLimiter(limits, sessions, clock=clock) for _ in "ab")  # type: ignore[arg-type]
+    try:
+        other.failed("198.51.100.1")
+        other.flush()
+        this.flush()
+        assert this.count("auth", "198.51.100.1") == 1  # the other replica's
+        sessions.away = True
+        this.failed("198.51.100.1")
+        with pytest.raises(OperationalError):
+            this.flush()
+        assert not this.shared
+        assert this.count("auth", "198.51.100.1") == 1  # its own only, until it hears again
+        sessions.away = False
+        this.flush()
+        assert this.shared and this.count("auth", "198.51.100.1") == 2
+        other.flush()
+        assert other.count("auth", "198.51.100.1") == 2  # the failed flush's count arrived
+    finally:
+        engine.dispose()
