@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.error_handlers import error_response
-from app.limits.limiter import too_many
+from app.limits.answer import too_many
 from registry.nul import NUL
 
 if TYPE_CHECKING:

@@ -34,6 +34,22 @@ class Limit:
         return self.limit > 0
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The three limits: requests per client, requests per key, failed sign-ins per client."""
+
+    per_client: Limit
+    per_key: Limit
+    auth_failures: Limit
+
+    @property
+    def on(self) -> bool:
+        return self.per_client.on or self.per_key.on or self.auth_failures.on
+
+    def all(self) -> tuple[Limit, Limit, Limit]:
+        return self.per_client, self.per_key, self.auth_failures
+
+
 class Slot(NamedTuple):
     """Where an event is counted: its kind, its subject, and its window's start (a tuple:
     one is made for every request, and a frozen dataclass costs three times as much)."""

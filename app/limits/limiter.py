@@ -19,18 +19,17 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import unit_of_work
-from app.errors import TooManyRequests
 from app.limits import repository
 from app.limits.client import Network, client_address, networks
 from app.limits.counts import (
     Kind,
     Limit,
+    Limits,
     Refusal,
     Slot,
     add,
@@ -49,43 +48,12 @@ log = logging.getLogger("toolreach.limits")
 FORGET_SECONDS = 2 * 86_400
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The three limits: requests per client, requests per key, failed sign-ins per client."""
-
-    per_client: Limit
-    per_key: Limit
-    auth_failures: Limit
-
-    @property
-    def on(self) -> bool:
-        return self.per_client.on or self.per_key.on or self.auth_failures.on
-
-    def all(self) -> tuple[Limit, Limit, Limit]:
-        return self.per_client, self.per_key, self.auth_failures
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Limits:
-        return cls(
-            Limit("client", settings.rate_limit_per_client, settings.rate_limit_window_seconds),
-            Limit("key", settings.rate_limit_per_key, settings.rate_limit_window_seconds),
-            Limit("auth", settings.auth_failures_per_client, settings.auth_failure_window_seconds),
-        )
-
-
-_MESSAGES: dict[Kind, str] = {
-    "auth": "too many failed sign-ins (unknown or revoked keys) from this address",
-    "client": "too many requests from this address",
-    "key": "too many requests with this key",
-}
-
-
-def too_many(refusal: Refusal) -> TooManyRequests:
-    """The 429 a refusal is answered with, in the one error shape."""
-    return TooManyRequests(
-        f"{_MESSAGES[refusal.kind]}; retry in {refusal.retry_after} s",
-        refusal.retry_after,
-        {"limit": refusal.kind, "retry_after": refusal.retry_after},
+def limits_of(settings: Settings) -> Limits:
+    """The three limits the settings set (docs/CONFIGURATION.md, "Rate limits")."""
+    return Limits(
+        Limit("client", settings.rate_limit_per_client, settings.rate_limit_window_seconds),
+        Limit("key", settings.rate_limit_per_key, settings.rate_limit_window_seconds),
+        Limit("auth", settings.auth_failures_per_client, settings.auth_failure_window_seconds),
     )
 
 
@@ -120,7 +88,7 @@ class RateLimiter:
         cls, settings: Settings, factory: sessionmaker[Session] | None = None
     ) -> RateLimiter:
         return cls(
-            Limits.from_settings(settings),
+            limits_of(settings),
             factory,
             flush_seconds=settings.rate_limit_flush_seconds,
             trusted_proxies=networks(settings.trusted_proxies),

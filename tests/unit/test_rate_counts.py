@@ -12,9 +12,11 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import make_engine, make_session_factory
+from app.limits.answer import too_many
 from app.limits.client import client_address, networks
 from app.limits.counts import (
     Limit,
+    Limits,
     Refusal,
     Slot,
     current_only,
@@ -23,7 +25,7 @@ from app.limits.counts import (
     seconds_left,
     window_start,
 )
-from app.limits.limiter import Limits, RateLimiter, too_many
+from app.limits.limiter import RateLimiter
 from app.settings import SettingsError, load_settings
 
 
