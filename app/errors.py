@@ -12,6 +12,7 @@ none of them. Together they are the whole tree, each with its HTTP status and st
     ├── NotFound            404 not_found          registry
     ├── Conflict            409 conflict           registry
     ├── PayloadTooLarge     413 payload_too_large  registry
+    ├── TooManyRequests     429 too_many_requests  app       (over a rate limit: Retry-After)
     └── Unavailable         503 unavailable        app       (database or index not ready)
         └── Overloaded      503 overloaded         app       (too many steps waiting: retry)
 
@@ -24,6 +25,7 @@ in one JSON shape: ``{"error": {"code": ..., "message": ..., "details": ...}}``.
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 from registry.errors import ToolReachError
 
@@ -55,3 +57,14 @@ class Overloaded(Unavailable):
 
     code = "overloaded"
     headers = MappingProxyType({"Retry-After": "1"})
+
+
+class TooManyRequests(ToolReachError):
+    """Over a rate limit (app/limits/); the answer says in ``Retry-After`` when to retry."""
+
+    status_code = 429
+    code = "too_many_requests"
+
+    def __init__(self, message: str, retry_after: int, details: Any = None) -> None:
+        super().__init__(message, details)
+        self.headers = MappingProxyType({"Retry-After": str(retry_after)})

@@ -11,7 +11,13 @@ from fastapi import FastAPI
 from app import dashboard
 from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
 from app.api.error_handlers import install_error_handlers
-from app.api.middleware import BodySizeLimit, NoNulInUrl, UrlLengthLimit
+from app.api.middleware import (
+    TOO_MANY_REQUESTS,
+    BodySizeLimit,
+    NoNulInUrl,
+    RateLimits,
+    UrlLengthLimit,
+)
 from app.api.openapi import install_openapi
 from app.api.tools import BULK_PATH, NDJSON
 from app.embedding.encoders import Encoder
@@ -67,9 +73,12 @@ def create_app(
         streamed={(BULK_PATH, NDJSON): settings.max_import_bytes},
     )
     app.add_middleware(NoNulInUrl)
-    app.add_middleware(UrlLengthLimit, limit=settings.max_url_bytes)  # outermost: first
-    for module in (health, metrics, tools, validate, route, feedback, stats, keys, sources, call):
-        app.include_router(module.router)
+    app.add_middleware(UrlLengthLimit, limit=settings.max_url_bytes)
+    app.add_middleware(RateLimits)  # the outermost: a refused request costs the least
+    for probe in (health, metrics):  # never rate-limited
+        app.include_router(probe.router)
+    for module in (tools, validate, route, feedback, stats, keys, sources, call):  # /v1
+        app.include_router(module.router, responses={429: TOO_MANY_REQUESTS})
     app.include_router(dashboard.router)
     app.router.routes.extend(mcp_routes())
     return app

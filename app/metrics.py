@@ -90,6 +90,12 @@ class Metrics:
             ["slots"],
             registry=self.registry,
         )
+        self.rate_limited = Counter(
+            "toolreach_rate_limited",
+            "Requests refused with 429, by the limit they passed (client, key, auth)",
+            ["kind"],
+            registry=self.registry,
+        )
         self.route_queue = Gauge(
             "toolreach_route_queue",
             "Steps waiting for a route worker",

@@ -2,6 +2,7 @@
 
 from app.dashboard.signouts import DashboardSignout
 from app.keys.models import ApiKey
+from app.limits.models import RateCount
 from app.loop.models import Feedback, RouteEvent, RouteEventCandidate
 from app.sources.models import Source, SourceTool
 from registry.models import Base, Embedding, RegistryState, Tool, ToolVersion
@@ -12,6 +13,7 @@ __all__ = [
     "DashboardSignout",
     "Embedding",
     "Feedback",
+    "RateCount",
     "RegistryState",
     "RouteEvent",
     "RouteEventCandidate",

@@ -19,6 +19,7 @@ from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
 from app.gateway.service import Gateway
 from app.keys.store import KeyStore
+from app.limits.limiter import RateLimiter
 from app.loop.events import EventWriter
 from app.loop.feedback import OtherReplicas
 from app.loop.prior import PriorCache
@@ -59,6 +60,8 @@ class Services:
     lookalikes: LookalikeCache
     # At most a few expensive requests of each kind at once (app/capacity/slots.py).
     slots: Slots
+    # Requests and failed sign-ins counted per client and key, shared through the database.
+    limiter: RateLimiter
     # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
@@ -79,6 +82,7 @@ class Services:
         if self.listener is not None:
             self.listener.start()
         self.keys.start(self.settings.key_refresh_seconds)
+        self.limiter.start()
         self.events.start()
         if self.router is not None:
             self.router.start()
@@ -107,6 +111,7 @@ class Services:
         self.index.stop()
         self.lookalikes.stop()
         self.keys.stop()
+        self.limiter.stop()
         self.prior.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.health.stop()
@@ -254,6 +259,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
             settings.slots_exports,
             on_refused=lambda kind: metrics.requests_refused.labels(kind).inc(),
         ),
+        RateLimiter.from_settings(settings, factory),
         cosines,
     )
     services.router = RouteExecutor(

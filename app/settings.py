@@ -164,7 +164,11 @@ class Settings(BaseSettings):
     secret_dirs: KeyList = ("/run/secrets",)
 
     @field_validator(
-        "outbound_allowed_networks", "outbound_denied_networks", "secret_dirs", mode="before"
+        "outbound_allowed_networks",
+        "outbound_denied_networks",
+        "secret_dirs",
+        "trusted_proxies",
+        mode="before",
     )
     @classmethod
     def _split_list(cls, value: object) -> object:
@@ -172,7 +176,7 @@ class Settings(BaseSettings):
             return tuple(k.strip() for k in value.split(",") if k.strip())
         return value
 
-    @field_validator("outbound_allowed_networks", "outbound_denied_networks")
+    @field_validator("outbound_allowed_networks", "outbound_denied_networks", "trusted_proxies")
     @classmethod
     def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for network in value:
@@ -212,6 +216,23 @@ class Settings(BaseSettings):
     server_keepalive_timeout: int = Field(default=5, ge=1, le=3600)
     server_max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     # --- end of capacity settings ---
+
+    # --- Rate limits (issue 21; docs/DEPLOY.md, "Limits"; app/limits/) ---
+    # Requests to /v1 and /mcp per client address, and per key, in each window of
+    # rate_limit_window_seconds; 0: no limit. Generous: one client at 1,000 requests a second.
+    rate_limit_per_client: int = Field(default=60_000, ge=0, le=1_000_000_000)
+    rate_limit_per_key: int = Field(default=60_000, ge=0, le=1_000_000_000)
+    rate_limit_window_seconds: int = Field(default=60, ge=1, le=86_400)
+    # Unknown or revoked bearer keys and failed dashboard sign-ins per client address in each
+    # window of auth_failure_window_seconds; past them, the client gets 429 for anything, a
+    # correct key included, until the window ends. 0: no limit.
+    auth_failures_per_client: int = Field(default=20, ge=0, le=1_000_000_000)
+    auth_failure_window_seconds: int = Field(default=300, ge=1, le=86_400)
+    # How often each replica shares its counts through the database (and reads the others').
+    rate_limit_flush_seconds: float = Field(default=1.0, gt=0, le=60)
+    # Proxies whose X-Forwarded-For is believed (addresses or networks, comma-separated);
+    # none by default: the socket's peer is the client (app/limits/client.py).
+    trusted_proxies: KeyList = ()
 
     @field_validator(
         "admin_keys",

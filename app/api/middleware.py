@@ -1,16 +1,24 @@
 """Pure ASGI middlewares that refuse a request before any route sees it: a body over the size
 limit (413, streamed or not), a URL over its length limit (414), a URL holding the NUL
-character (422; registry/nul.py)."""
+character (422; registry/nul.py), a client or key over its rate limit (429; app/limits/)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from fastapi.security.utils import get_authorization_scheme_param
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.error_handlers import error_response
+from app.limits.answer import too_many
 from registry.nul import NUL
+
+if TYPE_CHECKING:
+    from app.services import Services
 
 
 def _message(limit: int) -> str:
@@ -105,6 +113,75 @@ class NoNulInUrl:
             await _error(send, 422, "invalid_input", message)
             return
         await self.app(scope, receive, send)
+
+
+def rate_limited(path: str) -> bool:
+    """The traffic the rate limits count: the API and MCP, not probes, metrics or pages."""
+    return path.startswith("/v1/") or path == "/mcp" or path.startswith("/mcp/")
+
+
+class RateLimits:
+    """Counts each /v1 and /mcp request against its client's and its key's limits, and
+    refuses one over them (429 with Retry-After) before any route runs; a bearer key no one
+    knows counts as a failed sign-in of its client. Memory only (app/limits/limiter.py)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = scope.get("app")
+        services: Services | None = getattr(getattr(app, "state", None), "services", None)
+        if (
+            scope["type"] != "http"
+            or services is None
+            or not services.limiter.limits.on  # all three limits set to 0: nothing to count
+            or not rate_limited(scope["path"])
+        ):
+            await self.app(scope, receive, send)
+            return
+        limiter, client = services.limiter, services.limiter.client(scope)
+        secret = bearer_key(Headers(scope=scope))
+        record = services.keys.resolve(secret) if secret else None
+        refusal = limiter.admit(client, record.id if record is not None else None)
+        if refusal is not None:
+            services.metrics.rate_limited.labels(refusal.kind).inc()
+            error = too_many(refusal)
+            await error_response(
+                error.status_code, error.code, error.message, error.details, error.headers
+            )(scope, receive, send)
+            return
+        if secret and record is None:
+            limiter.failed(client)  # an unknown or revoked key: the route answers 401
+        await self.app(scope, receive, send)
+
+
+# The 429 every /v1 route may answer, for its OpenAPI description (app/main.py).
+TOO_MANY_REQUESTS: dict[str, Any] = {
+    "description": "Over a rate limit (docs/DEPLOY.md, Limits), in the one error shape.",
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds until the limit's window ends.",
+            "schema": {"type": "integer"},
+        }
+    },
+    "content": {
+        "application/json": {
+            "example": {
+                "error": {
+                    "code": "too_many_requests",
+                    "message": "too many requests from this address; retry in 42 s",
+                    "details": {"limit": "client", "retry_after": 42},
+                }
+            }
+        }
+    },
+}
+
+
+def bearer_key(headers: Headers) -> str:
+    """The key of an ``Authorization: Bearer`` header, as app/deps.py reads it; else ""."""
+    scheme, key = get_authorization_scheme_param(headers.get("authorization"))
+    return key if scheme.lower() == "bearer" else ""
 
 
 async def _error(send: Send, status: int, code: str, message: str) -> None:

@@ -86,6 +86,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             max_connections=settings.server_max_connections,
             base=protocol_class(settings.max_url_bytes),  # its refusals in the error shape
         ),
+        # Who a request comes from is decided once, by TOOLREACH_TRUSTED_PROXIES
+        # (app/limits/client.py), not also by uvicorn, which believes 127.0.0.1 by default.
+        proxy_headers=False,
     )
     return 0
 

@@ -21,6 +21,7 @@ from app.dashboard.signouts import sign_out
 from app.dashboard.web import DashboardRoute, current_viewer, render, safe_next, same_site
 from app.db import unit_of_work
 from app.deps import ServicesDep
+from app.limits.counts import Refusal
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 MAX_KEY = 512
@@ -52,8 +53,14 @@ def login(
     (login CSRF) and see what they then look at as that viewer."""
     if not same_site(request):
         return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
+    client = services.limiter.client(request.scope)
+    refusal = services.limiter.blocked(client)
+    if refusal is not None:  # too many wrong keys from here: not even a right one is tried
+        services.metrics.rate_limited.labels(refusal.kind).inc()
+        return _slow_down(refusal, next)
     record = key_for_login(key.strip(), services.keys) if len(key) <= MAX_KEY else None
     if record is None:
+        services.limiter.failed(client)
         error = "That key is not an admin or dashboard key of this service."
         return render("login.html", status_code=401, next=safe_next(next), error=error)
     response = RedirectResponse(safe_next(next), status_code=303)
@@ -67,6 +74,15 @@ def login(
         samesite="strict",
     )
     return response
+
+
+def _slow_down(refusal: Refusal, next: str) -> HTMLResponse:
+    """The form again, 429 with Retry-After: this address sent too many wrong keys."""
+    seconds = refusal.retry_after
+    error = f"Too many wrong keys from this address. Try again in {seconds} seconds."
+    page = render("login.html", status_code=429, next=safe_next(next), error=error)
+    page.headers["Retry-After"] = str(seconds)
+    return page
 
 
 @router.post("/logout", response_model=None)

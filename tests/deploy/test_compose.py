@@ -4,6 +4,7 @@ behind the HAProxy of deploy/compose/haproxy.cfg."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -66,6 +67,22 @@ def test_two_app_replicas_behind_the_balancer(compose: dict[str, Any]) -> None:
     assert int(template.group(1)) >= app["deploy"]["replicas"]
     assert "uri /readyz" in backend  # an unready replica gets no traffic
     assert "resolvers docker" in backend
+
+
+def test_the_replicas_believe_the_balancer_alone_about_client_addresses(
+    compose: dict[str, Any],
+) -> None:
+    """HAProxy sends X-Forwarded-For; the replicas trust exactly its fixed address, so the
+    per-client rate limits see each client, and no one else can claim an address."""
+    text = HAPROXY_CFG.read_text()
+    frontend = re.search(r"^frontend toolreach\n(.*?)(?=^\S|\Z)", text, re.M | re.S)
+    assert frontend and re.search(r"^\s+option forwardfor\b", frontend.group(1), re.M)
+    services = compose["services"]
+    (network,) = services["lb"]["networks"].values()
+    address = network["ipv4_address"]
+    assert services["app"]["environment"]["TOOLREACH_TRUSTED_PROXIES"] == address
+    (subnet,) = compose["networks"]["default"]["ipam"]["config"]
+    assert ipaddress.ip_address(address) in ipaddress.ip_network(subnet["subnet"])
 
 
 def test_the_migration_runs_first(compose: dict[str, Any]) -> None:

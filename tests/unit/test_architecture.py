@@ -22,7 +22,7 @@ ROOMS = {
     "routing", "registry", "embedding", "keys", "tools", "loop", "route", "sources", "gateway",
     "cli", "api", "mcp",
     "dashboard", "settings", "db", "models", "metrics", "migrate", "errors", "schemas",
-    "services", "deps", "main", "db_health", "capacity",
+    "services", "deps", "main", "db_health", "capacity", "limits",
 }  # fmt: skip
 ASSEMBLY = {"services", "deps", "main"}  # builds the parts in the lifespan, serves them
 MAY_IMPORT: dict[str, set[str]] = {
@@ -45,6 +45,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "errors",
     },
     "route": {"routing", "registry", "embedding", "tools", "loop", "schemas", "errors"},
+    "limits": {"registry", "db", "settings", "errors"},  # counted in memory, shared by the db
     # The foundation: small modules every room may stand on.
     "settings": {"routing", "embedding", "registry"},
     "db": set(),
@@ -55,6 +56,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "keys",
         "sources",
         "dashboard",
+        "limits",
     },  # every table on one metadata, for Alembic
     "metrics": set(),
     "migrate": {"db"},
@@ -71,7 +73,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cli": ROOMS - {"cli"},  # the command line drives every room
 }
 # What app/models.py may reach into: the tables of the rooms.
-TABLES_ONLY = {"loop.models", "keys.models", "sources.models", "dashboard.signouts"}
+TABLES_ONLY = {
+    "loop.models",
+    "keys.models",
+    "sources.models",
+    "dashboard.signouts",
+    "limits.models",
+}
 
 
 def room_of(module: str) -> str | None:

@@ -1,0 +1,1 @@
+"""Rate limits per client and per key, counted in memory and shared through the database."""
