@@ -1,0 +1,120 @@
+"""bench/soak.py's pure parts: the request mix, the percentile, the tally and its report, and
+the requests the workers send (the soak itself runs for minutes: docs/BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from bench.soak import (
+    KEY,
+    MIXES,
+    Tally,
+    Traffic,
+    http_request,
+    percentile,
+    schedule,
+    summarize,
+    table,
+)
+
+CARD = {"name": "get_weather", "description": "Weather for a city.", "parameters": {}}
+
+
+def parse(request: bytes) -> tuple[str, dict[str, str], dict[str, object]]:
+    head, _, body = request.partition(b"\r\n\r\n")
+    first, *lines = head.decode().split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines)
+    assert int(headers["Content-Length"]) == len(body)
+    return first, headers, json.loads(body)
+
+
+@pytest.mark.parametrize("mix", sorted(MIXES))
+def test_a_schedule_holds_each_kind_exactly_its_share(mix: str) -> None:
+    slots = schedule(MIXES[mix])
+    assert len(slots) == 100
+    assert Counter(slots) == Counter({k: v for k, v in MIXES[mix].items() if v})
+    assert schedule(MIXES[mix], seed=1) != slots  # shuffled ...
+    assert schedule(MIXES[mix]) == slots  # ... the same way for the same seed
+
+
+@pytest.mark.parametrize(
+    "mix", [{"route": 90, "write": 5}, {"route": 99, "delete": 1}, {"route": 101, "write": -1}]
+)
+def test_a_mix_must_give_known_kinds_summing_to_100(mix: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match="summing to 100"):
+        schedule(mix)
+
+
+def test_percentile_is_the_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]  # 1 .. 100
+    assert percentile(values, 50) == 51.0  # rank round(0.5 * 99) = 50 (from 0)
+    assert percentile(values, 99) == 99.0
+    assert percentile(list(reversed(values)), 0) == 1.0
+    assert percentile([], 99) == 0.0
+
+
+def test_only_expected_answers_count_for_latency_and_the_rest_are_errors() -> None:
+    tally = Tally()
+    tally.add("route", 200, 0.010)
+    tally.add("route", 200, 0.030)
+    tally.add("route", 503, 5.0)
+    tally.add("post", 201, 0.050)
+    tally.add("put", "TimeoutError", 30.0)
+    report = summarize(tally, seconds=2.0)
+    assert report["requests"] == 5
+    assert report["requests_per_s"] == 2.5
+    assert report["errors"] == {"route 503": 1, "put TimeoutError": 1}
+    assert report["error_count"] == 2
+    # two answered in time: 10 and 30 ms (nearest rank, round half to even: p50 is the first)
+    assert report["kinds"]["route"] == {"requests": 3, "ok": 2, "p50_ms": 10.0, "p99_ms": 30.0}
+    assert report["kinds"]["put"]["ok"] == 0
+    assert "feedback" not in report["kinds"]
+    rows = table(
+        {
+            "replicas": 2,
+            "mix": "default",
+            "concurrency": 4,
+            "load": report,
+            "replica_stats": [
+                {"rss_start_mib": 300.0, "rss_end_mib": 320.5, "cpu_s": 12.0, "error_lines": 0}
+            ],
+        }
+    )
+    assert "| route | 3 | 2 | 10.0 | 30.0 |" in rows
+    assert "| 0 | 300.0 | 320.5 | 12.0 | 0 |" in rows
+
+
+def test_requests_go_round_robin_and_feedback_needs_a_route() -> None:
+    traffic = Traffic(["feedback", "validate", "route", "write"], ["q0", "q1"], [CARD], 3)
+    sent = [traffic.next_request() for _ in range(3)]
+    assert [(replica, kind) for replica, kind, _ in sent] == [
+        (0, "route"),
+        (1, "route"),
+        (2, "route"),
+    ]
+    first, headers, body = parse(sent[2][2])
+    assert first == "POST /v1/route HTTP/1.1"
+    assert headers["Authorization"] == f"Bearer {KEY}"
+    assert body == {"query": "q0", "k": 3}
+
+    traffic.routes.extend([("r-old", "a"), ("r-new", "b")])
+    replica, kind, request = traffic.next_request()  # the 4th: a write, to replica 0
+    assert (replica, kind) == (0, "post")
+    first, _, body = parse(request)
+    assert first == "POST /v1/tools HTTP/1.1" and body["name"] == "soak_1_get_weather"
+    _, kind, request = traffic.next_request()  # the 5th: feedback for the newest route
+    assert kind == "feedback"
+    assert parse(request)[2] == {"route_id": "r-new", "chosen": "b", "outcome": "success"}
+    assert list(traffic.routes) == [("r-old", "a")]  # each route id once
+
+
+def test_writes_alternate_a_new_card_and_a_put_of_one_written() -> None:
+    traffic = Traffic(["write"], ["q"], [CARD], 1)
+    kinds = [traffic.next_request()[1] for _ in range(4)]
+    assert kinds == ["post", "put", "post", "put"]
+    first, _, body = parse(http_request("PUT", "/v1/tools/x", {"a": 1}))
+    assert first == "PUT /v1/tools/x HTTP/1.1" and body == {"a": 1}
+    assert len(traffic.written) == 2
