@@ -207,6 +207,18 @@ def route_once(sock: socket.socket, reader: Any, query: str) -> float:
     return time.perf_counter() - started
 
 
+def by_tenth(offsets: list[float], seconds: list[float]) -> list[dict[str, float]]:
+    """p50/p99/max of the routes sent in each tenth of the import's duration (where in the
+    import, parse and embedding or the final write and merge, the slow routes fall)."""
+    end = max(offsets, default=0.0) or 1.0
+    tenths: list[list[float]] = [[] for _ in range(10)]
+    for at, took in zip(offsets, seconds, strict=True):
+        tenths[min(9, int(at / end * 10))].append(took)
+    return [
+        {**summary(values), "max_ms": ms(max(values))} if values else {"n": 0} for values in tenths
+    ]
+
+
 def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> dict[str, Any]:
     """Route latency idle, during a streamed NDJSON import of ``size`` cards, and after."""
     rng = random.Random(99)
@@ -242,9 +254,12 @@ def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> d
             if i >= 0:
                 phases["idle"].append(took)
         thread = threading.Thread(target=run_import)
+        began = time.perf_counter()
         thread.start()
         i = 0
+        offsets: list[float] = []  # when each route during the import was sent
         while not done.is_set():
+            offsets.append(time.perf_counter() - began)
             phases["during"].append(route_once(sock, reader, QUERIES[i % len(QUERIES)]))
             i += 1
         thread.join()
@@ -252,6 +267,9 @@ def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> d
             phases["after"].append(route_once(sock, reader, QUERIES[i % len(QUERIES)]))
     out: dict[str, Any] = {phase: summary(values) for phase, values in phases.items()}
     out.update(result, import_bytes=len(body))
+    out["during_by_tenth"] = by_tenth(offsets, phases["during"])
+    slowest = sorted(zip(phases["during"], offsets, strict=True), reverse=True)[:10]
+    out["during_slowest"] = [{"ms": ms(took), "at_s": round(at, 2)} for took, at in slowest]
     out["during_p99_over_idle_p99"] = round(out["during"]["p99_ms"] / out["idle"]["p99_ms"], 2)
     return out
 
@@ -378,7 +396,12 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     encoder = build_encoder(settings)
-    report: dict[str, Any] = {"encoder": encoder.name, "tools": args.tools, "cpus": os.cpu_count()}
+    report: dict[str, Any] = {
+        "encoder": encoder.name,
+        "tools": args.tools,
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": os.getloadavg(),
+    }
     with database() as filled:
         print(f"filling a registry of {args.tools} tools ...", file=sys.stderr, flush=True)
         migrate.upgrade(filled)
@@ -386,6 +409,7 @@ def main() -> None:
         template = filled.rsplit("/", 1)[1]
         # Copies are taken from the filled database while nobody is connected to it.
         if "writes" in args.sections:
+            report["loadavg_before_writes"] = os.getloadavg()
             print("single-card writes ...", file=sys.stderr, flush=True)
             with database(template) as ours_url, database(template) as theirs_url:
                 servers = {"this": Server(ROOT, ours_url)}
@@ -400,6 +424,7 @@ def main() -> None:
                         server.close()
             print(json.dumps(report["writes"]), file=sys.stderr, flush=True)
         if "import" in args.sections:
+            report["loadavg_before_import"] = os.getloadavg()
             print(
                 f"routes during a {args.import_size}-card import ...", file=sys.stderr, flush=True
             )
@@ -411,6 +436,7 @@ def main() -> None:
                     server.close()
             print(json.dumps(report["import"]), file=sys.stderr, flush=True)
         if "replicas" in args.sections:
+            report["loadavg_before_replicas"] = os.getloadavg()
             report["replicas"] = replicas(template, args.replica_rounds, args.replica_modes)
     text = json.dumps(report, indent=2)
     print(text)
