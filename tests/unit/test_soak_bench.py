@@ -15,6 +15,7 @@ from bench.soak import (
     Traffic,
     http_request,
     percentile,
+    replica_for,
     schedule,
     summarize,
     table,
@@ -87,34 +88,40 @@ def test_only_expected_answers_count_for_latency_and_the_rest_are_errors() -> No
     assert "| 0 | 300.0 | 320.5 | 12.0 | 0 |" in rows
 
 
-def test_requests_go_round_robin_and_feedback_needs_a_route() -> None:
-    traffic = Traffic(["feedback", "validate", "route", "write"], ["q0", "q1"], [CARD], 3)
+def test_each_worker_goes_round_robin_from_its_own_replica() -> None:
+    assert [replica_for(0, sent, 3) for sent in range(4)] == [0, 1, 2, 0]
+    assert [replica_for(2, sent, 3) for sent in range(4)] == [2, 0, 1, 2]
+    assert {replica_for(w, 0, 4) for w in range(16)} == {0, 1, 2, 3}  # workers spread
+
+
+def test_feedback_and_validate_wait_for_a_route_and_use_each_route_id_once() -> None:
+    traffic = Traffic(["feedback", "validate", "route", "write"], ["q0", "q1"], [CARD])
     sent = [traffic.next_request() for _ in range(3)]
-    assert [(replica, kind) for replica, kind, _ in sent] == [
-        (0, "route"),
-        (1, "route"),
-        (2, "route"),
-    ]
-    first, headers, body = parse(sent[2][2])
+    assert [kind for kind, _ in sent] == ["route", "route", "route"]  # no route answered yet
+    first, headers, body = parse(sent[2][1])
     assert first == "POST /v1/route HTTP/1.1"
     assert headers["Authorization"] == f"Bearer {KEY}"
     assert body == {"query": "q0", "k": 3}
 
     traffic.routes.extend([("r-old", "a"), ("r-new", "b")])
-    replica, kind, request = traffic.next_request()  # the 4th: a write, to replica 0
-    assert (replica, kind) == (0, "post")
+    kind, request = traffic.next_request()  # the 4th: a write
+    assert kind == "post"
     first, _, body = parse(request)
     assert first == "POST /v1/tools HTTP/1.1" and body["name"] == "soak_1_get_weather"
-    _, kind, request = traffic.next_request()  # the 5th: feedback for the newest route
+    kind, request = traffic.next_request()  # the 5th: feedback for the newest route
     assert kind == "feedback"
     assert parse(request)[2] == {"route_id": "r-new", "chosen": "b", "outcome": "success"}
     assert list(traffic.routes) == [("r-old", "a")]  # each route id once
+    kind, request = traffic.next_request()  # the 6th: validate the newest left, keep it
+    assert kind == "validate"
+    assert parse(request)[2] == {"name": "a", "arguments": {}, "route_id": "r-old"}
+    assert list(traffic.routes) == [("r-old", "a")]
 
 
 def test_writes_alternate_a_new_card_and_a_put_of_one_written() -> None:
-    traffic = Traffic(["write"], ["q"], [CARD], 1)
-    kinds = [traffic.next_request()[1] for _ in range(4)]
+    traffic = Traffic(["write"], ["q"], [{**CARD, "name": "PDF&URL"}])
+    kinds = [traffic.next_request()[0] for _ in range(4)]
     assert kinds == ["post", "put", "post", "put"]
+    assert [card["name"] for card in traffic.written] == ["soak_1_PDF_URL", "soak_3_PDF_URL"]
     first, _, body = parse(http_request("PUT", "/v1/tools/x", {"a": 1}))
     assert first == "PUT /v1/tools/x HTTP/1.1" and body == {"a": 1}
-    assert len(traffic.written) == 2
