@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +96,7 @@ class Tally:
     seconds: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
     reconnects: int = 0  # requests sent again: the server closed an idle keep-alive connection
+    rss: list[tuple[int, list[float]]] = field(default_factory=list)  # (second, MiB a replica)
 
     def add(self, kind: str, status: int | str, took: float) -> None:
         self.statuses[f"{kind} {status}"] += 1
@@ -451,14 +452,19 @@ async def worker(
         conns.close()
 
 
-async def progress(tally: Tally, started: float, stop_at: float, every: float) -> None:
+async def progress(
+    tally: Tally, started: float, stop_at: float, every: float, rss: Callable[[], list[float]]
+) -> None:
+    """A line every ``every`` seconds: requests so far, their rate, the unexpected answers and
+    each replica's RSS (also kept in ``tally.rss``, to see whether memory levels off)."""
     last = 0
     while time.perf_counter() < stop_at:
         await asyncio.sleep(min(every, max(0.0, stop_at - time.perf_counter())))
-        total = tally.requests()
+        total, at, now = tally.requests(), time.perf_counter() - started, rss()
+        tally.rss.append((round(at), now))
         print(
-            f"[{time.perf_counter() - started:6.0f} s] {total} requests "
-            f"({(total - last) / every:.0f}/s), unexpected: {tally.errors() or 0}",
+            f"[{at:6.0f} s] {total} requests ({(total - last) / every:.0f}/s), "
+            f"unexpected: {tally.errors() or 0}, RSS MiB: {now}",
             file=sys.stderr,
             flush=True,
         )
@@ -466,13 +472,18 @@ async def progress(tally: Tally, started: float, stop_at: float, every: float) -
 
 
 async def drive(
-    ports: Sequence[int], traffic: Traffic, concurrency: int, seconds: float, every: float
+    ports: Sequence[int],
+    traffic: Traffic,
+    concurrency: int,
+    seconds: float,
+    every: float,
+    rss: Callable[[], list[float]],
 ) -> Tally:
     tally = Tally()
     started = time.perf_counter()
     stop_at = started + seconds
     await asyncio.gather(
-        progress(tally, started, stop_at, every),
+        progress(tally, started, stop_at, every, rss),
         *(worker(i, ports, traffic, tally, stop_at) for i in range(concurrency)),
     )
     return tally
@@ -515,7 +526,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             usage = resource.getrusage(resource.RUSAGE_SELF)
             started = time.perf_counter()
             tally = asyncio.run(
-                drive(replicas.ports, traffic, args.concurrency, args.duration, args.every)
+                drive(
+                    replicas.ports,
+                    traffic,
+                    args.concurrency,
+                    args.duration,
+                    args.every,
+                    replicas.rss,
+                )
             )
             elapsed = time.perf_counter() - started
             after = resource.getrusage(resource.RUSAGE_SELF)
@@ -525,6 +543,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime, 1
             )
             report["cards_written"] = len(traffic.written)
+            report["rss_mib_over_time"] = tally.rss
             report["loadavg_after"] = os.getloadavg()
         finally:
             codes = replicas.stop()
