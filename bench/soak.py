@@ -350,9 +350,17 @@ class Traffic:
             return "put", http_request("PUT", f"/v1/tools/{card['name']}", changed)
         base = self.cards[self.writes % len(self.cards)]
         name = re.sub(r"[^A-Za-z0-9_.:-]", "_", f"soak_{self.writes}_{base['name']}")[:64]
-        card = {**base, "name": name}
-        self.written.append(card)
-        return "post", http_request("POST", "/v1/tools", card)
+        return "post", http_request("POST", "/v1/tools", {**base, "name": name})
+
+    def answered(self, kind: str, request: bytes, status: int, body: bytes) -> None:
+        """Remember what later requests build on: a route's id and top tool, a card once
+        its POST is answered (a PUT sent before would create it, and the POST then be a 409)."""
+        if kind == "route" and status == 200:
+            answer = json.loads(body)
+            if answer["candidates"]:
+                self.routes.append((answer["route_id"], answer["candidates"][0]["name"]))
+        elif kind == "post" and status == 201:
+            self.written.append(json.loads(request.partition(b"\r\n\r\n")[2]))
 
 
 def replica_for(worker: int, sent: int, replicas: int) -> int:
@@ -444,10 +452,7 @@ async def worker(
                 conns.drop(replica)
                 continue
             tally.add(kind, status, time.perf_counter() - started)
-            if kind == "route" and status == 200:
-                answer = json.loads(body)
-                if answer["candidates"]:
-                    traffic.routes.append((answer["route_id"], answer["candidates"][0]["name"]))
+            traffic.answered(kind, request, status, body)
     finally:
         conns.close()
 

@@ -103,7 +103,13 @@ def test_feedback_and_validate_wait_for_a_route_and_use_each_route_id_once() -> 
     assert headers["Authorization"] == f"Bearer {KEY}"
     assert body == {"query": "q0", "k": 3}
 
-    traffic.routes.extend([("r-old", "a"), ("r-new", "b")])
+    traffic.answered(
+        "route", sent[0][1], 200, b'{"route_id": "r-old", "candidates": [{"name": "a"}]}'
+    )
+    traffic.answered(
+        "route", sent[1][1], 200, b'{"route_id": "r-new", "candidates": [{"name": "b"}]}'
+    )
+    traffic.answered("route", sent[2][1], 503, b"{}")
     kind, request = traffic.next_request()  # the 4th: a write
     assert kind == "post"
     first, _, body = parse(request)
@@ -118,10 +124,16 @@ def test_feedback_and_validate_wait_for_a_route_and_use_each_route_id_once() -> 
     assert list(traffic.routes) == [("r-old", "a")]
 
 
-def test_writes_alternate_a_new_card_and_a_put_of_one_written() -> None:
+def test_writes_alternate_a_new_card_and_a_put_of_one_answered() -> None:
     traffic = Traffic(["write"], ["q"], [{**CARD, "name": "PDF&URL"}])
-    kinds = [traffic.next_request()[0] for _ in range(4)]
-    assert kinds == ["post", "put", "post", "put"]
-    assert [card["name"] for card in traffic.written] == ["soak_1_PDF_URL", "soak_3_PDF_URL"]
+    kind, request = traffic.next_request()
+    assert kind == "post" and parse(request)[2]["name"] == "soak_1_PDF_URL"
+    assert traffic.next_request()[0] == "post"  # no PUT before a POST was answered
+    traffic.answered("post", request, 201, b"{}")
+    assert traffic.next_request()[0] == "post"  # the third write
+    kind, request = traffic.next_request()  # the fourth
+    assert kind == "put" and parse(request)[0] == "PUT /v1/tools/soak_1_PDF_URL HTTP/1.1"
+    traffic.answered("post", http_request("POST", "/v1/tools", {"name": "x"}), 409, b"{}")
+    assert [card["name"] for card in traffic.written] == ["soak_1_PDF_URL"]
     first, _, body = parse(http_request("PUT", "/v1/tools/x", {"a": 1}))
     assert first == "PUT /v1/tools/x HTTP/1.1" and body == {"a": 1}
