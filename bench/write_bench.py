@@ -12,16 +12,19 @@ database, and its writes alternate with this one's.
 idle, then while ``--import-size`` synthetic cards are imported into another namespace as one
 streamed NDJSON request (this code) — model, rows and index merge included — then after it.
 
-``replicas`` — two servers on one database: a card POSTed to A, the time until B's index has
-its revision (B's ``/readyz``, read from memory), from A's answer and from the request; the
-same for a delete; and feedback for a route A just answered, sent to B at once (and to A).
+``replicas`` — two servers on one database, with LISTEN (the default) and with polling only
+(``--replica-modes``): a card POSTed to A, the time until B routes its query to it, from A's
+answer and from the request (``--replica-rounds``); the same for a delete (B's ``/readyz``
+revision, read from memory); and feedback for a route A just answered, sent to B at once
+(and to A): the share accepted and the time taken.
 
 Every server uses the service's default (real) encoder; the synthetic registry's vectors are
 seeded random unit vectors stored under that model's name (bench/route_bench.py), so the
 servers start fast; written cards are embedded for real.
 
     .venv/bin/python bench/write_bench.py [--tools 10000] [--rounds 100] [--baseline DIR]
-        [--sections writes import replicas] [--json OUT]
+        [--sections writes import replicas] [--replica-rounds 200]
+        [--replica-modes listen polling] [--json OUT]
 """
 
 from __future__ import annotations
@@ -204,6 +207,18 @@ def route_once(sock: socket.socket, reader: Any, query: str) -> float:
     return time.perf_counter() - started
 
 
+def by_tenth(offsets: list[float], seconds: list[float]) -> list[dict[str, float]]:
+    """p50/p99/max of the routes sent in each tenth of the import's duration (where in the
+    import, parse and embedding or the final write and merge, the slow routes fall)."""
+    end = max(offsets, default=0.0) or 1.0
+    tenths: list[list[float]] = [[] for _ in range(10)]
+    for at, took in zip(offsets, seconds, strict=True):
+        tenths[min(9, int(at / end * 10))].append(took)
+    return [
+        {**summary(values), "max_ms": ms(max(values))} if values else {"n": 0} for values in tenths
+    ]
+
+
 def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> dict[str, Any]:
     """Route latency idle, during a streamed NDJSON import of ``size`` cards, and after."""
     rng = random.Random(99)
@@ -239,9 +254,12 @@ def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> d
             if i >= 0:
                 phases["idle"].append(took)
         thread = threading.Thread(target=run_import)
+        began = time.perf_counter()
         thread.start()
         i = 0
+        offsets: list[float] = []  # when each route during the import was sent
         while not done.is_set():
+            offsets.append(time.perf_counter() - began)
             phases["during"].append(route_once(sock, reader, QUERIES[i % len(QUERIES)]))
             i += 1
         thread.join()
@@ -249,6 +267,9 @@ def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> d
             phases["after"].append(route_once(sock, reader, QUERIES[i % len(QUERIES)]))
     out: dict[str, Any] = {phase: summary(values) for phase, values in phases.items()}
     out.update(result, import_bytes=len(body))
+    out["during_by_tenth"] = by_tenth(offsets, phases["during"])
+    slowest = sorted(zip(phases["during"], offsets, strict=True), reverse=True)[:10]
+    out["during_slowest"] = [{"ms": ms(took), "at_s": round(at, 2)} for took, at in slowest]
     out["during_p99_over_idle_p99"] = round(out["during"]["p99_ms"] / out["idle"]["p99_ms"], 2)
     return out
 
@@ -261,33 +282,55 @@ def until(condition: Any, seconds: float = 30.0) -> float:
     return time.perf_counter()
 
 
-def replicas(a: Server, b: Server, rounds: int) -> dict[str, Any]:
-    """Propagation of writes and deletes from A to B, and feedback sent to the other replica."""
-    after_answer: list[float] = []
-    after_request: list[float] = []
+def routed_top(server: Server, query: str) -> str:
+    answer = server.http.post("/v1/route", json={"query": query, "k": 1}, headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    name: str = answer.json()["candidates"][0]["name"]
+    return name
+
+
+def replica_lag(a: Server, b: Server, rounds: int, deletes: bool) -> dict[str, Any]:
+    """A card POSTed to A (with a word no other card has): the time until B routes the card's
+    query to it, from A's answer and from the request; then its delete, and (``deletes``) the
+    time until B's index has the delete's revision (B's ``/readyz``)."""
+    routed_after_answer: list[float] = []
+    routed_after_request: list[float] = []
     delete_after_answer: list[float] = []
     for i in range(-WARM_UP, rounds):
         body = card_body(50_000 + i + WARM_UP, "replica")
+        word = f"zyqx{i + WARM_UP}"
+        body["description"] = f"Handles the {word} ledger. {body['description']}"
+        query = f"handle the {word} ledger"
         sent = time.perf_counter()
         assert a.http.post("/v1/tools", json=body, headers=HEADERS).status_code == 201
         answered = time.perf_counter()
-        revision = a.revision()
-        seen = until(lambda revision=revision: b.revision() >= revision)
+        seen = until(lambda q=query, n=body["name"]: routed_top(b, q) == n)
         if i >= 0:
-            after_answer.append(seen - answered)
-            after_request.append(seen - sent)
-        if i % 10 == 0:  # and it is routed there (the revision's snapshot is what routes read)
-            query = {"query": body["description"], "k": 1}
-            top = b.http.post("/v1/route", json=query, headers=HEADERS).json()["candidates"][0]
-            assert top["name"] == body["name"], top
-        answered = time.perf_counter()
+            routed_after_answer.append(seen - answered)
+            routed_after_request.append(seen - sent)
         assert a.http.delete(f"/v1/tools/{body['name']}", headers=HEADERS).status_code == 204
         answered = time.perf_counter()
+        if not deletes:
+            continue
         revision = a.revision()
         seen = until(lambda revision=revision: b.revision() >= revision)
         if i >= 0:
             delete_after_answer.append(seen - answered)
-    feedback: dict[str, list[float]] = {"other_replica": [], "same_replica": []}
+    out = {
+        "write_routed_on_b_after_a_answered": summary(routed_after_answer),
+        "write_routed_on_b_after_request_sent": summary(routed_after_request),
+    }
+    if deletes:
+        out["delete_seen_on_b_after_a_answered"] = summary(delete_after_answer)
+    return out
+
+
+def feedback_elsewhere(a: Server, b: Server, rounds: int) -> dict[str, Any]:
+    """Feedback for a route A has just answered, sent at once to B (and, in turn, to A): the
+    share accepted (200) and the time each answer took."""
+    seconds: dict[str, list[float]] = {"other_replica": [], "same_replica": []}
+    accepted: dict[str, int] = {"other_replica": 0, "same_replica": 0}
+    statuses: dict[str, dict[str, int]] = {"other_replica": {}, "same_replica": {}}
     for i in range(-WARM_UP, rounds):
         for where, target in (("other_replica", b), ("same_replica", a)):
             route = a.http.post(
@@ -301,16 +344,47 @@ def replicas(a: Server, b: Server, rounds: int) -> dict[str, Any]:
             }
             with Clock() as took:
                 response = target.http.post("/v1/feedback", json=report, headers=HEADERS)
-            assert response.status_code == 200, response.text
             if i >= 0:
-                feedback[where].append(took.seconds)
+                code = str(response.status_code)
+                statuses[where][code] = statuses[where].get(code, 0) + 1
+                accepted[where] += response.status_code == 200
+                seconds[where].append(took.seconds)
     return {
-        "write_seen_on_b_after_a_answered": summary(after_answer),
-        "write_seen_on_b_after_request_sent": summary(after_request),
-        "delete_seen_on_b_after_a_answered": summary(delete_after_answer),
-        "feedback_on_b_for_a_route_on_a": summary(feedback["other_replica"]),
-        "feedback_on_a_for_a_route_on_a": summary(feedback["same_replica"]),
+        f"feedback_on_{'b' if where == 'other_replica' else 'a'}_for_a_route_on_a": {
+            **summary(seconds[where]),
+            "accepted_share": round(accepted[where] / len(seconds[where]), 3),
+            "statuses": statuses[where],
+        }
+        for where in seconds
     }
+
+
+# No listener: its URL points at a closed port, so each replica sees the others' writes only
+# at its next poll (TOOLREACH_INDEX_POLL_SECONDS) and hears no request for its route events.
+POLLING_ONLY = {"TOOLREACH_LISTEN_DATABASE_URL": "postgresql://postgres@127.0.0.1:9/none"}
+
+
+def replicas(template: str, rounds: int, modes: list[str]) -> dict[str, Any]:
+    """Two servers on one database per mode: ``listen`` (the default) and ``polling``."""
+    out: dict[str, Any] = {}
+    for mode in modes:
+        env = POLLING_ONLY if mode == "polling" else {}
+        print(f"two replicas, {mode} ...", file=sys.stderr, flush=True)
+        with database(template) as url:
+            a, b = Server(ROOT, url, **env), Server(ROOT, url, **env)
+            try:
+                # Polling only: no delete lag (one poll interval again) and fewer feedback
+                # rounds (each waits TOOLREACH_FEEDBACK_WAIT_SECONDS in vain), for time.
+                listen = mode == "listen"
+                out[mode] = {
+                    **replica_lag(a, b, rounds, deletes=listen),
+                    **feedback_elsewhere(a, b, rounds if listen else min(rounds, 50)),
+                }
+            finally:
+                a.close()
+                b.close()
+        print(json.dumps(out[mode]), file=sys.stderr, flush=True)
+    return out
 
 
 def main() -> None:
@@ -324,11 +398,20 @@ def main() -> None:
         "--sections", nargs="+", default=["writes", "import", "replicas"],
         choices=["writes", "import", "replicas"],
     )  # fmt: skip
+    parser.add_argument("--replica-rounds", type=int, default=200)
+    parser.add_argument(
+        "--replica-modes", nargs="+", default=["listen", "polling"], choices=["listen", "polling"]
+    )
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     encoder = build_encoder(settings)
-    report: dict[str, Any] = {"encoder": encoder.name, "tools": args.tools, "cpus": os.cpu_count()}
+    report: dict[str, Any] = {
+        "encoder": encoder.name,
+        "tools": args.tools,
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": os.getloadavg(),
+    }
     with database() as filled:
         print(f"filling a registry of {args.tools} tools ...", file=sys.stderr, flush=True)
         migrate.upgrade(filled)
@@ -336,6 +419,7 @@ def main() -> None:
         template = filled.rsplit("/", 1)[1]
         # Copies are taken from the filled database while nobody is connected to it.
         if "writes" in args.sections:
+            report["loadavg_before_writes"] = os.getloadavg()
             print("single-card writes ...", file=sys.stderr, flush=True)
             with database(template) as ours_url, database(template) as theirs_url:
                 servers = {"this": Server(ROOT, ours_url)}
@@ -350,6 +434,7 @@ def main() -> None:
                         server.close()
             print(json.dumps(report["writes"]), file=sys.stderr, flush=True)
         if "import" in args.sections:
+            report["loadavg_before_import"] = os.getloadavg()
             print(
                 f"routes during a {args.import_size}-card import ...", file=sys.stderr, flush=True
             )
@@ -361,15 +446,8 @@ def main() -> None:
                     server.close()
             print(json.dumps(report["import"]), file=sys.stderr, flush=True)
         if "replicas" in args.sections:
-            print("two replicas ...", file=sys.stderr, flush=True)
-            with database(template) as url:
-                a, b = Server(ROOT, url), Server(ROOT, url)
-                try:
-                    report["replicas"] = replicas(a, b, args.rounds)
-                finally:
-                    a.close()
-                    b.close()
-            print(json.dumps(report["replicas"]), file=sys.stderr, flush=True)
+            report["loadavg_before_replicas"] = os.getloadavg()
+            report["replicas"] = replicas(template, args.replica_rounds, args.replica_modes)
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

@@ -122,3 +122,51 @@ def test_without_thread_settings_the_encoder_is_left_alone() -> None:
     recorder.release.set()
     BatchingEncoder(recorder).encode([f"t{i}" for i in range(20)])
     assert recorder.threads == []
+
+
+class BulkGatedEncoder:
+    """A fake that may run calls at once, whose bulk chunks (cards) block until released."""
+
+    concurrent = True
+
+    def __init__(self) -> None:
+        self.inner = make_encoder("fake")
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.bulk_running = 0
+        self.release = threading.Event()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if texts and texts[0].startswith("card"):
+            self.bulk_running += 1
+            assert self.release.wait(10)
+        return self.inner.encode(texts)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 21: an import's bulk chunks take every model slot, so a route waits for one "
+    "to finish: route p99 41-202x idle during a 10,000-card import (docs/BENCHMARKS.md, "
+    "'Writes and replicas')",
+)
+def test_a_route_finds_a_model_slot_while_an_import_embeds() -> None:
+    gated = BulkGatedEncoder()
+    batching = BatchingEncoder(gated, parallel=2)
+    imports = [
+        threading.Thread(target=batching.encode, args=([f"card {i} {j}" for j in range(64)],))
+        for i in range(2)
+    ]
+    route = threading.Thread(target=batching.encode, args=(["where is my parcel"],))
+    try:
+        for thread in imports:
+            thread.start()
+        while gated.bulk_running < 1:
+            threading.Event().wait(0.001)
+        threading.Event().wait(0.2)  # time for a second chunk to take the other slot, if it may
+        route.start()
+        route.join(5)
+        assert not route.is_alive(), "the route waited for a bulk chunk"
+    finally:
+        gated.release.set()
+        for thread in [*imports, route]:
+            if thread.ident is not None:
+                thread.join(10)
