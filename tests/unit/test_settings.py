@@ -88,9 +88,5 @@ def test_a_variable_no_setting_reads_is_warned_of(
 def test_every_setting_is_documented() -> None:
     """Each setting is named (TOOLREACH_...) in docs/CONFIGURATION.md or another docs page."""
     docs = "".join(page.read_text() for page in (ROOT / "docs").glob("*.md"))
-    missing = [
-        name
-        for name in Settings.model_fields
-        if f"TOOLREACH_{name.upper()}" not in docs
-    ]
+    missing = [name for name in Settings.model_fields if f"TOOLREACH_{name.upper()}" not in docs]
     assert not missing, missing
