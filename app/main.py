@@ -9,7 +9,19 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import dashboard
-from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
+from app.api import (
+    call,
+    feedback,
+    health,
+    keys,
+    memory,
+    metrics,
+    route,
+    sources,
+    stats,
+    tools,
+    validate,
+)
 from app.api.error_handlers import install_error_handlers
 from app.api.middleware import BodySizeLimit, NoNulInUrl
 from app.api.tools import BULK_PATH, NDJSON
@@ -65,7 +77,20 @@ def create_app(
         streamed={(BULK_PATH, NDJSON): settings.max_import_bytes},
     )
     app.add_middleware(NoNulInUrl)
-    for module in (health, metrics, tools, validate, route, feedback, stats, keys, sources, call):
+    modules = (
+        health,
+        metrics,
+        tools,
+        validate,
+        route,
+        feedback,
+        stats,
+        keys,
+        sources,
+        call,
+        memory,
+    )
+    for module in modules:
         app.include_router(module.router)
     app.include_router(dashboard.router)
     app.router.routes.extend(mcp_routes())

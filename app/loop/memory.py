@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -41,6 +41,7 @@ import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import unit_of_work
+from app.keys.scope import require_writable
 from app.loop import repository as event_repository
 from app.loop.prior import HORIZON_HALF_LIVES, decay
 from app.loop.repository import ForgetMark, MemoryReport
@@ -48,6 +49,7 @@ from app.routing import step_window
 from app.routing.memory import QueryMemory
 from app.tools.catalog import text_hash
 from registry import repository as card_repository
+from registry.errors import NotFound
 
 log = logging.getLogger("toolreach.memory")
 
@@ -182,13 +184,16 @@ class MemoryCache:
         encoder: Encoder,
         half_life_days: float,
         live: Callable[[str, str], bool],
+        dims: int = 0,
     ) -> None:
         self._factory = session_factory
+        self.dims = dims  # principal directions the steps are kept on (0: every one)
         self._encoder = encoder
         self.half_life_days = half_life_days
         self._live = live  # (namespace, tool) → the tool exists
         self._memories: Mapping[str, NamespaceMemory] = MappingProxyType({})
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     def get(self, namespace: str) -> QueryMemory | None:
@@ -223,7 +228,7 @@ class MemoryCache:
                     continue
                 vectors = step_vectors(session, self._encoder, [s.text for s in steps])
                 weights = np.array([s.weight for s in steps], dtype=np.float32)
-                memory = QueryMemory.build([s.tool for s in steps], vectors, weights)
+                memory = QueryMemory.build([s.tool for s in steps], vectors, weights, self.dims)
                 built[namespace] = NamespaceMemory(memory, tuple(steps))
         self._memories = MappingProxyType(built)
 
@@ -231,18 +236,52 @@ class MemoryCache:
         """Rebuild now and every `interval` seconds, in a background thread."""
 
         def loop() -> None:
-            while True:
+            while not self._stop.is_set():
                 try:
                     self.refresh()
                 except Exception:
                     log.exception("query memory rebuild failed; keeping the previous one")
-                if self._stop.wait(interval):
-                    return
+                self._wake.wait(interval)
+                self._wake.clear()
 
         self._thread = threading.Thread(target=loop, name="query-memory", daemon=True)
         self._thread.start()
 
+    def wake(self) -> None:
+        """Rebuild now, on the background thread (after a forget is committed)."""
+        self._wake.set()
+
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+def forget(
+    session: Session,
+    cache: MemoryCache,
+    namespace: str,
+    tool: str,
+    route_id: str | None = None,
+    writable: Collection[str] | None = None,
+) -> None:
+    """Mark a tool's memory forgotten: one remembered step (the one ``route_id`` reported,
+    ``MemoryCache.steps``: every report of that step's text before now), or all of it.
+    Stored, so it holds on every replica and after a restart; the memory is rebuilt
+    without it (``MemoryCache.wake``, once committed). NotFound for a step the tool does
+    not remember; Forbidden out of the key's scope."""
+    require_writable(namespace, writable)
+    digest = None
+    if route_id is not None:
+        step = next(
+            (s for s in cache.steps(namespace) if s.tool == tool and s.route_id == route_id), None
+        )
+        if step is None:
+            raise NotFound(
+                f"tool {tool!r} of namespace {namespace!r} remembers no step reported by "
+                f"route {route_id!r}"
+            )
+        digest = step_hash(step.text)
+    mark = ForgetMark(namespace, tool, digest, datetime.now(UTC))
+    event_repository.add_forget_mark(session, mark)

@@ -36,41 +36,63 @@ class QueryMemory:
     vectors: np.ndarray
     weights: np.ndarray
     positions: Mapping[str, int] = field(default_factory=dict)  # tool → its number
+    basis: np.ndarray | None = None  # (dims, d): the rows are projected on it; None: not
 
     @classmethod
     def build(
-        cls, tools: Sequence[str], vectors: np.ndarray, weights: np.ndarray
+        cls, tools: Sequence[str], vectors: np.ndarray, weights: np.ndarray, dims: int = 0
     ) -> QueryMemory | None:
-        """From one row per step (``tools[i]`` its tool): grouped, unit-length; ``None``
-        when no step has weight (a namespace without memory routes as before)."""
+        """From one row per step (``tools[i]`` its tool): grouped, unit-length, projected on
+        their ``dims`` principal directions when that is fewer than they have (0: never);
+        ``None`` when no step has weight (a namespace without memory routes as before)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         weights = np.asarray(weights, dtype=np.float32)
         keep = np.flatnonzero(weights > 0)
         if keep.size == 0:
             return None
-        names = np.asarray(tools, dtype=object)[keep]
-        order = keep[np.argsort(names, kind="stable")]
-        ordered = [tools[i] for i in order]
-        distinct, starts = np.unique(np.asarray(ordered, dtype=object), return_index=True)
-        offsets = np.append(starts, len(ordered)).astype(np.int64)
+        distinct, inverse = np.unique(np.asarray(tools)[keep], return_inverse=True)
+        order = keep[np.argsort(inverse, kind="stable")]
+        offsets = np.concatenate(([0], np.cumsum(np.bincount(inverse)))).astype(np.int64)
         rows = vectors[order]
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         rows = rows / np.where(norms > 0, norms, 1.0)
-        names_t = tuple(str(n) for n in distinct)
+        basis = principal_basis(rows, dims)
+        if basis is not None:
+            rows = rows @ basis.T
+        names = tuple(str(n) for n in distinct)
         return cls(
-            names_t,
+            names,
             offsets,
             np.ascontiguousarray(rows, dtype=np.float32),
             np.ascontiguousarray(weights[order], dtype=np.float32),
-            {name: i for i, name in enumerate(names_t)},
+            {name: i for i, name in enumerate(names)},
+            basis,
         )
+
+    @property
+    def dim(self) -> int:
+        """The dimension of the step vectors it was built from (the encoder's)."""
+        return int(self.vectors.shape[1] if self.basis is None else self.basis.shape[1])
 
     def __len__(self) -> int:
         return int(self.weights.size)
 
     @property
     def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.weights.nbytes + self.offsets.nbytes)
+        basis = 0 if self.basis is None else self.basis.nbytes
+        return int(self.vectors.nbytes + self.weights.nbytes + self.offsets.nbytes + basis)
+
+
+def principal_basis(rows: np.ndarray, dims: int, sample: int = 16_384) -> np.ndarray | None:
+    """The ``dims`` directions keeping the most of the rows' energy (top eigenvectors of
+    ``MᵀM``, uncentred: dot products are what is kept), as ``(dims, d)`` rows; ``None``
+    when ``dims`` is 0 or not below the rows' dimension. As app/embedding/cosines.py fits
+    the tools' int8 copy."""
+    if not 0 < dims < rows.shape[1]:
+        return None
+    part = rows[:: max(1, len(rows) // sample)][:sample].astype(np.float64)
+    _, vectors = np.linalg.eigh(part.T @ part)  # ascending eigenvalues
+    return np.ascontiguousarray(vectors[:, ::-1][:, :dims].T, dtype=np.float32)
 
 
 def agreement(cosines: np.ndarray, floor: float) -> np.ndarray:
@@ -99,8 +121,9 @@ def memory_votes(
     if have.size == 0:
         return votes
     rows, begins = gather_rows(memory.offsets, ids[have])
-    cosines = memory.vectors[rows] @ unit
-    scored = memory.weights[rows] * agreement(cosines, floor)
+    query = unit if memory.basis is None else memory.basis @ unit
+    cosines = memory.vectors[rows] @ query
+    scored = memory.weights[rows] * agreement(cosines, floor) ** POWER
     votes[have] = np.maximum.reduceat(scored, begins)
     return votes
 
@@ -125,3 +148,6 @@ def memory_part(
     votes = memory_votes(memory, picked, unit, config.memory_floor)
     part[top] = np.float32(config.memory_weight) * votes
     return part
+
+
+POWER = 1.0

@@ -159,7 +159,7 @@ def with_memory(
         return scores
     part = np.zeros(scores.cols.size, dtype=np.float32)
     unit = None
-    if query_vec is not None and memory.vectors.shape[1] == index.embeddings.shape[1]:
+    if query_vec is not None and memory.dim == index.embeddings.shape[1]:
         unit = unit_rows(query_vec, 1, index.embeddings.shape[1])
     if unit is not None and scores.signal:
         part = memory_part(memory, index.names, scores.cols, scores.total(), unit[0], config)

@@ -68,6 +68,8 @@ class RouterConfig:
     memory_weight: float = 1.5
     memory_floor: float = 0.3
     memory_pool: int = 50
+    # Remembered steps are kept projected on this many principal directions (0: all).
+    memory_dims: int = 128
     # Added to the prior part of pinned default tools when the query matches no keyword.
     pinned_boost: float = 0.5
     # Stage 3: rule check.
