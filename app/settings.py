@@ -370,6 +370,8 @@ def check_router_config(config: RouterConfig) -> RouterConfig:
         raise ValueError("TOOLREACH_ROUTER__POOL_SIZE must be 1 or more")
     if not 0 <= config.mmr_lambda <= 1:
         raise ValueError("TOOLREACH_ROUTER__MMR_LAMBDA must be within [0, 1]")
+    if not 0 <= config.memory_floor < 1:
+        raise ValueError("TOOLREACH_ROUTER__MEMORY_FLOOR must be within [0, 1)")
     return config
 
 

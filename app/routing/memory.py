@@ -123,7 +123,7 @@ def memory_votes(
     rows, begins = gather_rows(memory.offsets, ids[have])
     query = unit if memory.basis is None else memory.basis @ unit
     cosines = memory.vectors[rows] @ query
-    scored = memory.weights[rows] * agreement(cosines, floor) ** POWER
+    scored = memory.weights[rows] * agreement(cosines, floor)
     votes[have] = np.maximum.reduceat(scored, begins)
     return votes
 
@@ -148,6 +148,3 @@ def memory_part(
     votes = memory_votes(memory, picked, unit, config.memory_floor)
     part[top] = np.float32(config.memory_weight) * votes
     return part
-
-
-POWER = 1.0
