@@ -65,8 +65,8 @@ class RouterConfig:
     # Query memory (memory.py): memory_weight * the best vote of a remembered step of the
     # tool, for the best memory_pool tools by fused score; a step whose cosine with the
     # remembered one is at or below memory_floor gets no vote.
-    memory_weight: float = 1.5
-    memory_floor: float = 0.3
+    memory_weight: float = 1.0
+    memory_floor: float = 0.6
     memory_pool: int = 50
     # Remembered steps are kept projected on this many principal directions (0: all).
     memory_dims: int = 128
