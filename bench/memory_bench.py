@@ -41,15 +41,18 @@ class FixedMemory:
         return self.memory
 
 
-def synthetic_memory(names: tuple[str, ...], tools: np.ndarray, steps: int) -> QueryMemory:
-    """``steps`` remembered steps of random tools, each near its tool's vector."""
+def synthetic_memory(
+    names: tuple[str, ...], tools: np.ndarray, steps: int, dims: int
+) -> QueryMemory:
+    """``steps`` remembered steps of random tools, each near its tool's vector, kept on
+    ``dims`` principal directions as the service keeps them."""
     rng = np.random.default_rng(7)
     owner = rng.integers(0, len(names), steps)
     noise = rng.standard_normal((steps, tools.shape[1])).astype(np.float32)
     noise /= np.linalg.norm(noise, axis=1, keepdims=True)
     vectors = tools[owner] + noise
     weights = rng.uniform(0.2, 1.0, steps).astype(np.float32)
-    memory = QueryMemory.build([names[i] for i in owner], vectors, weights)
+    memory = QueryMemory.build([names[i] for i in owner], vectors, weights, dims)
     assert memory is not None
     return memory
 
@@ -66,7 +69,8 @@ def main() -> None:
         snapshot = services.index.get("default")
         assert snapshot is not None
         index = snapshot.index
-        memory = synthetic_memory(index.names, index.embeddings, args.steps)
+        config = services.index.config
+        memory = synthetic_memory(index.names, index.embeddings, args.steps, config.memory_dims)
         caches = {"without": FixedMemory(None), "with": FixedMemory(memory)}
         own = services.memory
         print(f"{args.rounds} rounds ...", file=sys.stderr, flush=True)
@@ -95,6 +99,8 @@ def main() -> None:
         "rank_ms_without_memory": without,
         "rank_ms_with_memory": with_memory,
         "growth": round(with_memory / without - 1, 3),
+        "memory_pool": config.memory_pool,
+        "memory_dims": config.memory_dims,
         "memory_mb": round(memory.nbytes / 1e6, 1),
         "memory_mb_per_100k_steps": round(memory.nbytes / 1e6 * 100_000 / len(memory), 1),
     }

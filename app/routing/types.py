@@ -67,7 +67,7 @@ class RouterConfig:
     # remembered one is at or below memory_floor gets no vote.
     memory_weight: float = 1.0
     memory_floor: float = 0.6
-    memory_pool: int = 50
+    memory_pool: int = 20
     # Remembered steps are kept projected on this many principal directions (0: all).
     memory_dims: int = 128
     # Added to the prior part of pinned default tools when the query matches no keyword.
