@@ -9,7 +9,19 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import dashboard
-from app.api import call, feedback, health, keys, metrics, route, sources, stats, tools, validate
+from app.api import (
+    call,
+    feedback,
+    health,
+    keys,
+    memory,
+    metrics,
+    route,
+    sources,
+    stats,
+    tools,
+    validate,
+)
 from app.api.error_handlers import install_error_handlers
 from app.api.middleware import (
     TOO_MANY_REQUESTS,
@@ -77,7 +89,7 @@ def create_app(
     app.add_middleware(RateLimits)  # the outermost: a refused request costs the least
     for probe in (health, metrics):  # never rate-limited
         app.include_router(probe.router)
-    for module in (tools, validate, route, feedback, stats, keys, sources, call):  # /v1
+    for module in (tools, validate, route, feedback, stats, keys, sources, call, memory):  # /v1
         app.include_router(module.router, responses={429: TOO_MANY_REQUESTS})
     app.include_router(dashboard.router)
     app.router.routes.extend(mcp_routes())

@@ -22,6 +22,7 @@ from app.keys.store import KeyStore
 from app.limits.limiter import RateLimiter
 from app.loop.events import EventWriter
 from app.loop.feedback import OtherReplicas
+from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.loop.repository import ROUTE_WANTED_CHANNEL
 from app.loop.validation import ValidatedCalls
@@ -66,6 +67,8 @@ class Services:
     cosines: CosineBatcher = field(default_factory=CosineBatcher)
     # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
     router: RouteExecutor | None = None
+    # Steps that used a tool successfully, as evidence for it (app/loop/memory.py).
+    memory: MemoryCache | None = None
     # Sources read into cards, and the gateway that forwards calls to them (docs/SOURCES.md).
     sources: SourceService | None = None
     gateway: Gateway | None = None
@@ -87,6 +90,8 @@ class Services:
         if self.router is not None:
             self.router.start()
         self.prior.start(self.settings.prior_refresh_seconds)
+        if self.memory is not None:
+            self.memory.start(self.settings.prior_refresh_seconds)
 
     async def start_sources(self) -> None:
         """On the serving event loop: the sources' schedule, and a session held open to each
@@ -113,6 +118,8 @@ class Services:
         self.keys.stop()
         self.limiter.stop()
         self.prior.stop()
+        if self.memory is not None:
+            self.memory.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.health.stop()
         self.engine.dispose()
@@ -232,6 +239,13 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
     prior = PriorCache(factory, settings.prior_half_life_days)
+    memory = MemoryCache(
+        factory,
+        encoder,
+        settings.prior_half_life_days,
+        index.has_tool,
+        dims=settings.router.memory_dims,
+    )
     validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
     metrics = make_metrics(index, events)
     keys = KeyStore.from_settings(settings, factory)
@@ -262,6 +276,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         RateLimiter.from_settings(settings, factory),
         cosines,
     )
+    services.memory = memory
     services.router = RouteExecutor(
         services,
         workers=settings.route_workers,

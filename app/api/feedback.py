@@ -31,6 +31,7 @@ def report_feedback(
         request,
         visible=caller.namespaces,
         replicas=services.replicas,
+        key_id=caller.key_id,
     )
     if changed:
         services.metrics.count_feedback(feedback.namespace, feedback.outcome, feedback.verdict)

@@ -37,6 +37,7 @@ from app.embedding.encoders import Encoder
 from app.loop.feedback import record_feedback
 from app.route.service import route_step
 from app.routing import ALL_STAGES, query_texts, route
+from app.routing.memory import QueryMemory
 from app.schemas import FeedbackRequest, RouteRequest
 from app.services import Services
 from app.settings import Settings
@@ -55,20 +56,52 @@ def split(queries: Sequence[Query], fraction: float, seed: int) -> tuple[list[Qu
     return order[:cut], order[cut:]
 
 
-def replay_feedback(services: Services, queries: Sequence[Query]) -> None:
-    """Route each query as the API does, then report its labelled tool as a success."""
-    reports = []
-    for query in progress_iter(queries, "replaying feedback", unit="query"):
-        request = RouteRequest(query=query.text, namespace=NAMESPACE, k=10)
-        response = route_step(request, services)
-        chosen = pick_choice(query.relevant, [c.name for c in response.candidates])
-        reports.append(
-            FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")
-        )
+HONEST_KEYS = 20  # the replayed reports come from this many agents' keys, in turn
+POISON_KEY = "poisoner"
+FLOOD = 20  # each poisoned report is sent this many times (each on its own route)
+
+
+def replay_feedback(
+    services: Services,
+    queries: Sequence[Query],
+    poisoned: Mapping[int, str] | None = None,
+) -> None:
+    """Route each query as the API does, then report its labelled tool as a success, from
+    one of ``HONEST_KEYS`` keys. ``poisoned``: query number → a wrong tool, reported
+    instead, ``FLOOD`` times, by one key."""
+    reports: list[tuple[FeedbackRequest, str]] = []
+    poisoned = poisoned or {}
+    for number, query in enumerate(progress_iter(queries, "replaying feedback", unit="query")):
+        wrong = poisoned.get(number)
+        for _ in range(FLOOD if wrong else 1):
+            request = RouteRequest(query=query.text, namespace=NAMESPACE, k=10)
+            response = route_step(request, services)
+            chosen = wrong or pick_choice(query.relevant, [c.name for c in response.candidates])
+            key = POISON_KEY if wrong else f"agent-{number % HONEST_KEYS}"
+            report = FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")
+            reports.append((report, key))
     services.events.flush()
     with unit_of_work(services.session_factory) as session:
-        for report in reports:
-            record_feedback(session, services.events, services.index, report)
+        for report, key in reports:
+            record_feedback(session, services.events, services.index, report, key_id=key)
+
+
+def poison(
+    queries: Sequence[Query], tools: Sequence[str], share: float, seed: int
+) -> dict[int, str]:
+    """A seeded ``share`` of the queries (by number), each with a tool it does not name."""
+    if share <= 0:
+        return {}
+    rng = random.Random(seed + 1)
+    picked = rng.sample(range(len(queries)), max(1, round(len(queries) * share)))
+    names = sorted(tools)
+    out = {}
+    for number in picked:
+        wrong = rng.choice(names)
+        while wrong in queries[number].relevant:
+            wrong = rng.choice(names)
+        out[number] = wrong
+    return out
 
 
 def encode_queries(encoder: Encoder, queries: Sequence[Query]) -> list[np.ndarray]:
@@ -84,6 +117,7 @@ def score_queries(
     queries: Sequence[Query],
     vectors: Sequence[np.ndarray],
     prior: Mapping[str, float] | None,
+    memory: QueryMemory | None = None,
 ) -> list[dict[str, float]]:
     snapshot = services.index.get(NAMESPACE)
     assert snapshot is not None
@@ -97,6 +131,7 @@ def score_queries(
             config=services.index.config,
             stages=ALL_STAGES,
             prior=prior,
+            memory=memory,
         )
         rows.append(score([c.name for c in ranked], query.relevant))
     return rows
@@ -132,8 +167,11 @@ def replay_prior(
     encoder: Encoder | None = None,
     limit: int | None = None,
     seed: int = 0,
+    poison_share: float = 0.0,
 ) -> dict[str, Any]:
-    """Score held-out queries without the prior, at cold start, and with the prior."""
+    """Score held-out queries without the prior, at cold start, with the prior, and with
+    the prior and query memory. ``poison_share``: that share of the replayed reports name a
+    wrong tool, flooded from one key (``replay_feedback``)."""
     tools, queries = load_dataset(data, limit)
     with throwaway_services(settings, encoder) as services:
         loaded = _load(services, tools, data / "tools.jsonl")
@@ -146,13 +184,22 @@ def replay_prior(
         fed, held = split(playable, fraction, seed)
         vectors = encode_queries(services.encoder, held)
         services.prior.refresh()  # no feedback yet: the cold-start prior
-        cold = score_queries(services, held, vectors, services.prior.get(NAMESPACE))
-        replay_feedback(services, fed)
+        memories = services.memory
+        assert memories is not None
+        memories.refresh()
+        cold = score_queries(
+            services, held, vectors, services.prior.get(NAMESPACE), memories.get(NAMESPACE)
+        )
+        poisoned = poison(fed, sorted(loaded), poison_share, seed)
+        replay_feedback(services, fed, poisoned)
         services.prior.refresh()
+        memories.refresh()
         prior = services.prior.get(NAMESPACE) or {}
+        memory = memories.get(NAMESPACE)
         without = score_queries(services, held, vectors, None)
         with_prior = score_queries(services, held, vectors, prior)
-    reported = {name for q in fed for name in q.relevant}
+        with_memory = score_queries(services, held, vectors, prior, memory)
+    reported = {name for i, q in enumerate(fed) if i not in poisoned for name in q.relevant}
     seen = [bool(q.relevant & reported) for q in held]
     return {
         "dataset": str(data),
@@ -163,10 +210,14 @@ def replay_prior(
         "seed": seed,
         "model": services.encoder.name,
         "tools_with_prior": len(prior),
+        "poisoned_reports": len(poisoned) * FLOOD,
+        "remembered_steps": 0 if memory is None else len(memory),
+        "tools_with_memory": 0 if memory is None else len(memory.tools),
         "results": {
             "no_prior": grouped(without, seen),
             "cold_start": grouped(cold, seen),
             "with_prior": grouped(with_prior, seen),
+            "with_memory": grouped(with_memory, seen),
         },
     }
 

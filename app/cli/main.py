@@ -250,7 +250,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if args.replay_feedback is not None:
         from app.cli.eval_prior import format_replay, replay_prior
 
-        replay = replay_prior(data, settings, args.replay_feedback, limit=args.limit)
+        replay = replay_prior(
+            data, settings, args.replay_feedback, limit=args.limit, poison_share=args.poison
+        )
         print(json.dumps(replay, indent=2) if args.json else format_replay(replay))
         return 0
     extra = {} if args.no_fit is None else {"no_fit": args.no_fit}
@@ -334,7 +336,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=cli_args.fraction,
         metavar="FRACTION",
         help="report this share of the queries as feedback, then score the rest with and "
-        "without the usage prior",
+        "without the usage prior and query memory",
+    )
+    ev.add_argument(
+        "--poison",
+        type=cli_args.fraction,
+        default=0.0,
+        metavar="SHARE",
+        help="with --replay-feedback: this share of the reports name a wrong tool, each sent "
+        "20 times from one key (a poisoning run)",
     )
     ev.set_defaults(handler=cmd_eval)
 

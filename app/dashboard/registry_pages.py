@@ -16,6 +16,8 @@ from app.dashboard.pages import page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render
 from app.db import unit_of_work
 from app.deps import ServicesDep
+from app.loop.memory import RememberedStep
+from app.services import Services
 from app.tools.service import list_tools
 from registry.card import NAMESPACE_PATTERN
 from registry.errors import NotFound
@@ -86,5 +88,14 @@ def card_page(
         returns=schema_rows(card.stored.card.returns),
         routing=routing,
         misroutes=chosen_misroutes(services, viewer.namespaces, namespace, name),
+        remembered=remembered_steps(services, namespace, name),
         now=datetime.now(UTC),
     )
+
+
+def remembered_steps(services: Services, namespace: str, name: str) -> list[RememberedStep]:
+    """The steps query memory remembers for the tool, heaviest first (app/loop/memory.py)."""
+    if services.memory is None:
+        return []
+    steps = [s for s in services.memory.steps(namespace) if s.tool == name]
+    return sorted(steps, key=lambda s: (-s.weight, s.text))

@@ -140,7 +140,9 @@ def check_tool(index: IndexManager, namespace: str, name: str) -> str:
     raise InvalidInput(message, [problem])
 
 
-def new_row(route: RouteFacts, request: FeedbackRequest, *, from_validate: bool) -> Feedback:
+def new_row(
+    route: RouteFacts, request: FeedbackRequest, *, from_validate: bool, key_id: str | None = None
+) -> Feedback:
     now = datetime.now(UTC)
     return Feedback(
         route_id=route.route_id,
@@ -152,6 +154,7 @@ def new_row(route: RouteFacts, request: FeedbackRequest, *, from_validate: bool)
         from_validate=from_validate,
         created_at=now,
         updated_at=now,
+        key_id=key_id,
     )
 
 
@@ -185,10 +188,12 @@ def record_feedback(
     request: FeedbackRequest,
     visible: Collection[str] | None = None,
     replicas: OtherReplicas | None = None,
+    key_id: str | None = None,
 ) -> tuple[FeedbackRead, bool]:
     """Record (or confirm) the feedback; returns it and whether anything changed. A route of
     a namespace out of ``visible`` (None: every one) is unknown. ``replicas``: ask the other
-    replicas for a recent route this one does not know."""
+    replicas for a recent route this one does not know. ``key_id``: the reporting key (query
+    memory caps any one key's weight)."""
     route = find_route(session, writer, request.route_id)
     if route is None and replicas is not None:
         route = replicas.find(session, request.route_id)
@@ -204,7 +209,7 @@ def record_feedback(
     if row is not None:
         changed = reconcile(row, request)
         return to_read(row), changed
-    row = new_row(route, request, from_validate=False)
+    row = new_row(route, request, from_validate=False, key_id=key_id)
     if event_repository.add_feedback(session, row):
         return to_read(row), True
     # The same report, sent twice at once: the other copy landed first.

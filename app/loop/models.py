@@ -69,3 +69,20 @@ class Feedback(Base):
     from_validate: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # The key that reported it (None: before 0008, or the gateway): query memory caps the
+    # weight of any one key (app/loop/memory.py).
+    key_id: Mapped[str | None] = mapped_column(String(32), default=None)
+
+
+class MemoryForget(Base):
+    """An admin's "forget": one remembered step (``route_id`` set: the reports of that
+    step's text for that tool), or every step of a tool reported before ``created_at``."""
+
+    __tablename__ = "memory_forgets"
+    __table_args__ = (Index("ix_memory_forgets_namespace", "namespace"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(String(64))
+    tool: Mapped[str] = mapped_column(String(128))
+    text_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

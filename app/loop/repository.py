@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.orm import Session
 
-from app.loop.models import Feedback, RouteEvent, RouteEventCandidate
+from app.loop.models import Feedback, MemoryForget, RouteEvent, RouteEventCandidate
 from app.loop.sqltime import as_utc, bucket_start
 from registry.models import insert_new
 
@@ -101,6 +101,71 @@ def usage_by_day(session: Session, since: datetime) -> list[UsageRow]:
         .group_by(Feedback.namespace, Feedback.chosen, Feedback.outcome, day)
     )
     return [UsageRow(ns, str(chosen), outcome, as_utc(d), n) for ns, chosen, outcome, d, n in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryReport:
+    """A report query memory may remember: the step's stored text and who reported it."""
+
+    namespace: str
+    chosen: str
+    query: str
+    key_id: str | None
+    route_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetMark:
+    """An admin's forget: the tool's reports before ``created_at`` (of one step text, by
+    the hash of its normalised form, or all of them when ``text_hash`` is None)."""
+
+    namespace: str
+    tool: str
+    text_hash: str | None
+    created_at: datetime
+
+
+def memory_reports(session: Session, since: datetime) -> list[MemoryReport]:
+    """Reports since ``since`` that name a tool and succeeded, or were validated and have
+    no outcome yet (not contradicted), with their route's stored step text."""
+    counted = or_(
+        Feedback.outcome == "success",
+        and_(Feedback.outcome == "unknown", Feedback.from_validate.is_(True)),
+    )
+    rows = session.execute(
+        select(
+            Feedback.namespace,
+            Feedback.chosen,
+            RouteEvent.query,
+            Feedback.key_id,
+            Feedback.route_id,
+            Feedback.created_at,
+        )
+        .join(RouteEvent, RouteEvent.id == Feedback.route_id)
+        .where(Feedback.chosen.is_not(None), Feedback.created_at >= since, counted)
+    )
+    return [
+        MemoryReport(ns, str(chosen), query, key, route_id, as_utc(at))
+        for ns, chosen, query, key, route_id, at in rows
+    ]
+
+
+def forget_marks(session: Session) -> list[ForgetMark]:
+    rows = session.scalars(select(MemoryForget))
+    return [ForgetMark(m.namespace, m.tool, m.text_hash, as_utc(m.created_at)) for m in rows]
+
+
+def add_forget_mark(session: Session, mark: ForgetMark) -> None:
+    session.add(
+        MemoryForget(
+            namespace=mark.namespace,
+            tool=mark.tool,
+            text_hash=mark.text_hash,
+            created_at=mark.created_at,
+        )
+    )
+    session.flush()
 
 
 def old_route_ids(session: Session, before: datetime, limit: int) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Protocol
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder
 from app.loop.events import EventWriter
+from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.tools.live_index import IndexManager
 
@@ -46,6 +47,8 @@ class RouteParts(Protocol):
     def encoder(self) -> Encoder: ...
     @property
     def prior(self) -> PriorCache: ...
+    @property
+    def memory(self) -> MemoryCache | None: ...
     @property
     def cosines(self) -> CosineBatcher: ...
     @property

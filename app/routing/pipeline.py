@@ -22,6 +22,7 @@ the scores say which tool is best, the confidence whether to trust it. Candidate
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from app.routing.fusion import (
 )
 from app.routing.index import RouterIndex
 from app.routing.language import all_visible, cjk_share, pair_visibility, with_lead
+from app.routing.memory import QueryMemory, memory_part
 from app.routing.penalty import (
     NOTHING_MISSING,
     QueryEvidence,
@@ -62,6 +64,7 @@ from app.routing.signals import (
     gemv_rows,
     multilingual_rows,
     prior_part,
+    unit_rows,
 )
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 
@@ -135,10 +138,32 @@ class Scores:
     bm25: np.ndarray
     cosine: np.ndarray | None
     scale: float
+    memory: np.ndarray | None = None  # query memory's part; None: the namespace has none
 
     def total(self) -> np.ndarray:
         """Score before the rule check."""
-        return self.keyword + self.embedding + self.prior
+        total = self.keyword + self.embedding + self.prior
+        return total if self.memory is None else total + self.memory
+
+
+def with_memory(
+    index: RouterIndex,
+    scores: Scores,
+    memory: QueryMemory | None,
+    query_vec: np.ndarray | None,
+    config: RouterConfig,
+) -> Scores:
+    """``scores`` with query memory's part (``memory.py``) when the namespace has a memory;
+    unchanged (no ``memory`` part at all) when it has none."""
+    if memory is None:
+        return scores
+    part = np.zeros(scores.cols.size, dtype=np.float32)
+    unit = None
+    if query_vec is not None and memory.dim == index.embeddings.shape[1]:
+        unit = unit_rows(query_vec, 1, index.embeddings.shape[1])
+    if unit is not None and scores.signal:
+        part = memory_part(memory, index.names, scores.cols, scores.total(), unit[0], config)
+    return dataclasses.replace(scores, memory=part)
 
 
 def query_shares(
@@ -399,6 +424,8 @@ def candidates(
             "prior": float(scores.prior[p]),
             "penalty": float(pen[j]),
         }
+        if scores.memory is not None:
+            parts["memory"] = float(scores.memory[p])
         name = index.names[scores.cols[p]]
         found = verdicts[j]
         confidence = step.model.confidence(seen)
@@ -432,6 +459,7 @@ def route(
     cosines: Cosines = gemv_rows,
     texts: Sequence[str] | None = None,
     confidence: ConfidenceModel = CONFIDENCE_MODEL,
+    memory: QueryMemory | None = None,
 ) -> list[Candidate]:
     """The top-``k`` tools for ``query``, each with its score explained stage by stage and
     its confidence (``confidence.py``); those below ``min_confidence`` are left out.
@@ -439,6 +467,7 @@ def route(
     ``cosines`` computes the embedding stage's matrix product; the default is plain numpy,
     a service passes one that shares the product with concurrent routes (app/embedding/cosines.py).
     ``texts``: ``query_texts(query)``, when the caller has segmented the query already.
+    ``memory``: the namespace's query memory (``memory.py``), ``None`` when it has none.
     """
     check_stages(stages)
     eligible = index.eligible(tags)
@@ -449,6 +478,7 @@ def route(
     rows = analyse_query(index, query, texts)
     depth = max(config.pool_size, k)
     scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines, depth)
+    scores = with_memory(index, scores, memory, query_vec, config)
     total = scores.total()
     if scores.signal:
         pool = top_indices(total, depth)
@@ -520,7 +550,7 @@ def rule_check(
         pen, every = rules.penalties(index, scores.cols[positions], config)
         return positions, pen, every
     k, min_score = until
-    total = scores.keyword[positions] + scores.embedding[positions] + scores.prior[positions]
+    total = scores.total()[positions]
     parts: list[np.ndarray] = []
     verdicts: list[Verdict] = []
     done = 0

@@ -62,6 +62,14 @@ class RouterConfig:
     # Usage prior: weight * min(prior, cap) added to the fused score.
     prior_weight: float = 0.1
     prior_cap: float = 1.0
+    # Query memory (memory.py): memory_weight * the best vote of a remembered step of the
+    # tool, for the best memory_pool tools by fused score; a step whose cosine with the
+    # remembered one is at or below memory_floor gets no vote.
+    memory_weight: float = 1.0
+    memory_floor: float = 0.6
+    memory_pool: int = 20
+    # Remembered steps are kept projected on this many principal directions (0: all).
+    memory_dims: int = 128
     # Added to the prior part of pinned default tools when the query matches no keyword.
     pinned_boost: float = 0.5
     # Stage 3: rule check.

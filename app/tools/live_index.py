@@ -147,6 +147,11 @@ class IndexManager:
         snapshot = self._snapshots.get(namespace)
         return [] if snapshot is None else list(snapshot.cards)
 
+    def has_tool(self, namespace: str, name: str) -> bool:
+        """Whether ``namespace`` has a tool card named ``name`` now."""
+        snapshot = self._snapshots.get(namespace)
+        return snapshot is not None and name in snapshot.cards
+
     def card(self, namespace: str, name: str) -> ToolCard | None:
         """The card named ``name``, or exported under that name (``exported_name``: an
         agent calls the tool by the name its model was given)."""

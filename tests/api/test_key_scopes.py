@@ -182,6 +182,12 @@ ENDPOINTS: dict[str, Callable[[World, str, str], Call]] = {
     "GET /v1/sources/{name}": lambda w, c, ns: ("get", "/v1/sources/nope", {}),
     "DELETE /v1/sources/{name}": lambda w, c, ns: ("delete", "/v1/sources/nope", {}),
     "POST /v1/sources/{name}/sync": lambda w, c, ns: ("post", "/v1/sources/nope/sync", {}),
+    # Forgetting query memory writes in the namespace: admin keys within their scope.
+    "DELETE /v1/memory/{name}": lambda w, c, ns: (
+        "delete",
+        "/v1/memory/lookup_order",
+        {"params": {"namespace": ns}},
+    ),
 }
 
 EMPTY = "200, empty"  # 200, and nothing of the namespace named (as for an unknown one)
@@ -210,6 +216,7 @@ EXPECTED: dict[str, tuple[int | str, ...]] = {
     "GET /v1/sources/{name}": (404, 403, 403, 403, 403, 403),
     "DELETE /v1/sources/{name}": (404, 403, 403, 403, 403, 403),
     "POST /v1/sources/{name}/sync": (404, 403, 403, 403, 403, 403),
+    "DELETE /v1/memory/{name}": (204, 204, 403, 403, 403, 403),
 }
 CASES = [
     (endpoint, caller, expected)

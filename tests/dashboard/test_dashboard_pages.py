@@ -307,3 +307,21 @@ def test_a_namespace_without_tools_shows_as_the_one_selected(viewer: TestClient)
     html, _ = page(viewer, "/dashboard", namespace="ghost")
     assert '<option value="ghost" selected>ghost (no tools now)</option>' in html
     assert '<option value="" selected>' not in html
+
+
+def test_card_page_lists_the_steps_query_memory_remembers(
+    seeded: tuple[TestClient, Seeded],
+) -> None:
+    client, _ = seeded
+    step = "how warm is it in Lisbon right now"
+    answer = client.post("/v1/route", json={"query": step}, headers=ADMIN).json()
+    body = {"route_id": answer["route_id"], "chosen": "get_current_weather", "outcome": "success"}
+    assert client.post("/v1/feedback", json=body, headers=ADMIN).status_code == 200
+    services = client.app.state.services  # type: ignore[attr-defined]
+    services.events.flush()
+    services.memory.refresh()
+    html, card = page(client, "/dashboard/registry/default/get_current_weather")
+    assert "tool-memory" in card.by_id
+    assert step in html and answer["route_id"] in html
+    html, _ = page(client, "/dashboard/registry/default/get_stock_price")
+    assert step not in html and "Remembers no step yet" in html

@@ -63,4 +63,4 @@ def test_replayed_feedback_raises_quality_and_cold_start_is_unchanged(tmp_path: 
     for metric in ("recall@3", "ndcg@10"):
         assert results["with_prior"]["all"][metric] >= results["no_prior"]["all"][metric]
     table = format_replay(report)
-    assert table.count("\n") == 10 and "with_prior  seen" in table
+    assert table.count("\n") == 13 and "with_prior  seen" in table and "with_memory seen" in table

@@ -1,0 +1,287 @@
+"""Query memory: the steps that used a tool successfully become evidence for it.
+
+Which reports count (``remembered_reports`` reads them; ``docs/ROUTING.md``, "Query
+memory"):
+
+* a report naming a tool with outcome ``success``, or a call validated through
+  ``/v1/validate`` whose outcome is still unknown (not contradicted); an ``error`` outcome,
+  "none fit" and a contradicted report (refused with 409, so never stored) add nothing;
+* the step's text must be stored: with ``hash_queries`` on, events keep only a hash, and
+  there is nothing to embed (such a namespace has no memory);
+* the tool must exist now, and its card must be the same tool in substance as when the step
+  was reported (``same_tool``): a card whose required parameters changed since forgets;
+* a step an admin forgot, or any step of a tool forgotten whole before the mark, is gone.
+
+Each report's weight halves every ``half_life_days`` (the prior's). Then the caps:
+
+* one step text (normalised) counts at most 1 per tool, however often it is reported: a
+  flood of identical reports moves nothing more than one;
+* one key holds at most ``KEY_STEPS`` distinct steps of one tool (its heaviest): varying
+  its texts, one client cannot spread a tool's memory over every kind of step. (A step's
+  vote is its best match, never a sum, so what one key adds to a tool is bounded by
+  ``memory_weight`` in any case: ``app/routing/memory.py``.)
+
+:class:`MemoryCache` rebuilds every namespace's :class:`QueryMemory` in the background and
+swaps it in whole; step vectors are embedded in batches with the service's encoder and kept
+in the embeddings table by text hash, so a restart embeds nothing twice. Routes only read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Protocol
+
+import numpy as np
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import unit_of_work
+from app.keys.scope import require_writable
+from app.loop import repository as event_repository
+from app.loop.prior import HORIZON_HALF_LIVES, decay
+from app.loop.repository import ForgetMark, MemoryReport
+from app.routing import step_window
+from app.routing.memory import QueryMemory
+from app.tools.catalog import text_hash
+from registry import repository as card_repository
+from registry.errors import NotFound
+
+log = logging.getLogger("toolreach.memory")
+
+KEY_STEPS = 32  # one key holds at most this many distinct steps of one tool
+TEXT_CAP = 1.0  # one step text weighs at most this much for one tool
+EMBED_BATCH = 256
+
+
+class Encoder(Protocol):
+    """What memory needs of the service's encoder (``app.embedding.encoders.Encoder``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RememberedStep:
+    """One distinct step text remembered for a tool: its weight after decay and caps, how
+    many reports back it, the newest one's route id and time."""
+
+    tool: str
+    text: str
+    weight: float
+    reports: int
+    route_id: str
+    last_seen: datetime
+
+
+def normalise_text(text: str) -> str:
+    """What makes two step texts the same one: case and spacing do not count."""
+    return " ".join(text.lower().split())
+
+
+def step_hash(text: str) -> str:
+    """The hash a forget mark names a step text by (its normalised form's)."""
+    return text_hash(normalise_text(text))
+
+
+def forgotten(report: MemoryReport, marks: Sequence[ForgetMark]) -> bool:
+    """Whether an admin forgot this report: a mark on its tool (whole, or its step text)
+    made after it."""
+    return any(
+        mark.tool == report.chosen
+        and report.created_at <= mark.created_at
+        and (mark.text_hash is None or mark.text_hash == step_hash(report.query))
+        for mark in marks
+    )
+
+
+def remembered_steps(
+    reports: Iterable[MemoryReport],
+    now: datetime,
+    half_life_days: float,
+    live: Callable[[str], bool],
+    marks: Sequence[ForgetMark] = (),
+) -> list[RememberedStep]:
+    """One namespace's reports → its remembered steps, decayed and capped (module doc).
+    ``live(tool)``: whether the tool exists now (and is the same tool in substance);
+    ``marks``: the namespace's forget marks."""
+    weight: dict[tuple[str, str], float] = defaultdict(float)
+    by_key: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    count: dict[tuple[str, str], int] = defaultdict(int)
+    newest: dict[tuple[str, str], MemoryReport] = {}
+    for report in reports:
+        if report.query.startswith("sha256:") or not live(report.chosen):
+            continue
+        if marks and forgotten(report, marks):
+            continue
+        text = normalise_text(report.query)
+        if not text:
+            continue
+        at = (report.chosen, text)
+        age = (now - report.created_at).total_seconds() / 86_400
+        by_key[(report.chosen, report.key_id or "")][text] += decay(age, half_life_days)
+        count[at] += 1
+        if at not in newest or report.created_at > newest[at].created_at:
+            newest[at] = report
+    for (tool, _), texts in by_key.items():
+        heaviest = sorted(texts.items(), key=lambda item: (-item[1], item[0]))[:KEY_STEPS]
+        for text, w in heaviest:
+            weight[(tool, text)] += min(w, TEXT_CAP)
+    return [
+        RememberedStep(
+            tool,
+            newest[(tool, text)].query,
+            min(w, TEXT_CAP),
+            count[(tool, text)],
+            newest[(tool, text)].route_id,
+            newest[(tool, text)].created_at,
+        )
+        for (tool, text), w in sorted(weight.items())
+        if w > 0
+    ]
+
+
+def step_vectors(session: Session, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts``: stored ones read, the others embedded in batches and stored."""
+    texts = [step_window(t) for t in texts]  # what a route embeds of a step
+    hashes = [text_hash(t) for t in texts]
+    stored = card_repository.get_embeddings(session, encoder.name, set(hashes))
+    missing = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in stored}.items())
+    for start in range(0, len(missing), EMBED_BATCH):
+        chunk = missing[start : start + EMBED_BATCH]
+        vectors = np.asarray(encoder.encode([t for _, t in chunk]), dtype=np.float32)
+        made = {h: v.tobytes() for (h, _), v in zip(chunk, vectors, strict=True)}
+        card_repository.put_embeddings(session, encoder.name, encoder.dim, made)
+        stored.update(made)
+    matrix = np.empty((len(texts), encoder.dim), dtype=np.float32)
+    for row, h in enumerate(hashes):
+        matrix[row] = np.frombuffer(stored[h], dtype=np.float32)
+    return matrix
+
+
+@dataclass(frozen=True)
+class NamespaceMemory:
+    """What a namespace remembers: the router's matrix and the steps behind it (the
+    dashboard and the admin API read them)."""
+
+    memory: QueryMemory | None
+    steps: tuple[RememberedStep, ...]
+
+
+class MemoryCache:
+    """Per-namespace query memory, rebuilt off the request path; reads never block."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        encoder: Encoder,
+        half_life_days: float,
+        live: Callable[[str, str], bool],
+        dims: int = 0,
+    ) -> None:
+        self._factory = session_factory
+        self.dims = dims  # principal directions the steps are kept on (0: every one)
+        self._encoder = encoder
+        self.half_life_days = half_life_days
+        self._live = live  # (namespace, tool) → the tool exists
+        self._memories: Mapping[str, NamespaceMemory] = MappingProxyType({})
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def get(self, namespace: str) -> QueryMemory | None:
+        found = self._memories.get(namespace)
+        return None if found is None else found.memory
+
+    def steps(self, namespace: str) -> tuple[RememberedStep, ...]:
+        found = self._memories.get(namespace)
+        return () if found is None else found.steps
+
+    def refresh(self, now: datetime | None = None) -> None:
+        """Rebuild every namespace's memory from the reports, then swap it in whole."""
+        now = now or datetime.now(UTC)
+        since = now - timedelta(days=self.half_life_days * HORIZON_HALF_LIVES)
+        built: dict[str, NamespaceMemory] = {}
+        with unit_of_work(self._factory) as session:
+            grouped: dict[str, list[MemoryReport]] = defaultdict(list)
+            for report in event_repository.memory_reports(session, since):
+                grouped[report.namespace].append(report)
+            marks: dict[str, list[ForgetMark]] = defaultdict(list)
+            for mark in event_repository.forget_marks(session):
+                marks[mark.namespace].append(mark)
+            for namespace, reports in grouped.items():
+                steps = remembered_steps(
+                    reports,
+                    now,
+                    self.half_life_days,
+                    lambda t, ns=namespace: self._live(ns, t),  # type: ignore[misc]
+                    marks.get(namespace, ()),
+                )
+                if not steps:
+                    continue
+                vectors = step_vectors(session, self._encoder, [s.text for s in steps])
+                weights = np.array([s.weight for s in steps], dtype=np.float32)
+                memory = QueryMemory.build([s.tool for s in steps], vectors, weights, self.dims)
+                built[namespace] = NamespaceMemory(memory, tuple(steps))
+        self._memories = MappingProxyType(built)
+
+    def start(self, interval: float) -> None:
+        """Rebuild now and every `interval` seconds, in a background thread."""
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.refresh()
+                except Exception:
+                    log.exception("query memory rebuild failed; keeping the previous one")
+                self._wake.wait(interval)
+                self._wake.clear()
+
+        self._thread = threading.Thread(target=loop, name="query-memory", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Rebuild now, on the background thread (after a forget is committed)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def forget(
+    session: Session,
+    cache: MemoryCache,
+    namespace: str,
+    tool: str,
+    route_id: str | None = None,
+    writable: Collection[str] | None = None,
+) -> None:
+    """Mark a tool's memory forgotten: one remembered step (the one ``route_id`` reported,
+    ``MemoryCache.steps``: every report of that step's text before now), or all of it.
+    Stored, so it holds on every replica and after a restart; the memory is rebuilt
+    without it (``MemoryCache.wake``, once committed). NotFound for a step the tool does
+    not remember; Forbidden out of the key's scope."""
+    require_writable(namespace, writable)
+    digest = None
+    if route_id is not None:
+        step = next(
+            (s for s in cache.steps(namespace) if s.tool == tool and s.route_id == route_id), None
+        )
+        if step is None:
+            raise NotFound(
+                f"tool {tool!r} of namespace {namespace!r} remembers no step reported by "
+                f"route {route_id!r}"
+            )
+        digest = step_hash(step.text)
+    mark = ForgetMark(namespace, tool, digest, datetime.now(UTC))
+    event_repository.add_forget_mark(session, mark)

@@ -1,0 +1,124 @@
+"""Query memory: remembered steps lift their tool, safely (fake encoder, pure parts)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from app.embedding.encoders import make_encoder
+from app.loop.memory import KEY_STEPS, remembered_steps, step_hash
+from app.loop.repository import ForgetMark, MemoryReport
+from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from app.routing.memory import QueryMemory, agreement, gather_rows, memory_votes
+
+SAME = "Current weather in a city, right now: temperature, wind and rain."
+DOCS = [
+    ToolDoc("weather_live", SAME, SAME),
+    ToolDoc("weather_local", SAME, SAME),
+    ToolDoc("send_email", "Send an email.", "Send an email to someone."),
+    ToolDoc("translate_text", "Translate.", "Translate a text into another language."),
+]
+ENCODER = make_encoder("fake")
+CONFIG = RouterConfig()
+INDEX = RouterIndex.build(DOCS, ENCODER.encode([embedding_text(d) for d in DOCS]), CONFIG)
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def vector(text: str) -> np.ndarray:
+    return np.asarray(ENCODER.encode([text])[0], dtype=np.float32)
+
+
+def memory_of(steps: dict[str, str]) -> QueryMemory:
+    """A memory holding one step text per tool, weight 1."""
+    tools, texts = list(steps), list(steps.values())
+    built = QueryMemory.build(tools, np.stack([vector(t) for t in texts]), np.ones(len(texts)))
+    assert built is not None
+    return built
+
+
+def ranked(query: str, memory: QueryMemory | None) -> list[tuple[str, float, dict[str, float]]]:
+    found = route(INDEX, query, vector(query), k=4, config=CONFIG, memory=memory)
+    return [(c.name, c.score, c.stages) for c in found]
+
+
+def report(
+    tool: str, text: str, *, key: str | None = "a", days: float = 0.0, n: int = 0
+) -> MemoryReport:
+    return MemoryReport("ns", tool, text, key, f"r{n}", NOW - timedelta(days=days))
+
+
+def test_no_memory_routes_exactly_as_before_without_a_memory_stage() -> None:
+    for query in ("current weather in Paris", "send an email to Ann", "translate this"):
+        before = [
+            (c.name, c.score, c.stages)
+            for c in route(INDEX, query, vector(query), k=4, config=CONFIG)
+        ]
+        assert ranked(query, None) == before
+        assert all("memory" not in stages for _, _, stages in before)
+
+
+def test_a_remembered_step_lifts_its_tool_and_is_shown_in_stages() -> None:
+    query = "current weather in Paris"
+    second = ranked(query, None)[1][0]  # twins: one of them wins a tie
+    lifted = ranked(query, memory_of({second: "current weather in Paris"}))
+    assert lifted[0][0] == second
+    assert lifted[0][2]["memory"] > 0
+    assert lifted[0][1] == pytest.approx(sum(lifted[0][2].values()), abs=1e-5)
+
+
+def test_a_step_unlike_every_remembered_one_ranks_as_before() -> None:
+    memory = memory_of({"weather_local": "current weather in Paris"})
+    query = "send an email to Ann about the invoice"
+    unit = vector(query) / np.linalg.norm(vector(query))
+    assert float(memory.vectors[0] @ unit) <= CONFIG.memory_floor  # unlike: no vote
+    before = ranked(query, None)
+    after = ranked(query, memory)
+    assert [(n, s) for n, s, _ in after] == [(n, s) for n, s, _ in before]
+    assert all(stages["memory"] == 0.0 for _, _, stages in after)
+
+
+def test_agreement_rises_from_the_floor_and_votes_take_each_tools_best_step() -> None:
+    assert agreement(np.array([0.1, 0.3, 0.65, 1.0]), 0.3).tolist() == pytest.approx(
+        [0.0, 0.0, 0.5, 1.0]
+    )
+    rows, begins = gather_rows(np.array([0, 2, 5, 6]), np.array([2, 0]))
+    assert rows.tolist() == [5, 0, 1] and begins.tolist() == [0, 1]
+    vectors = np.eye(3, dtype=np.float32)
+    memory = QueryMemory.build(["a", "a", "b"], vectors, np.array([1.0, 0.5, 1.0]))
+    assert memory is not None
+    votes = memory_votes(memory, ["b", "a", "zzz"], np.array([0.0, 1.0, 0.0], np.float32), 0.0)
+    assert votes.tolist() == [0.0, 0.5, 0.0]  # a's second step (weight 0.5) matches
+
+
+def test_a_flood_of_identical_reports_counts_as_one() -> None:
+    flood = [report("weather_local", "Weather  in PARIS", n=i) for i in range(1000)]
+    steps = remembered_steps(flood, NOW, 14.0, lambda tool: True)
+    assert len(steps) == 1 and steps[0].weight == 1.0 and steps[0].reports == 1000
+    one = remembered_steps(flood[:1], NOW, 14.0, lambda tool: True)
+    assert one[0].weight == steps[0].weight  # the flood moves nothing more than one report
+
+
+def test_one_key_holds_a_bounded_number_of_steps_per_tool() -> None:
+    many = [report("send_email", f"mail number {i}", key="flooder", n=i) for i in range(200)]
+    others = [report("send_email", f"letter {i}", key=f"k{i}", n=500 + i) for i in range(5)]
+    steps = remembered_steps(many + others, NOW, 14.0, lambda tool: True)
+    assert len(steps) == KEY_STEPS + 5
+
+
+def test_decay_deleted_tools_hashed_steps_and_forgets() -> None:
+    old = remembered_steps([report("send_email", "mail Ann", days=14.0)], NOW, 14.0, bool)
+    assert old[0].weight == pytest.approx(0.5)  # one half-life
+    gone = remembered_steps([report("deleted_tool", "mail Ann")], NOW, 14.0, lambda t: False)
+    assert gone == []
+    hashed = remembered_steps([report("send_email", "sha256:" + "0" * 64)], NOW, 14.0, bool)
+    assert hashed == []
+    reports = [report("send_email", "mail Ann", n=1), report("send_email", "write Bob", n=2)]
+    one = ForgetMark("ns", "send_email", step_hash("MAIL ann"), NOW)
+    kept = remembered_steps(reports, NOW, 14.0, bool, [one])
+    assert [s.text for s in kept] == ["write Bob"]
+    whole = ForgetMark("ns", "send_email", None, NOW)
+    assert remembered_steps(reports, NOW, 14.0, bool, [whole]) == []
+    later = report("send_email", "mail Ann", n=3, days=-1.0)  # reported after the mark
+    assert [s.text for s in remembered_steps([later], NOW, 14.0, bool, [whole])] == ["mail Ann"]
