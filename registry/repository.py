@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -360,3 +360,24 @@ def live_owners(session: Session, namespace: str, names: Iterable[str]) -> dict[
             source = card.get("source") if isinstance(card, dict) else None
             owners[name] = source.get("name") if isinstance(source, dict) else None
     return owners
+
+
+def parameter_history(
+    session: Session, namespace: str, names: Iterable[str]
+) -> dict[str, list[tuple[datetime, dict[str, Any]]]]:
+    """(written at, parameters schema) of every version of the live tools of these names,
+    oldest first (query memory's substance rule, ``app/loop/memory.py``)."""
+    history: dict[str, list[tuple[datetime, dict[str, Any]]]] = {}
+    for chunk in _in_chunks(names):
+        rows = session.execute(
+            select(Tool.name, ToolVersion.created_at, ToolVersion.card)
+            .join(ToolVersion, ToolVersion.tool_id == Tool.id)
+            .where(Tool.namespace == namespace, Tool.name.in_(chunk), Tool.deleted_at.is_(None))
+            .order_by(Tool.name, ToolVersion.version)
+        )
+        for name, created_at, card in rows.tuples():
+            parameters = card.get("parameters") if isinstance(card, dict) else None
+            history.setdefault(name, []).append(
+                (created_at, parameters if isinstance(parameters, dict) else {})
+            )
+    return history

@@ -8,8 +8,13 @@ memory"):
   "none fit" and a contradicted report (refused with 409, so never stored) add nothing;
 * the step's text must be stored: with ``hash_queries`` on, events keep only a hash, and
   there is nothing to embed (such a namespace has no memory);
-* the tool must exist now, and its card must be the same tool in substance as when the step
-  was reported (``same_tool``): a card whose required parameters changed since forgets;
+* the tool must exist now, and the report must be made since the tool's current *substance*
+  began (``substance_since``): a card's substance is the names of its parameters and which
+  of them are required. A new version with the same substance (a reworded description,
+  new examples, tags, types or formats) keeps the memory; one that adds, removes, renames a
+  parameter or changes which are required drops every report made before it, as if
+  forgotten (the steps that fitted the old call may not fit the new one); reports after it
+  are remembered as usual;
 * a step an admin forgot, or any step of a tool forgotten whole before the mark, is gone.
 
 Each report's weight halves every ``half_life_days`` (the prior's). Then the caps:
@@ -34,8 +39,9 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -102,16 +108,41 @@ def forgotten(report: MemoryReport, marks: Sequence[ForgetMark]) -> bool:
     )
 
 
+def substance(parameters: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """What makes two versions of a card the same tool for memory: its parameters' names
+    and which of them are required (module doc)."""
+    properties = parameters.get("properties")
+    required = parameters.get("required")
+    names = frozenset(properties) if isinstance(properties, Mapping) else frozenset()
+    needed = frozenset(str(r) for r in required) if isinstance(required, list) else frozenset()
+    return names, needed
+
+
+def substance_since(history: Sequence[tuple[datetime, Mapping[str, Any]]]) -> datetime | None:
+    """When the current substance began: the written-at of the version after the latest one
+    whose substance differs from the newest's (``history``: (written at, parameters) of
+    every version, oldest first); ``None`` when every version has it."""
+    if not history:
+        return None
+    current = substance(history[-1][1])
+    since = None
+    for (_, before), (written_at, _) in pairwise(history):
+        if substance(before) != current:
+            since = written_at
+    return since
+
+
 def remembered_steps(
     reports: Iterable[MemoryReport],
     now: datetime,
     half_life_days: float,
     live: Callable[[str], bool],
     marks: Sequence[ForgetMark] = (),
+    since: Mapping[str, datetime] = MappingProxyType({}),
 ) -> list[RememberedStep]:
     """One namespace's reports → its remembered steps, decayed and capped (module doc).
-    ``live(tool)``: whether the tool exists now (and is the same tool in substance);
-    ``marks``: the namespace's forget marks."""
+    ``live(tool)``: whether the tool exists now; ``marks``: the namespace's forget marks;
+    ``since``: when each changed tool's current substance began (``substance_since``)."""
     weight: dict[tuple[str, str], float] = defaultdict(float)
     by_key: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     count: dict[tuple[str, str], int] = defaultdict(int)
@@ -119,6 +150,8 @@ def remembered_steps(
     for report in reports:
         if report.query.startswith("sha256:") or not live(report.chosen):
             continue
+        if report.chosen in since and report.created_at <= since[report.chosen]:
+            continue  # made before the tool's current substance: forgotten
         if marks and forgotten(report, marks):
             continue
         text = normalise_text(report.query)
@@ -164,6 +197,15 @@ def step_vectors(session: Session, encoder: Encoder, texts: Sequence[str]) -> np
     for row, h in enumerate(hashes):
         matrix[row] = np.frombuffer(stored[h], dtype=np.float32)
     return matrix
+
+
+def substance_changes(
+    session: Session, namespace: str, tools: Iterable[str]
+) -> dict[str, datetime]:
+    """When the current substance of each of ``tools`` that ever changed it began."""
+    history = card_repository.parameter_history(session, namespace, tools)
+    began = {tool: substance_since(versions) for tool, versions in history.items()}
+    return {tool: at for tool, at in began.items() if at is not None}
 
 
 @dataclass(frozen=True)
@@ -223,6 +265,7 @@ class MemoryCache:
                     self.half_life_days,
                     lambda t, ns=namespace: self._live(ns, t),  # type: ignore[misc]
                     marks.get(namespace, ()),
+                    substance_changes(session, namespace, {r.chosen for r in reports}),
                 )
                 if not steps:
                     continue

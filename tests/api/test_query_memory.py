@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from app.loop.memory import MemoryCache
 from tests.api.loop_support import services_of
+from tests.api.test_tools import weather_card
 from tests.conftest import ADMIN, AGENT
 
 
@@ -78,3 +79,34 @@ def test_forgetting_a_whole_tool(loop: TestClient) -> None:
     later = route(loop, "mail the report to Bob")  # reported after the forget: remembered
     report(loop, later["route_id"], "send_email", "success")
     assert [s.text for s in memory(loop).steps("default")] == ["mail the report to Bob"]
+
+
+def put_send_email(client: TestClient, **overrides: object) -> None:
+    body = weather_card(name="send_email", description="Send an email to one address.")
+    body.update(overrides)
+    response = client.put("/v1/tools/send_email", json=body, headers=ADMIN)
+    assert response.status_code == 200, response.text
+
+
+def test_a_reworded_card_keeps_its_memory_a_changed_call_forgets_what_came_before(
+    loop: TestClient,
+) -> None:
+    first = route(loop, "mail the weekly numbers to Ann")
+    report(loop, first["route_id"], "send_email", "success")
+    put_send_email(loop, description="Send one email message to a single address.")
+    remembered = memory(loop).steps("default")
+    assert [s.text for s in remembered] == ["mail the weekly numbers to Ann"]  # reworded: kept
+
+    to_and_subject = {
+        "type": "object",
+        "properties": {"to": {"type": "string"}, "subject": {"type": "string"}},
+        "required": ["to", "subject"],
+    }
+    put_send_email(loop, parameters=to_and_subject)
+    assert memory(loop).get("default") is None  # a new call: what fitted the old one is gone
+    later = route(loop, "email Bob the subject line")
+    report(loop, later["route_id"], "send_email", "success")
+    assert [s.text for s in memory(loop).steps("default")] == ["email Bob the subject line"]
+
+    put_send_email(loop, parameters=to_and_subject, description="Email one person.")
+    assert [s.text for s in memory(loop).steps("default")] == ["email Bob the subject line"]

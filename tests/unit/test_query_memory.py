@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import make_encoder
-from app.loop.memory import KEY_STEPS, remembered_steps, step_hash
+from app.loop.memory import KEY_STEPS, remembered_steps, step_hash, substance_since
 from app.loop.repository import ForgetMark, MemoryReport
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
 from app.routing.memory import QueryMemory, agreement, gather_rows, memory_votes
@@ -122,3 +122,23 @@ def test_decay_deleted_tools_hashed_steps_and_forgets() -> None:
     assert remembered_steps(reports, NOW, 14.0, bool, [whole]) == []
     later = report("send_email", "mail Ann", n=3, days=-1.0)  # reported after the mark
     assert [s.text for s in remembered_steps([later], NOW, 14.0, bool, [whole])] == ["mail Ann"]
+
+
+def test_memory_holds_since_the_cards_current_substance_began() -> None:
+    def params(*names: str, required: tuple[str, ...] = ()) -> dict[str, object]:
+        return {"type": "object", "properties": {n: {} for n in names}, "required": list(required)}
+
+    day = [NOW - timedelta(days=d) for d in (10, 8, 6, 4)]
+    reworded = [(day[0], params("to", required=("to",))), (day[1], params("to", required=("to",)))]
+    assert substance_since(reworded) is None  # a reworded card is the same tool
+    changed = [*reworded, (day[2], params("to", "cc", required=("to",)))]
+    assert substance_since(changed) == day[2]  # a new parameter: a new tool from then on
+    required = [*changed, (day[3], params("to", "cc", required=("to", "cc")))]
+    assert substance_since(required) == day[3]
+    back = [*changed, (day[3], params("to", required=("to",)))]
+    assert substance_since(back) == day[3]  # back to an older substance still starts anew
+
+    reports = [report("send_email", "mail Ann", days=5, n=1), report("send_email", "mail Bob", n=2)]
+    since = {"send_email": NOW - timedelta(days=4)}
+    kept = remembered_steps(reports, NOW, 14.0, bool, since=since)
+    assert [s.text for s in kept] == ["mail Bob"]
