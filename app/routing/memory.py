@@ -13,7 +13,7 @@ A step unlike every remembered one (cosine under ``memory_floor``) gets nothing 
 memory, so it is ranked exactly as without it; a tool without evidence is never lowered,
 only passed by an evidenced tool that the step resembles. Taking the best step, not a sum,
 means a thousand reports of one text count as one, and no tool's part can exceed
-``memory_weight``. One product over the pool's remembered rows: no loop over steps.
+``memory_weight``. One product over the pool's remembered rows: no loop over steps or tools.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.routing.signals import unit_rows
 from app.routing.types import RouterConfig
 
 
@@ -37,6 +38,10 @@ class QueryMemory:
     weights: np.ndarray
     positions: Mapping[str, int] = field(default_factory=dict)  # tool → its number
     basis: np.ndarray | None = None  # (dims, d): the rows are projected on it; None: not
+    # The last index's columns aligned with this memory (``aligned``): one slot, swapped whole.
+    _aligned: list[Alignment | None] = field(
+        default_factory=lambda: [None], repr=False, compare=False
+    )
 
     @classmethod
     def build(
@@ -77,10 +82,44 @@ class QueryMemory:
     def __len__(self) -> int:
         return int(self.weights.size)
 
+    def project(self, unit: np.ndarray) -> np.ndarray:
+        """A step's unit vector in the space the rows are kept in."""
+        return unit if self.basis is None else self.basis @ unit
+
+    def aligned(self, names: Sequence[str]) -> Alignment:
+        """Each of ``names``'s rows (an index's tools, by column), computed for the first
+        route after the index or the memory is swapped, then reused while both hold."""
+        cached = self._aligned[0]
+        if cached is not None and cached.names is names:
+            return cached
+        made = Alignment.of(self, names)
+        self._aligned[0] = made  # one assignment: a concurrent route sees one or the other
+        return made
+
     @property
     def nbytes(self) -> int:
         basis = 0 if self.basis is None else self.basis.nbytes
         return int(self.vectors.nbytes + self.weights.nbytes + self.offsets.nbytes + basis)
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """A memory's rows by the columns of one index's ``names``: tool ``names[c]``'s rows are
+    ``starts[c]:starts[c] + lengths[c]`` (length 0: it has none); ``any``: some tool has."""
+
+    names: Sequence[str]
+    starts: np.ndarray
+    lengths: np.ndarray
+    any: bool
+
+    @classmethod
+    def of(cls, memory: QueryMemory, names: Sequence[str]) -> Alignment:
+        ids = np.fromiter((memory.positions.get(n, -1) for n in names), np.int64, len(names))
+        have = ids >= 0
+        ids[~have] = 0
+        starts = np.where(have, memory.offsets[ids], 0)
+        lengths = np.where(have, memory.offsets[ids + 1] - starts, 0)
+        return cls(names, starts, lengths, bool(have.any()))
 
 
 def principal_basis(rows: np.ndarray, dims: int, sample: int = 16_384) -> np.ndarray | None:
@@ -96,18 +135,33 @@ def principal_basis(rows: np.ndarray, dims: int, sample: int = 16_384) -> np.nda
 
 
 def agreement(cosines: np.ndarray, floor: float) -> np.ndarray:
-    """0 at or below ``floor``, rising linearly to 1 at cosine 1."""
-    return np.clip((cosines - np.float32(floor)) / np.float32(1.0 - floor), 0.0, 1.0)
+    """0 at or below ``floor``, rising linearly to 1 at cosine 1 (a new array)."""
+    scaled = np.subtract(cosines, np.float32(floor))
+    np.divide(scaled, np.float32(1.0 - floor), out=scaled)
+    np.maximum(scaled, 0.0, out=scaled)  # np.clip's value, without its overhead
+    return np.minimum(scaled, 1.0, out=scaled)
 
 
-def gather_rows(offsets: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The row numbers of tools ``ids`` (each tool's rows in turn) and where each tool's
-    rows start among them."""
-    starts, ends = offsets[ids], offsets[ids + 1]
-    lengths = ends - starts
-    begins = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    rows = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - begins, lengths)
+def segment_rows(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The row numbers of the segments ``starts[i]:starts[i] + lengths[i]`` (each segment's
+    rows in turn; every length > 0) and where each segment's rows start among them."""
+    ends = np.cumsum(lengths)
+    begins = ends - lengths
+    rows = np.repeat(starts - begins, lengths)
+    rows += np.arange(rows.size)
     return rows, begins
+
+
+def segment_votes(
+    memory: QueryMemory, starts: np.ndarray, lengths: np.ndarray, unit: np.ndarray, floor: float
+) -> np.ndarray:
+    """Each segment's best vote, ``max weight · agreement`` over its rows (segments as
+    ``segment_rows`` takes them); ``unit``: the step's unit vector. One product."""
+    rows, begins = segment_rows(starts, lengths)
+    cosines = np.take(memory.vectors, rows, axis=0) @ memory.project(unit)
+    scored = agreement(cosines, floor)
+    scored *= np.take(memory.weights, rows)
+    return np.maximum.reduceat(scored, begins)
 
 
 def memory_votes(
@@ -115,16 +169,12 @@ def memory_votes(
 ) -> np.ndarray:
     """Each named tool's best vote, ``max weight · agreement`` over its remembered steps
     (0 for a tool without memory); ``unit``: the step's unit vector."""
+    aligned = Alignment.of(memory, names)
     votes = np.zeros(len(names), dtype=np.float32)
-    ids = np.fromiter((memory.positions.get(n, -1) for n in names), np.int64, len(names))
-    have = np.flatnonzero(ids >= 0)
-    if have.size == 0:
-        return votes
-    rows, begins = gather_rows(memory.offsets, ids[have])
-    query = unit if memory.basis is None else memory.basis @ unit
-    cosines = memory.vectors[rows] @ query
-    scored = memory.weights[rows] * agreement(cosines, floor)
-    votes[have] = np.maximum.reduceat(scored, begins)
+    have = np.flatnonzero(aligned.lengths)
+    if have.size:
+        starts, lengths = aligned.starts[have], aligned.lengths[have]
+        votes[have] = segment_votes(memory, starts, lengths, unit, floor)
     return votes
 
 
@@ -133,18 +183,32 @@ def memory_part(
     names: Sequence[str],
     cols: np.ndarray,
     total: np.ndarray,
-    unit: np.ndarray,
+    query_vec: np.ndarray,
     config: RouterConfig,
 ) -> np.ndarray:
     """The memory part of the tools ``cols`` (``names``: every tool's, by column; ``total``:
-    their score before memory): ``memory_weight`` times its vote for the best
-    ``memory_pool`` of them, 0 for the others."""
+    their score before memory; ``query_vec``: the step's vector, its first row if several):
+    ``memory_weight`` times its vote for the best ``memory_pool`` of them, 0 for the others.
+
+    The route's hot path: when none of the pool's tools has memory it costs one partition
+    and one lookup (``QueryMemory.aligned``: rows by index column, made once per snapshot)."""
     part = np.zeros(total.size, dtype=np.float32)
     pool = min(config.memory_pool, total.size)
     if pool <= 0 or config.memory_weight == 0.0:
         return part
+    aligned = memory.aligned(names)
+    if not aligned.any:
+        return part
     top = np.argpartition(-total, pool - 1)[:pool] if pool < total.size else np.arange(pool)
-    picked = [names[c] for c in cols[top].tolist()]
-    votes = memory_votes(memory, picked, unit, config.memory_floor)
-    part[top] = np.float32(config.memory_weight) * votes
+    picked = cols[top]
+    lengths = aligned.lengths[picked]
+    have = np.flatnonzero(lengths)
+    if have.size == 0:
+        return part
+    unit = unit_rows(query_vec, 1, memory.dim)
+    if unit is None:
+        return part
+    starts = aligned.starts[picked[have]]
+    votes = segment_votes(memory, starts, lengths[have], unit[0], config.memory_floor)
+    part[top[have]] = np.float32(config.memory_weight) * votes
     return part

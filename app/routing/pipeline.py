@@ -64,7 +64,6 @@ from app.routing.signals import (
     gemv_rows,
     multilingual_rows,
     prior_part,
-    unit_rows,
 )
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 
@@ -158,11 +157,8 @@ def with_memory(
     if memory is None:
         return scores
     part = np.zeros(scores.cols.size, dtype=np.float32)
-    unit = None
-    if query_vec is not None and memory.dim == index.embeddings.shape[1]:
-        unit = unit_rows(query_vec, 1, index.embeddings.shape[1])
-    if unit is not None and scores.signal:
-        part = memory_part(memory, index.names, scores.cols, scores.total(), unit[0], config)
+    if query_vec is not None and scores.signal and memory.dim == index.embeddings.shape[1]:
+        part = memory_part(memory, index.names, scores.cols, scores.total(), query_vec, config)
     return dataclasses.replace(scores, memory=part)
 
 

@@ -11,7 +11,7 @@ from app.embedding.encoders import make_encoder
 from app.loop.memory import KEY_STEPS, remembered_steps, step_hash, substance_since
 from app.loop.repository import ForgetMark, MemoryReport
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
-from app.routing.memory import QueryMemory, agreement, gather_rows, memory_votes
+from app.routing.memory import QueryMemory, agreement, memory_part, memory_votes, segment_rows
 
 SAME = "Current weather in a city, right now: temperature, wind and rain."
 DOCS = [
@@ -83,7 +83,7 @@ def test_agreement_rises_from_the_floor_and_votes_take_each_tools_best_step() ->
     assert agreement(np.array([0.1, 0.3, 0.65, 1.0]), 0.3).tolist() == pytest.approx(
         [0.0, 0.0, 0.5, 1.0]
     )
-    rows, begins = gather_rows(np.array([0, 2, 5, 6]), np.array([2, 0]))
+    rows, begins = segment_rows(np.array([5, 0]), np.array([1, 2]))
     assert rows.tolist() == [5, 0, 1] and begins.tolist() == [0, 1]
     vectors = np.eye(3, dtype=np.float32)
     memory = QueryMemory.build(["a", "a", "b"], vectors, np.array([1.0, 0.5, 1.0]))
@@ -142,3 +142,63 @@ def test_memory_holds_since_the_cards_current_substance_began() -> None:
     since = {"send_email": NOW - timedelta(days=4)}
     kept = remembered_steps(reports, NOW, 14.0, bool, since=since)
     assert [s.text for s in kept] == ["mail Bob"]
+
+
+def straightforward_part(
+    memory: QueryMemory,
+    names: tuple[str, ...],
+    cols: np.ndarray,
+    total: np.ndarray,
+    query: np.ndarray,
+    config: RouterConfig,
+) -> np.ndarray:
+    """memory_part as the formula reads, tool by tool and step by step (module doc)."""
+    unit = query / np.linalg.norm(query)
+    projected = unit if memory.basis is None else memory.basis @ unit
+    part = np.zeros(total.size, dtype=np.float32)
+    for c in np.argsort(-total, kind="stable")[: config.memory_pool]:
+        name = names[cols[c]]
+        if name not in memory.positions:
+            continue
+        i = memory.positions[name]
+        best = 0.0
+        for row in range(int(memory.offsets[i]), int(memory.offsets[i + 1])):
+            cos = float(memory.vectors[row] @ projected)
+            fit = min(max((cos - config.memory_floor) / (1 - config.memory_floor), 0.0), 1.0)
+            best = max(best, float(memory.weights[row]) * fit)
+        part[c] = config.memory_weight * best
+    return part
+
+
+@pytest.mark.parametrize("dims", [0, 8])
+def test_the_fast_memory_part_agrees_with_the_formula_on_random_data(dims: int) -> None:
+    rng = np.random.default_rng(dims)
+    d, n_tools = 16, 300
+    names = tuple(f"t{i}" for i in range(n_tools))
+    config = RouterConfig(memory_pool=20, memory_floor=0.1, memory_weight=0.7)
+    base = rng.standard_normal((n_tools, d)).astype(np.float32)
+    owners = rng.integers(0, n_tools // 3, 2_000)  # a third of the tools have memory
+    steps = base[owners] + rng.standard_normal((owners.size, d)).astype(np.float32)
+    weights = rng.uniform(0.0, 1.0, owners.size)
+    memory = QueryMemory.build([names[o] for o in owners], steps, weights, dims)
+    assert memory is not None
+    for trial in range(50):
+        cols = np.sort(rng.choice(n_tools, 120 if trial % 2 else n_tools, replace=False))
+        total = rng.random(cols.size)  # distinct: the pool is the same however it is found
+        query = base[rng.integers(0, n_tools)] + rng.standard_normal(d).astype(np.float32)
+        fast = memory_part(memory, names, cols, total, query, config)
+        slow = straightforward_part(memory, names, cols, total, query, config)
+        assert np.count_nonzero(slow) > 0 or trial % 2
+        np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6)
+    other = tuple(reversed(names))  # another index's columns: aligned anew, not reused
+    cols = np.arange(n_tools)
+    total = rng.random(n_tools)
+    query = rng.standard_normal(d).astype(np.float32)
+    np.testing.assert_allclose(
+        memory_part(memory, other, cols, total, query, config),
+        straightforward_part(memory, other, cols, total, query, config),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    unseen = tuple(f"u{i}" for i in range(n_tools))  # no tool with memory: all zeros
+    assert not memory_part(memory, unseen, cols, total, query, config).any()
