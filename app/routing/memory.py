@@ -18,6 +18,7 @@ means a thousand reports of one text count as one, and no tool's part can exceed
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -152,13 +153,27 @@ def segment_rows(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, n
     return rows, begins
 
 
+def step_query(memory: QueryMemory, query_vec: np.ndarray) -> np.ndarray | None:
+    """The step's vector (its first row if several) at unit length, in the space the rows
+    are kept in: projected, then divided by its norm (one scalar, not a vector, is
+    divided); ``None`` when it is unusable (NaN, infinite)."""
+    vectors = np.asarray(query_vec, dtype=np.float32)
+    first = vectors[0] if vectors.ndim == 2 else vectors
+    square = float(first @ first)
+    if not math.isfinite(square):  # NaN, or values too large to square in float32
+        unit = unit_rows(query_vec, 1, memory.dim)
+        return None if unit is None else memory.project(unit[0])
+    projected = memory.project(first)
+    return projected / np.float32(math.sqrt(square)) if square > 0 else projected
+
+
 def segment_votes(
-    memory: QueryMemory, starts: np.ndarray, lengths: np.ndarray, unit: np.ndarray, floor: float
+    memory: QueryMemory, starts: np.ndarray, lengths: np.ndarray, query: np.ndarray, floor: float
 ) -> np.ndarray:
     """Each segment's best vote, ``max weight · agreement`` over its rows (segments as
-    ``segment_rows`` takes them); ``unit``: the step's unit vector. One product."""
+    ``segment_rows`` takes them); ``query``: the step's ``step_query``. One product."""
     rows, begins = segment_rows(starts, lengths)
-    cosines = np.take(memory.vectors, rows, axis=0) @ memory.project(unit)
+    cosines = np.take(memory.vectors, rows, axis=0) @ query
     scored = agreement(cosines, floor)
     scored *= np.take(memory.weights, rows)
     return np.maximum.reduceat(scored, begins)
@@ -174,7 +189,7 @@ def memory_votes(
     have = np.flatnonzero(aligned.lengths)
     if have.size:
         starts, lengths = aligned.starts[have], aligned.lengths[have]
-        votes[have] = segment_votes(memory, starts, lengths, unit, floor)
+        votes[have] = segment_votes(memory, starts, lengths, memory.project(unit), floor)
     return votes
 
 
@@ -205,10 +220,10 @@ def memory_part(
     have = np.flatnonzero(lengths)
     if have.size == 0:
         return part
-    unit = unit_rows(query_vec, 1, memory.dim)
-    if unit is None:
+    query = step_query(memory, query_vec)
+    if query is None:
         return part
     starts = aligned.starts[picked[have]]
-    votes = segment_votes(memory, starts, lengths[have], unit[0], config.memory_floor)
+    votes = segment_votes(memory, starts, lengths[have], query, config.memory_floor)
     part[top[have]] = np.float32(config.memory_weight) * votes
     return part

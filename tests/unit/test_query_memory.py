@@ -186,7 +186,8 @@ def test_the_fast_memory_part_agrees_with_the_formula_on_random_data(dims: int) 
         cols = np.sort(rng.choice(n_tools, 120 if trial % 2 else n_tools, replace=False))
         total = rng.random(cols.size)  # distinct: the pool is the same however it is found
         query = base[rng.integers(0, n_tools)] + rng.standard_normal(d).astype(np.float32)
-        fast = memory_part(memory, names, cols, total, query, config)
+        rows = np.stack([query, -query]) if trial % 3 == 0 else query  # whole step, an ask
+        fast = memory_part(memory, names, cols, total, rows, config)
         slow = straightforward_part(memory, names, cols, total, query, config)
         assert np.count_nonzero(slow) > 0 or trial % 2
         np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6)
