@@ -365,14 +365,20 @@ def live_owners(session: Session, namespace: str, names: Iterable[str]) -> dict[
 def parameter_history(
     session: Session, namespace: str, names: Iterable[str]
 ) -> dict[str, list[tuple[datetime, dict[str, Any]]]]:
-    """(written at, parameters schema) of every version of the live tools of these names,
-    oldest first (query memory's substance rule, ``app/loop/memory.py``)."""
+    """(written at, parameters schema) of every version of the live tools of these names
+    that have more than one, oldest first (query memory's substance rule,
+    ``app/loop/memory.py``)."""
     history: dict[str, list[tuple[datetime, dict[str, Any]]]] = {}
     for chunk in _in_chunks(names):
         rows = session.execute(
             select(Tool.name, ToolVersion.created_at, ToolVersion.card)
             .join(ToolVersion, ToolVersion.tool_id == Tool.id)
-            .where(Tool.namespace == namespace, Tool.name.in_(chunk), Tool.deleted_at.is_(None))
+            .where(
+                Tool.namespace == namespace,
+                Tool.name.in_(chunk),
+                Tool.deleted_at.is_(None),
+                Tool.current_version > 1,  # one version: nothing to compare
+            )
             .order_by(Tool.name, ToolVersion.version)
         )
         for name, created_at, card in rows.tuples():
