@@ -159,7 +159,7 @@ def step_query(memory: QueryMemory, query_vec: np.ndarray) -> np.ndarray | None:
     divided); ``None`` when it is unusable (NaN, infinite)."""
     vectors = np.asarray(query_vec, dtype=np.float32)
     first = vectors[0] if vectors.ndim == 2 else vectors
-    square = float(first @ first)
+    square = float(np.vdot(first, first))  # BLAS: an overflow is inf, not a warning
     if not math.isfinite(square):  # NaN, or values too large to square in float32
         unit = unit_rows(query_vec, 1, memory.dim)
         return None if unit is None else memory.project(unit[0])

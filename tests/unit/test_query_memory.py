@@ -203,3 +203,12 @@ def test_the_fast_memory_part_agrees_with_the_formula_on_random_data(dims: int) 
     )
     unseen = tuple(f"u{i}" for i in range(n_tools))  # no tool with memory: all zeros
     assert not memory_part(memory, unseen, cols, total, query, config).any()
+    huge = query * np.float32(1e30)  # its square overflows float32: normalised as before
+    np.testing.assert_allclose(
+        memory_part(memory, names, cols, total, huge, config),
+        memory_part(memory, names, cols, total, query, config),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    broken = np.full(d, np.nan, dtype=np.float32)
+    assert not memory_part(memory, names, cols, total, broken, config).any()
