@@ -47,7 +47,7 @@ def card_examples(
     if len(tools) == 0:
         return None
     rows = np.asarray(vectors, dtype=np.float32)[:, example_columns(index)]
-    return QueryMemory.build(tools, rows, np.ones(len(tools), dtype=np.float32))
+    return QueryMemory.build(tools, rows, np.ones(len(tools), dtype=np.float32), dims=128)
 
 
 def examples_part(
