@@ -32,6 +32,7 @@ from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.settings import Settings
 from app.sources.service import SourceService
 from app.tools.catalog import parse_batch, write_cards
+from app.tools.examples import ExampleCache
 from app.tools.listener import Listener
 from app.tools.live_index import IndexManager
 from app.tools.lookalikes import LookalikeCache
@@ -69,6 +70,8 @@ class Services:
     router: RouteExecutor | None = None
     # Steps that used a tool successfully, as evidence for it (app/loop/memory.py).
     memory: MemoryCache | None = None
+    # Each card's example requests as vectors, voting for their tool (app/tools/examples.py).
+    examples: ExampleCache | None = None
     # Sources read into cards, and the gateway that forwards calls to them (docs/SOURCES.md).
     sources: SourceService | None = None
     gateway: Gateway | None = None
@@ -92,6 +95,8 @@ class Services:
         self.prior.start(self.settings.prior_refresh_seconds)
         if self.memory is not None:
             self.memory.start(self.settings.prior_refresh_seconds)
+        if self.examples is not None:
+            self.examples.start()
 
     async def start_sources(self) -> None:
         """On the serving event loop: the sources' schedule, and a session held open to each
@@ -120,6 +125,8 @@ class Services:
         self.prior.stop()
         if self.memory is not None:
             self.memory.stop()
+        if self.examples is not None:
+            self.examples.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.health.stop()
         self.engine.dispose()
@@ -277,6 +284,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         cosines,
     )
     services.memory = memory
+    services.examples = ExampleCache(index, factory, encoder)
     services.router = RouteExecutor(
         services,
         workers=settings.route_workers,

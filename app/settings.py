@@ -414,8 +414,9 @@ def check_router_config(config: RouterConfig) -> RouterConfig:
     for share in ("mmr_lambda", "mention_softening"):
         if not 0 <= getattr(config, share) <= 1:
             raise ValueError(f"TOOLREACH_ROUTER__{share.upper()} must be within [0, 1]")
-    if not 0 <= config.memory_floor < 1:
-        raise ValueError("TOOLREACH_ROUTER__MEMORY_FLOOR must be within [0, 1)")
+    for floor in ("memory_floor", "examples_floor"):
+        if not 0 <= getattr(config, floor) < 1:
+            raise ValueError(f"TOOLREACH_ROUTER__{floor.upper()} must be within [0, 1)")
     return config
 
 

@@ -6,9 +6,11 @@ For a set whose queries carry a ``kind`` (``tests/data/bilingual``: ``zh>en``, `
 ``route`` with the default config, as ``toolreach eval`` does, without the database:
 
     python bench/by_kind.py --data tests/data/bilingual [--misses 3] [--fixed-weights]
+        [--no-examples]
 
 ``--fixed-weights`` indexes without the multilingual columns: the same weights for every pair,
-as the router was before app/routing/language.py.
+as the router was before app/routing/language.py. ``--no-examples``: the cards' examples do
+not vote (app/routing/examples.py), as before they did.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from app.embedding.encoders import make_encoder, multilingual_dims
-from app.routing import RouterConfig, RouterIndex, embedding_text, query_texts, route
+from app.routing import (
+    RouterConfig,
+    RouterIndex,
+    embedding_text,
+    query_texts,
+    route,
+    step_window,
+)
+from app.routing.examples import card_examples
 from app.tools.catalog import card_to_doc, parse_batch
 
 
@@ -28,6 +38,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--misses", type=int, default=0, help="list steps ranked below this")
     parser.add_argument("--fixed-weights", action="store_true", help="no per-pair weights")
+    parser.add_argument("--no-examples", action="store_true", help="card examples do not vote")
     args = parser.parse_args()
     tools = [json.loads(line) for line in (args.data / "tools.jsonl").open() if line.strip()]
     queries = [json.loads(line) for line in (args.data / "queries.jsonl").open() if line.strip()]
@@ -36,10 +47,16 @@ def main() -> None:
     vectors = encoder.encode([embedding_text(doc) for doc in docs])
     columns = None if args.fixed_weights else multilingual_dims(encoder)
     index = RouterIndex.build(docs, vectors, config, multilingual=columns)
+    owners = [doc.name for doc in docs for example in doc.examples if example.strip()]
+    texts = [example for doc in docs for example in doc.examples if example.strip()]
+    examples = None
+    if texts and not args.no_examples:  # each embedded as a step is (step_window)
+        examples = card_examples(index, owners, encoder.encode([step_window(t) for t in texts]))
     ranks: dict[str, list[int]] = defaultdict(list)
     for query in queries:
         vec = encoder.encode(query_texts(query["query"]))
-        names = [c.name for c in route(index, query["query"], vec, k=10, config=config)]
+        found = route(index, query["query"], vec, k=10, config=config, examples=examples)
+        names = [c.name for c in found]
         rank = min((names.index(n) + 1 for n in query["relevant"] if n in names), default=99)
         for kind in (query.get("kind", "all"), "all"):
             ranks[kind].append(rank)

@@ -47,6 +47,7 @@ from app.schemas import RouteRequest  # noqa: E402
 from app.services import Services, build_encoder, build_services  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.tools.catalog import import_items  # noqa: E402
+from app.tools.examples import text_vectors  # noqa: E402
 from bench.load_client import QUERIES, route_request  # noqa: E402
 from registry.card import ToolCard  # noqa: E402
 
@@ -208,6 +209,9 @@ def fill_database(url: str, size: int, encoder: Any, real: bool) -> float:
     with unit_of_work(services.session_factory) as session:
         batch, statuses = import_items(session, services.encoder, items, None)
     elapsed = time.perf_counter() - started
+    with unit_of_work(services.session_factory) as session:  # the cards' examples' vectors,
+        # stored as the server's background thread stores them (app/tools/examples.py)
+        text_vectors(session, services.encoder, [e for item in items for e in item["examples"]])
     services.close()
     if statuses is None:
         raise RuntimeError(f"synthetic cards were refused: {batch.rejects[:3]}")
@@ -232,6 +236,9 @@ def embedding_and_route(
 
     settings = Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
     services = build_services(settings, encoder)
+    services.index.sync()
+    if services.examples is not None:  # as a started service has them: the stored vectors
+        services.examples.refresh()
     bare, routes = [], []
     for i in range(-WARM_UP, rounds):
         text = QUERIES[i % len(QUERIES)]

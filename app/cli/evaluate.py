@@ -222,6 +222,10 @@ def evaluate(
         ):
             write_cards(session, services.encoder, batch.cards, progress=bar.update)
         services.index.sync()
+        examples = None
+        if services.examples is not None:  # the cards' examples, as a route finds them
+            services.examples.refresh()
+            examples = services.examples.get(NAMESPACE)
         snapshot = services.index.get(NAMESPACE)
         if snapshot is None:  # loaded_tools saw cards: only a failed write leaves none
             raise RuntimeError("the evaluation registry is empty after writing its tools")
@@ -240,6 +244,7 @@ def evaluate(
                     config=services.index.config,
                     stages=stages,
                     cosines=services.cosines,  # the service's product (int8 on large sets)
+                    examples=examples,
                 )
                 per_variant[variant].append(score([c.name for c in ranked], query.relevant))
                 if variant == "full":
@@ -275,7 +280,8 @@ def no_fit_test(
     corpus = [doc_tokens(card_to_doc(snapshot.cards[n]), config.fields) for n in index.names]
     questions = [(queries[i].text, queries[i].relevant, vectors[i]) for i in chosen]
     cosines = services.cosines
-    return asked_without(index, corpus, questions, config, cosines, cosines.prepare)
+    examples = None if services.examples is None else services.examples.get(NAMESPACE)
+    return asked_without(index, corpus, questions, config, cosines, cosines.prepare, examples)
 
 
 def _encode_queries(encoder: Encoder, queries: list[str], batch: int = 256) -> list[np.ndarray]:

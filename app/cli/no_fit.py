@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from app.routing import RouterConfig, RouterIndex, route
+from app.routing.memory import QueryMemory
 from app.routing.signals import Cosines, gemv_rows
 
 ECE_BINS = 10
@@ -110,11 +111,13 @@ def asked_without(
     config: RouterConfig,
     cosines: Cosines = gemv_rows,
     prepare: Callable[[np.ndarray], None] | None = None,
+    examples: QueryMemory | None = None,
 ) -> list[Asked]:
     """Each ``(text, relevant, vectors)`` routed against ``index`` less its relevant tools.
 
     Queries with the same labels share one rebuilt index. ``prepare`` sees each rebuilt
-    tool matrix first, as a service's index does (the int8 copy of a large one)."""
+    tool matrix first, as a service's index does (the int8 copy of a large one); ``examples``:
+    the cards' examples (those of a left-out tool have no tool to vote for)."""
     by_labels: dict[frozenset[str], list[int]] = {}
     for i, (_, relevant, _) in enumerate(questions):
         by_labels.setdefault(relevant, []).append(i)
@@ -125,7 +128,9 @@ def asked_without(
             prepare(smaller.embeddings)
         for i in members:
             text, _, vectors = questions[i]
-            answer = route(smaller, text, vectors, k=1, config=config, cosines=cosines)
+            answer = route(
+                smaller, text, vectors, k=1, config=config, cosines=cosines, examples=examples
+            )
             out[i] = top_of(answer, relevant)
     return [out[i] for i in range(len(questions))]
 

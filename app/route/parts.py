@@ -16,6 +16,7 @@ from app.embedding.encoders import Encoder
 from app.loop.events import EventWriter
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
+from app.tools.examples import ExampleCache
 from app.tools.live_index import IndexManager
 
 
@@ -49,6 +50,8 @@ class RouteParts(Protocol):
     def prior(self) -> PriorCache: ...
     @property
     def memory(self) -> MemoryCache | None: ...
+    @property
+    def examples(self) -> ExampleCache | None: ...
     @property
     def cosines(self) -> CosineBatcher: ...
     @property

@@ -107,6 +107,7 @@ def rank_step(request: RouteRequest, parts: RouteParts, step: EmbeddedStep) -> R
             cosines=parts.cosines if step.cosines is None else step.cosines,
             texts=step.texts or None,
             memory=None if parts.memory is None else parts.memory.get(request.namespace),
+            examples=None if parts.examples is None else parts.examples.get(request.namespace),
         )
         timings = {"embed": step.seconds, "rank": time.perf_counter() - started}
     response = route_response(request, snapshot, candidates, parts.encoder.name)

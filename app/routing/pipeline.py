@@ -34,6 +34,7 @@ from app.routing.bm25 import matched_in
 from app.routing.confidence import ConfidenceModel, Evidence
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.routing.diversity import mmr_order, top_indices
+from app.routing.examples import example_dim, examples_part
 from app.routing.fusion import (
     LanguageView,
     best_fused,
@@ -138,11 +139,32 @@ class Scores:
     cosine: np.ndarray | None
     scale: float
     memory: np.ndarray | None = None  # query memory's part; None: the namespace has none
+    examples: np.ndarray | None = None  # card examples' part; None: no card has any
 
     def total(self) -> np.ndarray:
         """Score before the rule check."""
         total = self.keyword + self.embedding + self.prior
-        return total if self.memory is None else total + self.memory
+        if self.memory is not None:
+            total = total + self.memory
+        return total if self.examples is None else total + self.examples
+
+
+def with_examples(
+    index: RouterIndex,
+    scores: Scores,
+    examples: QueryMemory | None,
+    query_vec: np.ndarray | None,
+    config: RouterConfig,
+    stages: frozenset[str],
+) -> Scores:
+    """``scores`` with the card examples' part (``examples.py``) when the namespace's cards
+    have examples and the embedding stage is on; unchanged (no part at all) otherwise."""
+    if examples is None or "embedding" not in stages or query_vec is None:
+        return scores
+    part = np.zeros(scores.cols.size, dtype=np.float32)
+    if scores.signal and examples.dim == example_dim(index):
+        part = examples_part(examples, index, scores.cols, scores.total(), query_vec, config)
+    return dataclasses.replace(scores, examples=part)
 
 
 def with_memory(
@@ -422,6 +444,8 @@ def candidates(
         }
         if scores.memory is not None:
             parts["memory"] = float(scores.memory[p])
+        if scores.examples is not None:
+            parts["examples"] = float(scores.examples[p])
         name = index.names[scores.cols[p]]
         found = verdicts[j]
         confidence = step.model.confidence(seen)
@@ -456,6 +480,7 @@ def route(
     texts: Sequence[str] | None = None,
     confidence: ConfidenceModel = CONFIDENCE_MODEL,
     memory: QueryMemory | None = None,
+    examples: QueryMemory | None = None,
 ) -> list[Candidate]:
     """The top-``k`` tools for ``query``, each with its score explained stage by stage and
     its confidence (``confidence.py``); those below ``min_confidence`` are left out.
@@ -463,7 +488,8 @@ def route(
     ``cosines`` computes the embedding stage's matrix product; the default is plain numpy,
     a service passes one that shares the product with concurrent routes (app/embedding/cosines.py).
     ``texts``: ``query_texts(query)``, when the caller has segmented the query already.
-    ``memory``: the namespace's query memory (``memory.py``), ``None`` when it has none.
+    ``memory``: the namespace's query memory (``memory.py``), ``None`` when it has none;
+    ``examples``: its cards' examples (``examples.py``, ``card_examples``), likewise.
     """
     check_stages(stages)
     eligible = index.eligible(tags)
@@ -475,6 +501,7 @@ def route(
     depth = max(config.pool_size, k)
     scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines, depth)
     scores = with_memory(index, scores, memory, query_vec, config)
+    scores = with_examples(index, scores, examples, query_vec, config, stages)
     total = scores.total()
     if scores.signal:
         pool = top_indices(total, depth)

@@ -70,6 +70,12 @@ class RouterConfig:
     memory_pool: int = 20
     # Remembered steps are kept projected on this many principal directions (0: all).
     memory_dims: int = 128
+    # Card examples (examples.py): examples_weight * the best vote of a card's example, read
+    # by the multilingual columns, for the best examples_pool tools by fused score; a step
+    # whose cosine with the example is at or below examples_floor gets no vote.
+    examples_weight: float = 1.0
+    examples_floor: float = 0.3
+    examples_pool: int = 20
     # Added to the prior part of pinned default tools when the query matches no keyword.
     pinned_boost: float = 0.5
     # Stage 3: rule check.

@@ -55,6 +55,7 @@ def test_router_weights_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
         ("TOOLREACH_ROUTER__POOL_SIZE", "0", "bad setting: TOOLREACH_ROUTER__POOL_SIZE must be"),
         ("TOOLREACH_ROUTER__MMR_LAMBDA", "1.5", "TOOLREACH_ROUTER__MMR_LAMBDA must be within"),
         ("TOOLREACH_ROUTER__MENTION_SOFTENING", "2", "MENTION_SOFTENING must be within [0, 1]"),
+        ("TOOLREACH_ROUTER__EXAMPLES_FLOOR", "1", "EXAMPLES_FLOOR must be within [0, 1)"),
     ],
 )
 def test_a_bad_value_is_named(
