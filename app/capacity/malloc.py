@@ -6,10 +6,11 @@ tens of MB, the old ones freed a moment later. glibc serves a block above its mm
 (128 KiB at first) with its own ``mmap`` and unmaps it when freed; but each time it frees
 such a block it raises the threshold to that block's size (up to 32 MiB), so from the
 second write on the matrices come from the heap of whichever thread's arena merged them.
-Freed there, between live blocks, they stay in the process: a replica grew by ~150 KiB per
-write and by 350–400 MiB in 5 minutes of writes, while its live data grew by a few KB per
-card (docs/BENCHMARKS.md, "Multi-replica soak"). Setting the threshold (``mallopt``) turns
-that adjustment off: large blocks are always mapped, and unmapped when freed.
+Freed there, between live blocks, they stay in the process: RSS grew by 205 MiB in 1,000
+writes (bench/write_rss.py) and a replica's by 350–410 MiB in the 5-minute write-heavy soak,
+while the live data grew by ~20 MB (docs/BENCHMARKS.md, "Multi-replica soak"). Setting the
+threshold (``mallopt``) turns that adjustment off: large blocks are always mapped, and
+unmapped when freed.
 """
 
 from __future__ import annotations
