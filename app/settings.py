@@ -103,6 +103,10 @@ class Settings(BaseSettings):
     cosine_int8_min_tools: int = Field(default=5000, ge=0)
     cosine_int8_dims: int = Field(default=128, ge=0, le=65536)
     cosine_moment_dims: int = Field(default=256, ge=0, le=65536)
+    # `toolreach serve`: blocks of at least this many bytes get their own mapping, returned
+    # to the system when freed (glibc's mmap threshold, fixed: app/capacity/malloc.py); each
+    # write's new index otherwise stays in the heap once freed. 0: glibc's dynamic threshold.
+    malloc_mmap_threshold: int = Field(default=131072, ge=0, le=32 * 1024 * 1024)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

@@ -1,0 +1,40 @@
+"""glibc's allocator, told to give large blocks back: a fixed mmap threshold.
+
+Every write makes a new index beside the old one: its tool matrix (4,075 tools × 896
+float32 = 14.6 MB), its BM25 arrays, its look-alike lists, each a block of hundreds of KB to
+tens of MB, the old ones freed a moment later. glibc serves a block above its mmap threshold
+(128 KiB at first) with its own ``mmap`` and unmaps it when freed; but each time it frees
+such a block it raises the threshold to that block's size (up to 32 MiB), so from the
+second write on the matrices come from the heap of whichever thread's arena merged them.
+Freed there, between live blocks, they stay in the process: RSS grew by 205 MiB in 1,000
+writes (bench/write_rss.py) and a replica's by 350–410 MiB in the 5-minute write-heavy soak,
+while the live data grew by ~20 MB (docs/BENCHMARKS.md, "Multi-replica soak"). Setting the
+threshold (``mallopt``) turns that adjustment off: large blocks are always mapped, and
+unmapped when freed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+log = logging.getLogger("toolreach.malloc")
+
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
+def fix_mmap_threshold(threshold: int) -> bool:
+    """Serve every block of at least ``threshold`` bytes with its own mapping, for the life
+    of the process (``0``: leave glibc's dynamic threshold). Whether it was set: false where
+    the C library is not glibc, or refused the value (above 32 MiB on 64-bit)."""
+    if threshold <= 0:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to set
+        log.info("no mallopt in this C library; the allocator keeps its own threshold")
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, threshold))
