@@ -155,7 +155,8 @@ class CardEmbedding:
 
     An encoder that runs several model calls at once (``parallel`` > 1: the service's
     batching encoder over ONNX/USE) gets each chunk of ``EMBED_BATCH`` texts as soon as it is
-    added, up to ``parallel`` of them running, on threads of its own: the caller's thread is
+    added, on ``parallel`` threads of its own (the encoder runs up to ``parallel - 1`` of them
+    at once, leaving routes a slot: app/embedding/batching.py): the caller's thread is
     free meanwhile to parse the next cards or write their rows. Any other encoder runs in
     ``store``.
 
