@@ -83,10 +83,11 @@ class Settings(BaseSettings):
     # are busy with anything else (docs/BENCHMARKS.md).
     encoder_threads: int = Field(default=1, ge=1, le=64)
     # Torch threads for embedding cards in bulk (imports, first start on a big registry): a
-    # long batch gains from every core. ONNX and USE run encoder_parallel_batches chunks at
-    # once instead. Route batches keep encoder_threads and always go first.
+    # long batch gains from every core. ONNX and USE run encoder_parallel_batches - 1 chunks
+    # at once instead. Route batches keep encoder_threads and always go first.
     encoder_bulk_threads: int = Field(default=2, ge=1, le=64)
-    # Model calls that may run at once, for encoders that allow it (ONNX, USE: batching.py).
+    # Model calls that may run at once, for encoders that allow it (ONNX, USE: batching.py);
+    # bulk chunks take all but one, so a route finds a slot during an import.
     encoder_parallel_batches: int = Field(default=2, ge=1, le=64)
     # POST /v1/route: worker threads, and the most requests one takes (and embeds) at once.
     route_workers: int = Field(default=2, ge=1, le=64)

@@ -10,7 +10,10 @@ database, and its writes alternate with this one's.
 
 ``import`` — routes (one keep-alive client, one at a time) against the ``--tools`` namespace:
 idle, then while ``--import-size`` synthetic cards are imported into another namespace as one
-streamed NDJSON request (this code) — model, rows and index merge included — then after it.
+streamed NDJSON request — model, rows and index merge included — then after it, with the
+import's throughput (cards/s). ``--import-rounds`` rounds, each on a fresh copy of the
+database; with ``--baseline DIR``, each round also runs that checkout's server, alternated
+with this one's; ``import_medians`` gives each one's medians over the rounds.
 
 ``replicas`` — two servers on one database, with LISTEN (the default) and with polling only
 (``--replica-modes``): a card POSTed to A, the time until B routes its query to it, from A's
@@ -23,7 +26,7 @@ seeded random unit vectors stored under that model's name (bench/route_bench.py)
 servers start fast; written cards are embedded for real.
 
     .venv/bin/python bench/write_bench.py [--tools 10000] [--rounds 100] [--baseline DIR]
-        [--sections writes import replicas] [--replica-rounds 200]
+        [--sections writes import replicas] [--import-rounds 1] [--replica-rounds 200]
         [--replica-modes listen polling] [--json OUT]
 """
 
@@ -34,6 +37,7 @@ import json
 import os
 import random
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -271,7 +275,42 @@ def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> d
     slowest = sorted(zip(phases["during"], offsets, strict=True), reverse=True)[:10]
     out["during_slowest"] = [{"ms": ms(took), "at_s": round(at, 2)} for took, at in slowest]
     out["during_p99_over_idle_p99"] = round(out["during"]["p99_ms"] / out["idle"]["p99_ms"], 2)
+    out["cards_per_s"] = round(size / result["import_s"], 1)
+    out["loadavg_after"] = os.getloadavg()
     return out
+
+
+def import_rounds(trees: dict[str, Path], template: str, size: int, rounds: int) -> dict[str, Any]:
+    """``routes_during_import`` for each checkout in ``trees``, alternated, ``rounds`` times;
+    then each one's medians over the rounds."""
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+    for round_ in range(rounds):
+        for label, tree in trees.items():
+            print(f"  round {round_ + 1}/{rounds}: {label}", file=sys.stderr, flush=True)
+            with database(template) as url:
+                server = Server(tree, url)
+                try:
+                    runs[label].append(
+                        {"loadavg_before": os.getloadavg(), **routes_during_import(server, size)}
+                    )
+                finally:
+                    server.close()
+            print(json.dumps(runs[label][-1]), file=sys.stderr, flush=True)
+    medians = {
+        label: {
+            "idle_p99_ms": statistics.median(r["idle"]["p99_ms"] for r in found),
+            "during_p50_ms": statistics.median(r["during"]["p50_ms"] for r in found),
+            "during_p99_ms": statistics.median(r["during"]["p99_ms"] for r in found),
+            "during_p99_over_idle_p99": statistics.median(
+                r["during_p99_over_idle_p99"] for r in found
+            ),
+            "import_s": statistics.median(r["import_s"] for r in found),
+            "cards_per_s": statistics.median(r["cards_per_s"] for r in found),
+            "loadavg_1min": statistics.median(r["loadavg_before"][0] for r in found),
+        }
+        for label, found in runs.items()
+    }
+    return {"rounds": runs, "import_medians": medians}
 
 
 def until(condition: Any, seconds: float = 30.0) -> float:
@@ -392,6 +431,7 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--import-size", type=int, default=10_000)
+    parser.add_argument("--import-rounds", type=int, default=1)
     parser.add_argument("--baseline", type=Path, help="another checkout to run side by side")
     parser.add_argument("--baseline-rounds", type=int, default=10)
     parser.add_argument(
@@ -438,13 +478,9 @@ def main() -> None:
             print(
                 f"routes during a {args.import_size}-card import ...", file=sys.stderr, flush=True
             )
-            with database(template) as url:
-                server = Server(ROOT, url)
-                try:
-                    report["import"] = routes_during_import(server, args.import_size)
-                finally:
-                    server.close()
-            print(json.dumps(report["import"]), file=sys.stderr, flush=True)
+            trees = {"this": ROOT, **({"baseline": args.baseline} if args.baseline else {})}
+            report["import"] = import_rounds(trees, template, args.import_size, args.import_rounds)
+            print(json.dumps(report["import"]["import_medians"]), file=sys.stderr, flush=True)
         if "replicas" in args.sections:
             report["loadavg_before_replicas"] = os.getloadavg()
             report["replicas"] = replicas(template, args.replica_rounds, args.replica_modes)

@@ -7,15 +7,18 @@ the rest. Alone, a caller is its own leader at once, so a quiet service pays no 
 
 Two kinds of callers share the model. A route embeds one step (a handful of texts: the step and
 its asks); a registry write embeds cards in bulk (an import of 10,000 cards). Route texts
-always go first, and bulk texts run in chunks of ``bulk_batch``, so a route waits for at most
-one chunk while an import is running. A bulk chunk may use more model threads
-(``bulk_threads``) than a route batch (``query_threads``): a long batch gains from a second
-core, while short route batches run best on one thread beside the request threads.
+always go first, and bulk texts run in chunks of ``bulk_batch``. A bulk chunk may use more
+model threads (``bulk_threads``) than a route batch (``query_threads``): a long batch gains
+from a second core, while short route batches run best on one thread beside the request
+threads.
 
 An encoder that may be called from several threads at once (``concurrent = True``: the ONNX
 and USE models, which also run without the interpreter lock) gets up to ``parallel`` batches
 in flight: while one batch runs on one core, the next is already filling and starts on the
-other, instead of every request waiting for one model call at a time.
+other, instead of every request waiting for one model call at a time. Bulk chunks hold at most
+``parallel - 1`` slots, so one is always free or running route texts: a route arriving during
+an import waits for no chunk, and its model call has a core of its own (issue 21). With one
+slot (torch), a route waits for at most the chunk running.
 """
 
 from __future__ import annotations
@@ -50,6 +53,13 @@ class LeaderFollower:
     def _pending(self) -> bool:
         raise NotImplementedError
 
+    def _may_lead(self) -> bool:
+        """With ``self._cond`` held: whether a caller may take a batch and run it now."""
+        return self._running < self.parallel and self._pending()
+
+    def _ran(self, batch: list[Any]) -> None:
+        """With ``self._cond`` held: ``batch`` has run (its slot is free again)."""
+
     def _take(self) -> list[Any]:
         raise NotImplementedError
 
@@ -59,8 +69,8 @@ class LeaderFollower:
     def _serve_until(self, finished: Callable[[], bool]) -> None:
         """With ``self._cond`` held: lead or wait until ``finished()``."""
         while not finished():
-            if self._running >= self.parallel or not self._pending():
-                self._cond.wait()  # every slot is busy, or our work is in a running batch
+            if not self._may_lead():
+                self._cond.wait()  # no slot for what is queued, or our work is running
                 continue
             self._running += 1
             batch = self._take()
@@ -70,6 +80,7 @@ class LeaderFollower:
             finally:
                 self._cond.acquire()
                 self._running -= 1
+                self._ran(batch)
                 self._cond.notify_all()
 
 
@@ -106,6 +117,7 @@ class BatchingEncoder(LeaderFollower):
         self.parallel = parallel if getattr(inner, "concurrent", False) else 1
         self._queue: list[_Slot] = []  # route texts, in arrival order
         self._bulk: list[_Slot] = []  # bulk texts, in arrival order
+        self._bulk_running = 0  # bulk chunks being run now
 
     def encode(self, texts: Sequence[str], interactive: bool | None = None) -> np.ndarray:
         """Rows for `texts`, computed in whatever batches the current load makes.
@@ -139,8 +151,21 @@ class BatchingEncoder(LeaderFollower):
                 raise slot.error
         return np.stack([slot.row for slot in slots if slot.row is not None])
 
+    @property
+    def bulk_slots(self) -> int:
+        """Bulk chunks that may run at once: all slots but one, which is left to routes."""
+        return max(1, self.parallel - 1)
+
     def _pending(self) -> bool:
         return bool(self._queue or self._bulk)
+
+    def _may_lead(self) -> bool:
+        if self._running >= self.parallel:
+            return False
+        return bool(self._queue) or (bool(self._bulk) and self._bulk_running < self.bulk_slots)
+
+    def _ran(self, batch: list[_Slot]) -> None:
+        self._bulk_running -= batch[0].bulk
 
     def _take(self) -> list[_Slot]:
         """The next batch: every waiting route text (up to max_batch), else one bulk chunk."""
@@ -148,6 +173,7 @@ class BatchingEncoder(LeaderFollower):
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
         else:
             batch, self._bulk = self._bulk[: self.bulk_batch], self._bulk[self.bulk_batch :]
+            self._bulk_running += 1
         return batch
 
     def _embed(self, texts: list[str], bulk: bool) -> np.ndarray:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import unit_of_work
+from app.embedding.batching import INTERACTIVE_TEXTS, BatchingEncoder
 from app.embedding.encoders import Encoder
 from app.keys.scope import require_writable
 from app.routing import ToolDoc, embedding_text
@@ -154,7 +155,8 @@ class CardEmbedding:
 
     An encoder that runs several model calls at once (``parallel`` > 1: the service's
     batching encoder over ONNX/USE) gets each chunk of ``EMBED_BATCH`` texts as soon as it is
-    added, up to ``parallel`` of them running, on threads of its own: the caller's thread is
+    added, on ``parallel`` threads of its own (the encoder runs up to ``parallel - 1`` of them
+    at once, leaving routes a slot: app/embedding/batching.py): the caller's thread is
     free meanwhile to parse the next cards or write their rows. Any other encoder runs in
     ``store``.
 
@@ -180,6 +182,7 @@ class CardEmbedding:
         self._futures: list[Future[np.ndarray]] = []
         self._stored = 0  # chunks already stored
         self._hashes: set[str] = set()
+        self._texts = 0  # texts queued so far: past INTERACTIVE_TEXTS, every chunk is bulk
         workers = int(getattr(encoder, "parallel", 1))
         self._pool = (
             ThreadPoolExecutor(workers, thread_name_prefix="embed") if workers > 1 else None
@@ -206,6 +209,7 @@ class CardEmbedding:
             known = repository.embedded_hashes(lookup, self._encoder.name, texts)
         missing = [(h, t) for h, t in texts.items() if h not in known]
         self._hashes.update(texts)
+        self._texts += len(missing)
         for start in range(0, len(missing), EMBED_BATCH):
             chunk = missing[start : start + EMBED_BATCH]
             self._chunks.append(chunk)
@@ -213,7 +217,11 @@ class CardEmbedding:
                 self._futures.append(self._pool.submit(self._embed, chunk))
 
     def _embed(self, chunk: list[tuple[str, str]]) -> np.ndarray:
-        return np.asarray(self._encoder.encode([t for _, t in chunk]), dtype=np.float32)
+        texts = [t for _, t in chunk]
+        if isinstance(self._encoder, BatchingEncoder):  # an import's short last chunk is bulk too
+            interactive = self._texts <= INTERACTIVE_TEXTS
+            return np.asarray(self._encoder.encode(texts, interactive), dtype=np.float32)
+        return np.asarray(self._encoder.encode(texts), dtype=np.float32)
 
     def store(
         self, session: Session | None = None, progress: Callable[[int], None] | None = None
