@@ -66,7 +66,7 @@ class RouterConfig:
     # tool, for the best memory_pool tools by fused score; a step whose cosine with the
     # remembered one is at or below memory_floor gets no vote.
     memory_weight: float = 1.0
-    memory_floor: float = 0.6
+    memory_floor: float = 0.8
     memory_pool: int = 20
     # Remembered steps are kept projected on this many principal directions (0: all).
     memory_dims: int = 128
