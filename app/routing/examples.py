@@ -39,15 +39,23 @@ def example_dim(index: RouterIndex) -> int:
     return stop - start
 
 
+EXAMPLE_DIMS = 128  # the principal directions example vectors are kept on (as query memory)
+
+
 def card_examples(
-    index: RouterIndex, tools: Sequence[str], vectors: np.ndarray
+    index: RouterIndex,
+    tools: Sequence[str],
+    vectors: np.ndarray,
+    basis: np.ndarray | None = None,
 ) -> QueryMemory | None:
     """The examples of a namespace's cards as votes (``tools[i]`` owns example row
-    ``vectors[i]``, a whole encoder vector); ``None`` without any."""
+    ``vectors[i]``, a whole encoder vector), kept on their ``EXAMPLE_DIMS`` principal
+    directions or on ``basis`` (an earlier build's); ``None`` without any."""
     if len(tools) == 0:
         return None
     rows = np.asarray(vectors, dtype=np.float32)[:, example_columns(index)]
-    return QueryMemory.build(tools, rows, np.ones(len(tools), dtype=np.float32), dims=128)
+    ones = np.ones(len(tools), dtype=np.float32)
+    return QueryMemory.build(tools, rows, ones, dims=EXAMPLE_DIMS, basis=basis)
 
 
 def examples_part(

@@ -46,10 +46,16 @@ class QueryMemory:
 
     @classmethod
     def build(
-        cls, tools: Sequence[str], vectors: np.ndarray, weights: np.ndarray, dims: int = 0
+        cls,
+        tools: Sequence[str],
+        vectors: np.ndarray,
+        weights: np.ndarray,
+        dims: int = 0,
+        basis: np.ndarray | None = None,
     ) -> QueryMemory | None:
         """From one row per step (``tools[i]`` its tool): grouped, unit-length, projected on
-        their ``dims`` principal directions when that is fewer than they have (0: never);
+        their ``dims`` principal directions when that is fewer than they have (0: never), or
+        on ``basis`` when given (an earlier build's, kept as the rows change a little);
         ``None`` when no step has weight (a namespace without memory routes as before)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         weights = np.asarray(weights, dtype=np.float32)
@@ -62,7 +68,8 @@ class QueryMemory:
         rows = vectors[order]
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         rows = rows / np.where(norms > 0, norms, 1.0)
-        basis = principal_basis(rows, dims)
+        if basis is None:
+            basis = principal_basis(rows, dims)
         if basis is not None:
             rows = rows @ basis.T
         names = tuple(str(n) for n in distinct)

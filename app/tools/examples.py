@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -22,11 +22,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.routing import step_window
-from app.routing.examples import card_examples
+from app.routing.examples import card_examples, example_dim
 from app.routing.memory import QueryMemory
 from app.tools.catalog import text_hash
 from app.tools.live_index import IndexManager, Snapshot
 from registry import repository as card_repository
+from registry.card import ToolCard
 
 log = logging.getLogger("toolreach.examples")
 
@@ -52,24 +53,20 @@ def text_vectors(session: Session, encoder: Encoder, texts: Sequence[str]) -> np
     return matrix
 
 
-def snapshot_examples(
-    snapshot: Snapshot, vectors_of: Callable[[Sequence[str]], np.ndarray]
-) -> QueryMemory | None:
-    """A snapshot's card examples as votes (``vectors_of``: the texts' vectors)."""
-    tools: list[str] = []
-    texts: list[str] = []
-    for name in snapshot.cards:
-        for example in snapshot.cards[name].examples:
-            if example.strip():
-                tools.append(name)
-                texts.append(example)
-    if not texts:
-        return None
-    return card_examples(snapshot.index, tools, vectors_of(texts))
+Examples = tuple[tuple[str, str], ...]  # (tool, example text), in the snapshot's order
+MIN_INTERVAL = 1.0  # seconds between two rebuilds: a burst of writes makes one
+
+
+def card_example_texts(card: ToolCard) -> tuple[str, ...]:
+    return tuple(example for example in card.examples if example.strip())
 
 
 class ExampleCache:
-    """Every namespace's card examples as the router's votes, rebuilt off the request path."""
+    """Every namespace's card examples as the router's votes, rebuilt off the request path.
+
+    A rebuild decodes only the cards whose stored JSON changed, rebuilds the votes only when
+    some card's examples changed, and keeps the principal directions of the first build; a
+    burst of writes makes one rebuild a second at most (``MIN_INTERVAL``)."""
 
     def __init__(
         self, index: IndexManager, session_factory: sessionmaker[Session], encoder: Encoder
@@ -78,7 +75,9 @@ class ExampleCache:
         self._factory = session_factory
         self._encoder = encoder
         self._built: Mapping[str, tuple[Snapshot, QueryMemory | None]] = MappingProxyType({})
-        self._vectors: dict[str, np.ndarray] = {}  # example text → its vector, last build's
+        self._pairs: dict[str, Examples] = {}  # namespace → the pairs its votes were built from
+        self._cards: dict[str, dict[str, tuple[bytes, tuple[str, ...]]]] = {}
+        self._vectors: dict[str, np.ndarray] = {}  # example text → its vector
         self._computing = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -102,13 +101,50 @@ class ExampleCache:
                 if old is not None and old[0] is snapshot:
                     built[namespace] = old
                     continue
-                built[namespace] = (snapshot, snapshot_examples(snapshot, self._vectors_of))
+                built[namespace] = (snapshot, self._votes(namespace, snapshot, old))
                 done += 1
+            gone = set(self._pairs) - set(built)
+            for namespace in gone:
+                self._pairs.pop(namespace, None)
+                self._cards.pop(namespace, None)
             self._built = MappingProxyType(built)  # swapped whole; gone namespaces dropped
-            kept = sum(len(votes) for _, votes in built.values() if votes is not None)
+            kept = sum(len(pairs) for pairs in self._pairs.values())
             if len(self._vectors) > 2 * kept + 1024:  # mostly edited-away examples: drop all
                 self._vectors.clear()
             return done
+
+    def _votes(
+        self,
+        namespace: str,
+        snapshot: Snapshot,
+        old: tuple[Snapshot, QueryMemory | None] | None,
+    ) -> QueryMemory | None:
+        pairs = self._examples(namespace, snapshot)
+        previous = None if old is None else old[1]
+        if old is not None and pairs == self._pairs.get(namespace):
+            return previous  # no card's examples changed
+        self._pairs[namespace] = pairs
+        if not pairs:
+            return None
+        texts = [text for _, text in pairs]
+        vectors = self._vectors_of(texts)
+        basis = None if previous is None else previous.basis
+        if basis is not None and basis.shape[1] != example_dim(snapshot.index):
+            basis = None
+        return card_examples(snapshot.index, [tool for tool, _ in pairs], vectors, basis)
+
+    def _examples(self, namespace: str, snapshot: Snapshot) -> Examples:
+        """Every (tool, example) of the snapshot, decoding only the cards that changed."""
+        seen = self._cards.get(namespace, {})
+        cards: dict[str, tuple[bytes, tuple[str, ...]]] = {}
+        for name in snapshot.cards:
+            raw = snapshot.cards.raw(name)
+            known = seen.get(name)
+            if known is None or known[0] != raw:
+                known = (raw, card_example_texts(snapshot.cards[name]))
+            cards[name] = known
+        self._cards[namespace] = cards
+        return tuple((name, text) for name, (_, texts) in cards.items() for text in texts)
 
     def _vectors_of(self, texts: Sequence[str]) -> np.ndarray:
         """The texts' vectors: those of the last build from memory, the rest from the
@@ -118,19 +154,19 @@ class ExampleCache:
             with unit_of_work(self._factory) as session:
                 found = text_vectors(session, self._encoder, missing)
             self._vectors.update(zip(missing, found, strict=True))
-        matrix = np.stack([self._vectors[t] for t in texts])
-        return matrix
+        return np.stack([self._vectors[t] for t in texts])
 
     def start(self) -> None:
         def loop() -> None:
             while not self._stop.is_set():
                 try:
                     while self.refresh():  # a write during a build: go again
-                        pass
+                        self._stop.wait(MIN_INTERVAL)
                 except Exception:
                     log.exception("embedding card examples failed; will retry on the next write")
                 self._wake.wait()
                 self._wake.clear()
+                self._stop.wait(MIN_INTERVAL)  # the writes of the next second make one build
 
         self._thread = threading.Thread(target=loop, name="card-examples", daemon=True)
         self._thread.start()

@@ -52,6 +52,10 @@ class CardStore(Mapping[str, ToolCard]):
     def __getitem__(self, name: str) -> ToolCard:
         return ToolCard.model_validate_json(self._raw[name], context=TRUSTED)
 
+    def raw(self, name: str) -> bytes:
+        """The card's stored JSON, undecoded (equal bytes: the same card)."""
+        return self._raw[name]
+
     def __contains__(self, name: object) -> bool:
         return name in self._raw
 
