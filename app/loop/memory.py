@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -51,9 +51,10 @@ from app.keys.scope import require_writable
 from app.loop import repository as event_repository
 from app.loop.prior import HORIZON_HALF_LIVES, decay
 from app.loop.repository import ForgetMark, MemoryReport
-from app.routing import step_window
 from app.routing.memory import QueryMemory
 from app.tools.catalog import text_hash
+from app.tools.examples import TextEncoder as Encoder
+from app.tools.examples import text_vectors
 from registry import repository as card_repository
 from registry.errors import NotFound
 
@@ -61,17 +62,6 @@ log = logging.getLogger("toolreach.memory")
 
 KEY_STEPS = 32  # one key holds at most this many distinct steps of one tool
 TEXT_CAP = 1.0  # one step text weighs at most this much for one tool
-EMBED_BATCH = 256
-
-
-class Encoder(Protocol):
-    """What memory needs of the service's encoder (``app.embedding.encoders.Encoder``)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def dim(self) -> int: ...
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,24 +171,6 @@ def remembered_steps(
     ]
 
 
-def step_vectors(session: Session, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
-    """The vectors of ``texts``: stored ones read, the others embedded in batches and stored."""
-    texts = [step_window(t) for t in texts]  # what a route embeds of a step
-    hashes = [text_hash(t) for t in texts]
-    stored = card_repository.get_embeddings(session, encoder.name, set(hashes))
-    missing = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in stored}.items())
-    for start in range(0, len(missing), EMBED_BATCH):
-        chunk = missing[start : start + EMBED_BATCH]
-        vectors = np.asarray(encoder.encode([t for _, t in chunk]), dtype=np.float32)
-        made = {h: v.tobytes() for (h, _), v in zip(chunk, vectors, strict=True)}
-        card_repository.put_embeddings(session, encoder.name, encoder.dim, made)
-        stored.update(made)
-    matrix = np.empty((len(texts), encoder.dim), dtype=np.float32)
-    for row, h in enumerate(hashes):
-        matrix[row] = np.frombuffer(stored[h], dtype=np.float32)
-    return matrix
-
-
 def substance_changes(
     session: Session, namespace: str, tools: Iterable[str]
 ) -> dict[str, datetime]:
@@ -269,7 +241,7 @@ class MemoryCache:
                 )
                 if not steps:
                     continue
-                vectors = step_vectors(session, self._encoder, [s.text for s in steps])
+                vectors = text_vectors(session, self._encoder, [s.text for s in steps])
                 weights = np.array([s.weight for s in steps], dtype=np.float32)
                 memory = QueryMemory.build([s.tool for s in steps], vectors, weights, self.dims)
                 built[namespace] = NamespaceMemory(memory, tuple(steps))

@@ -15,6 +15,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Protocol
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -34,7 +35,17 @@ log = logging.getLogger("toolreach.examples")
 EMBED_BATCH = 256
 
 
-def text_vectors(session: Session, encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+class TextEncoder(Protocol):
+    """What embedding texts needs of the service's encoder (``app.embedding.encoders``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def text_vectors(session: Session, encoder: TextEncoder, texts: Sequence[str]) -> np.ndarray:
     """The vectors of ``texts`` as a route embeds a step (``step_window``): stored ones read,
     the others embedded in batches and stored, by the hash of the text."""
     texts = [step_window(t) for t in texts]
