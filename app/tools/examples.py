@@ -27,6 +27,7 @@ from app.routing.examples import card_examples, example_dim
 from app.routing.memory import QueryMemory
 from app.tools.catalog import text_hash
 from app.tools.live_index import IndexManager, Snapshot
+from app.tools.settle import Settle
 from registry import repository as card_repository
 from registry.card import ToolCard
 
@@ -65,7 +66,6 @@ def text_vectors(session: Session, encoder: TextEncoder, texts: Sequence[str]) -
 
 
 Examples = tuple[tuple[str, str], ...]  # (tool, example text), in the snapshot's order
-MIN_INTERVAL = 1.0  # seconds between two rebuilds: a burst of writes makes one
 
 
 def card_example_texts(card: ToolCard) -> tuple[str, ...]:
@@ -77,7 +77,7 @@ class ExampleCache:
 
     A rebuild decodes only the cards whose stored JSON changed, rebuilds the votes only when
     some card's examples changed, and keeps the principal directions of the first build; a
-    burst of writes makes one rebuild a second at most (``MIN_INTERVAL``)."""
+    burst of writes makes one rebuild (``app/tools/settle.py``)."""
 
     def __init__(
         self, index: IndexManager, session_factory: sessionmaker[Session], encoder: Encoder
@@ -90,10 +90,9 @@ class ExampleCache:
         self._cards: dict[str, dict[str, tuple[bytes, tuple[str, ...]]]] = {}
         self._vectors: dict[str, np.ndarray] = {}  # example text → its vector
         self._computing = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._settle = Settle()  # a burst of writes makes one rebuild
         self._thread: threading.Thread | None = None
-        index.on_publish(self._wake.set)
+        index.on_publish(self._settle.wake)
 
     def get(self, namespace: str) -> QueryMemory | None:
         """The namespace's examples as votes (of its latest snapshot built); ``None``: none."""
@@ -168,22 +167,22 @@ class ExampleCache:
         return np.stack([self._vectors[t] for t in texts])
 
     def start(self) -> None:
+        """Build every namespace now, then after each burst of writes (``Settle``), in a
+        background thread."""
+
         def loop() -> None:
-            while not self._stop.is_set():
+            while True:
                 try:
-                    while self.refresh():  # a write during a build: go again
-                        self._stop.wait(MIN_INTERVAL)
+                    self.refresh()
                 except Exception:
                     log.exception("embedding card examples failed; will retry on the next write")
-                self._wake.wait()
-                self._wake.clear()
-                self._stop.wait(MIN_INTERVAL)  # the writes of the next second make one build
+                if not self._settle.wait():
+                    return
 
         self._thread = threading.Thread(target=loop, name="card-examples", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
+        self._settle.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)

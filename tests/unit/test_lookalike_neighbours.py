@@ -8,6 +8,7 @@ import pytest
 
 from app.tools.neighbours import (
     Neighbours,
+    cosines,
     full_neighbours,
     ranked_pairs,
     top_m,
@@ -106,3 +107,17 @@ def test_pairs_count_once_best_first() -> None:
     assert (np.diff(sims) <= 0).all()
     exact = rows.astype(np.float64) @ rows.astype(np.float64).T
     np.testing.assert_allclose(sims, exact[a, b], atol=1e-6)
+
+
+def test_cosines_with_a_floor_are_exact_at_and_above_it() -> None:
+    """A floor sums only the columns a row may reach (``MARGIN``): every cosine at or above
+    it is the unfiltered one, bit for bit; the others are below it."""
+    rows = unit(np.random.default_rng(4), 500, dim=64)
+    some = np.array([3, 77, 401])
+    full = cosines(rows, some)
+    for floor in (0.3, 0.6, 0.9):
+        found = cosines(rows, some, floor)
+        reached = full >= floor
+        assert reached.any() and (~reached).any()
+        np.testing.assert_array_equal(found[reached], full[reached])
+        assert (found[~reached] < floor).all()
