@@ -18,6 +18,7 @@ from app.services import Services, build_services
 from app.tools.catalog import delete_card, write_cards
 from registry.card import ToolCard
 from tests.conftest import make_settings
+from tests.waiting import until
 
 WORDS = [
     "weather",
@@ -124,7 +125,8 @@ def test_a_large_namespace_derives_its_int8_copy_and_refits_it_once_writes_settl
             write_cards(session, services.encoder, [card(rng, f"t{i}", "default")])
         services.index.sync()
         snapshot = services.index.get("default")
-        assert snapshot is not None and services.cosines.prepared(snapshot.index.embeddings)
+        assert snapshot is not None
+        assert until(lambda s=snapshot: services.cosines.prepared(s.index.embeddings))
         copy = services.cosines._int8[id(snapshot.index.embeddings)]
         if i < 6:
             assert copy.basis is fit.basis  # derived: the first fit, no new directions

@@ -27,6 +27,7 @@ from tests.api.own_postgres import OwnPostgres, own_postgres, postgres_bin
 from tests.api.test_frozen_database import LIMITS as DATABASE_LIMITS
 from tests.api.test_frozen_database import Server, timed
 from tests.conftest import ADMIN_KEY, AGENT, empty_database, make_settings
+from tests.waiting import until
 
 GUESSER, OTHER = ("198.51.100.1", 4711), ("198.51.100.2", 4711)
 BAD = {"Authorization": "Bearer not-a-key-of-this-service-0001"}
@@ -183,15 +184,6 @@ def test_the_table_adds_up_each_replicas_counts(database_url: str) -> None:
             assert sorted(set(left)) == [("auth", 300), ("client", 600)]
     finally:
         engine.dispose()
-
-
-def until(condition: Any, seconds: float) -> float:
-    """Seconds until ``condition()`` holds; fails past ``seconds``."""
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < seconds, "the replicas did not share their counts"
-        time.sleep(0.05)
-    return time.monotonic() - started
 
 
 def test_two_replicas_share_their_counts(postgres_url: str) -> None:

@@ -16,6 +16,7 @@ from app.embedding.encoders import make_encoder
 from app.main import create_app
 from app.services import Services
 from tests.conftest import ADMIN, AGENT, PG_ADMIN_URL, empty_database, make_settings
+from tests.waiting import until
 
 
 def services_of(client: TestClient) -> Services:
@@ -38,15 +39,6 @@ def routed(client: TestClient, query: str) -> list[str]:
     response = client.post("/v1/route", json={"query": query, "k": 5}, headers=AGENT)
     assert response.status_code == 200, response.text
     return [c["name"] for c in response.json()["candidates"]]
-
-
-def until(condition: object, seconds: float = 10.0) -> float:
-    """Seconds until ``condition()`` holds (fails the test past ``seconds``)."""
-    started = time.monotonic()
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() - started < seconds, "the other replica did not catch up"
-        time.sleep(0.005)
-    return time.monotonic() - started
 
 
 def tool(name: str) -> dict[str, str]:

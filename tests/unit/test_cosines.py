@@ -216,3 +216,61 @@ def test_moment_directions_beyond_the_matrix_keep_all_but_one() -> None:
     assert moments is not None
     np.testing.assert_allclose(moments[:, 1], exact.std(axis=1), rtol=2e-3)
     assert Int8Matrix(matrix, dims=64, moment_dims=32).basis is None  # every dimension in int8
+
+
+def merged(previous: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A write's new matrix: one row of ``previous`` replaced, its last row dropped and a
+    new row appended; and each row's source row in ``previous`` (-1: new)."""
+    fresh = unit_rows(2, previous.shape[1], seed)
+    matrix = np.vstack([previous[:-1], fresh[1:]])
+    matrix[seed % 10] = fresh[0]
+    source = np.arange(len(matrix), dtype=np.int64)
+    source[seed % 10] = -1
+    source[-1] = -1
+    return matrix, source
+
+
+def test_a_writes_copy_is_derived_in_the_background_through_the_writes_before_it() -> None:
+    """Off the write: a merged matrix routes exactly until its copy is derived. Writes made
+    while a copy is being derived wait for it and then make one copy, from the sources
+    composed: the copy a derive at every write would reach, on the first fit."""
+    batcher = CosineBatcher(int8_min_tools=10, int8_dims=8, moment_dims=16)
+    m0 = unit_rows(600, 32, 5)  # 3 writes: far from a tenth of the rows, no refit
+    batcher.prepare(m0)  # a first build: fitted at once
+    assert batcher.prepared(m0)
+    gate, derived = threading.Event(), []
+    real = batcher._derives._derive
+
+    def held(job: object) -> None:
+        assert gate.wait(10)
+        derived.append(job)
+        real(job)  # type: ignore[arg-type]
+
+    batcher._derives._derive = held
+    m1, s1 = merged(m0, 1)
+    batcher.prepare(m1, m0, s1)  # taken by the worker, held at the gate
+    for _ in range(1000):
+        if batcher._derives._current is not None:
+            break
+        threading.Event().wait(0.01)
+    m2, s2 = merged(m1, 2)
+    batcher.prepare(m2, m1, s2)  # waits for m1's copy
+    m3, s3 = merged(m2, 3)
+    batcher.prepare(m3, m2, s3)  # joins m2's job
+    assert not batcher.prepared(m1) and not batcher.prepared(m3)
+    query = unit_rows(1, 32, 9)
+    np.testing.assert_array_equal(batcher(m3, query), gemv_rows(m3, query))  # exact meanwhile
+    gate.set()
+    for _ in range(1000):
+        if not batcher.refitting():
+            break
+        threading.Event().wait(0.01)
+    assert len(derived) == 2  # m1's, then m3's through m2: m2 itself is never derived
+    assert batcher.prepared(m1) and not batcher.prepared(m2) and batcher.prepared(m3)
+    fit = batcher._int8[id(m0)]
+    stepwise = fit.derive(m1, s1, m0).derive(m2, s2, m1).derive(m3, s3, m2)
+    copy = batcher._int8[id(m3)]
+    assert copy.basis is fit.basis and 0 < copy.drift <= stepwise.drift  # (net changes)
+    np.testing.assert_array_equal(copy._weights, stepwise._weights)
+    np.testing.assert_allclose(copy._row_sum, stepwise._row_sum, atol=1e-9)
+    np.testing.assert_allclose(copy.cosines(query), stepwise.cosines(query), atol=1e-6)
