@@ -47,9 +47,9 @@ def get_session(services: ServicesDep) -> Iterator[Session]:
     """
     with unit_of_work(services.session_factory) as session:
         yield session
-    if session.info.get("registry_changed"):
+    if revision := session.info.get("registry_changed"):  # the registry revision written
         try:
-            services.index.sync()
+            services.index.sync(at_least=revision)
         except Exception:  # the write landed; the background poll will catch the index up
             log.exception("index sync after a write failed")
     if session.info.get("keys_changed"):

@@ -301,13 +301,14 @@ def write_cards(
     embedding.store(session, progress)
     revision = repository.next_revision(session)
     statuses = repository.write_cards(session, list(cards), revision, create_only=create_only)
-    session.info["registry_changed"] = True
+    session.info["registry_changed"] = revision
     return statuses
 
 
 def delete_card(session: Session, namespace: str, name: str) -> None:
-    repository.delete_tool(session, namespace, name, repository.next_revision(session))
-    session.info["registry_changed"] = True
+    revision = repository.next_revision(session)
+    repository.delete_tool(session, namespace, name, revision)
+    session.info["registry_changed"] = revision
 
 
 def import_items(

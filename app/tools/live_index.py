@@ -176,14 +176,24 @@ class IndexManager:
         real = snapshot.memo["exported_names"].get(name)
         return None if real is None else snapshot.cards[real]
 
-    def sync(self) -> int:
+    def sync(self, at_least: int | None = None) -> int:
         """Apply every change since the last revision seen; returns how many tools changed.
 
         Each namespace a change touched gets a new index merged from its current one: the
         changed cards are analysed (a segment), the others only laid out again
         (``RouterIndex.merge``), the same index a full build of its cards would be.
+
+        ``at_least``: a revision this process just committed. If a sync already took it in
+        (most often the polling thread, woken by the write's own notification while the
+        request waited for this lock), there is nothing to read.
         """
-        with self._lock, unit_of_work(self._factory) as session:
+        with self._lock:
+            if at_least is not None and self._revision >= at_least:
+                return 0
+            return self._sync()
+
+    def _sync(self) -> int:
+        with unit_of_work(self._factory) as session:
             head = repository.current_revision(session)
             if head == self._revision:
                 return 0
