@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     # `toolreach serve`: blocks of at least this many bytes get their own mapping, returned
     # to the system when freed (glibc's mmap threshold, fixed: app/capacity/malloc.py); each
     # write's new index otherwise stays in the heap once freed. 0: glibc's dynamic threshold.
-    malloc_mmap_threshold: int = Field(default=131072, ge=0, le=32 * 1024 * 1024)
+    malloc_mmap_threshold: int = Field(default=4 * 1024 * 1024, ge=0, le=32 * 1024 * 1024)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

@@ -4,11 +4,13 @@ Imports Seal-Tools' tools with the fake encoder (896 dimensions, as the real one
 scratch Postgres database, then sends ``WRITES`` writes through the app in turn: a POST of a
 new card, a PUT of one written before (bench/soak.py's writes), and prints the RSS every 200
 writes. ``--trace``: tracemalloc's largest live growths at the end (what Python and numpy
-still hold). Run it as ``toolreach serve`` does, or as before it fixed glibc's mmap
-threshold (``MALLOC_MMAP_THRESHOLD_`` sets the same value as ``TOOLREACH_MALLOC_MMAP_THRESHOLD``):
+still hold). Without a setting it runs on glibc's dynamic threshold; ``MALLOC_MMAP_THRESHOLD_``
+fixes it as ``TOOLREACH_MALLOC_MMAP_THRESHOLD`` does in ``toolreach serve`` (4 MiB by
+default; 128 KiB before 2026-12-01):
 
     PYTHONPATH=. .venv/bin/python bench/write_rss.py 1000
-    MALLOC_MMAP_THRESHOLD_=131072 PYTHONPATH=. .venv/bin/python bench/write_rss.py 1000
+    MALLOC_MMAP_THRESHOLD_=4194304 PYTHONPATH=. .venv/bin/python bench/write_rss.py 2000
+    MALLOC_MMAP_THRESHOLD_=131072 PYTHONPATH=. .venv/bin/python bench/write_rss.py 2000
 """
 
 from __future__ import annotations
