@@ -94,6 +94,7 @@ def world(request: pytest.FixtureRequest) -> Iterator[World]:
             for ns in (OWN, OTHER)
         }
         services_of(client).events.flush()
+        services_of(client).lookalikes.refresh()  # (the background waits for writes to settle)
         table_keys = {
             caller: client.post("/v1/keys", json={"role": "agent"}, headers=ADMIN).json()["id"]
             for caller in CALLERS
