@@ -27,7 +27,7 @@ from app.routing.examples import card_examples, example_dim
 from app.routing.memory import QueryMemory
 from app.tools.catalog import text_hash
 from app.tools.live_index import IndexManager, Snapshot
-from app.tools.settle import Settle
+from app.tools.settle import Rebuilder
 from registry import repository as card_repository
 from registry.card import ToolCard
 
@@ -90,9 +90,14 @@ class ExampleCache:
         self._cards: dict[str, dict[str, tuple[bytes, tuple[str, ...]]]] = {}
         self._vectors: dict[str, np.ndarray] = {}  # example text → its vector
         self._computing = threading.Lock()
-        self._settle = Settle()  # a burst of writes makes one rebuild
-        self._thread: threading.Thread | None = None
-        index.on_publish(self._settle.wake)
+        # A burst of writes makes one rebuild.
+        self._rebuilder = Rebuilder(
+            "card-examples",
+            self.refresh,
+            log,
+            "embedding card examples failed; will retry on the next write",
+        )
+        index.on_publish(self._rebuilder.wake)
 
     def get(self, namespace: str) -> QueryMemory | None:
         """The namespace's examples as votes (of its latest snapshot built); ``None``: none."""
@@ -167,22 +172,9 @@ class ExampleCache:
         return np.stack([self._vectors[t] for t in texts])
 
     def start(self) -> None:
-        """Build every namespace now, then after each burst of writes (``Settle``), in a
-        background thread."""
-
-        def loop() -> None:
-            while True:
-                try:
-                    self.refresh()
-                except Exception:
-                    log.exception("embedding card examples failed; will retry on the next write")
-                if not self._settle.wait():
-                    return
-
-        self._thread = threading.Thread(target=loop, name="card-examples", daemon=True)
-        self._thread.start()
+        """Build every namespace now, then after each burst of writes, in a background
+        thread (``app/tools/settle.py``)."""
+        self._rebuilder.start()
 
     def stop(self) -> None:
-        self._settle.stop()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._rebuilder.stop()

@@ -25,7 +25,7 @@ import numpy as np
 from app.tools.live_index import IndexManager, Snapshot
 from app.tools.lookalike_pairs import LookalikeList, LookalikePair, render_pair
 from app.tools.neighbours import Neighbours, full_neighbours, ranked_pairs, update_neighbours
-from app.tools.settle import Settle
+from app.tools.settle import Rebuilder
 
 log = logging.getLogger("toolreach.lookalikes")
 
@@ -106,9 +106,14 @@ class LookalikeCache:
         self.index, self.neighbours, self.floor = index, neighbours, floor
         self._states: dict[str, NamespacePairs] = {}
         self._computing = threading.Lock()  # one refresh at a time: none loses another's
-        self._settle = Settle()  # a burst of writes makes one computation
-        self._thread: threading.Thread | None = None
-        index.on_publish(self._settle.wake)
+        # A burst of writes makes one computation.
+        self._rebuilder = Rebuilder(
+            "lookalikes",
+            self.refresh,
+            log,
+            "computing look-alikes failed; will retry on the next write",
+        )
+        index.on_publish(self._rebuilder.wake)
 
     def get(self, namespace: str) -> tuple[NamespacePairs | None, bool]:
         """The namespace's look-alikes, and whether they are those of its current snapshot."""
@@ -136,25 +141,12 @@ class LookalikeCache:
         return done
 
     def start(self) -> None:
-        """Compute every namespace now, then after each burst of writes (``Settle``), in a
-        background thread."""
-
-        def loop() -> None:
-            while True:
-                try:
-                    self.refresh()
-                except Exception:
-                    log.exception("computing look-alikes failed; will retry on the next write")
-                if not self._settle.wait():
-                    return
-
-        self._thread = threading.Thread(target=loop, name="lookalikes", daemon=True)
-        self._thread.start()
+        """Compute every namespace now, then after each burst of writes, in a background
+        thread (``app/tools/settle.py``)."""
+        self._rebuilder.start()
 
     def stop(self) -> None:
-        self._settle.stop()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._rebuilder.stop()
 
 
 def _best(

@@ -10,8 +10,10 @@ stop, so a cache is never more than ``longest`` seconds behind.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections.abc import Callable
 
 QUIET = 0.5  # seconds without a write before a rebuild
 LONGEST = 5.0  # seconds a rebuild may wait for the writes to stop
@@ -55,3 +57,37 @@ class Settle:
                     return True
                 self._cond.wait(left)
             return False
+
+
+class Rebuilder:
+    """A cache's background thread: ``rebuild()`` at ``start``, then once per settled burst
+    of ``wake()`` calls, until ``stop``. A failed rebuild is logged (``failure``) and tried
+    again after the next write."""
+
+    def __init__(
+        self, name: str, rebuild: Callable[[], object], log: logging.Logger, failure: str
+    ) -> None:
+        self.settle = Settle()
+        self._name, self._rebuild, self._log, self._failure = name, rebuild, log, failure
+        self._thread: threading.Thread | None = None
+
+    def wake(self) -> None:
+        self.settle.wake()
+
+    def start(self) -> None:
+        def loop() -> None:
+            while True:
+                try:
+                    self._rebuild()
+                except Exception:
+                    self._log.exception(self._failure)
+                if not self.settle.wait():
+                    return
+
+        self._thread = threading.Thread(target=loop, name=self._name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.settle.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
