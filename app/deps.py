@@ -47,7 +47,7 @@ def get_session(services: ServicesDep) -> Iterator[Session]:
     """
     with unit_of_work(services.session_factory) as session:
         yield session
-    if revision := session.info.get("registry_changed"):  # the registry revision written
+    if revision := session.info.get("registry_revision"):  # a write's registry revision
         try:
             services.index.sync(at_least=revision)
         except Exception:  # the write landed; the background poll will catch the index up

@@ -301,14 +301,14 @@ def write_cards(
     embedding.store(session, progress)
     revision = repository.next_revision(session)
     statuses = repository.write_cards(session, list(cards), revision, create_only=create_only)
-    session.info["registry_changed"] = revision
+    session.info["registry_revision"] = revision  # what the request's sync waits for
     return statuses
 
 
 def delete_card(session: Session, namespace: str, name: str) -> None:
     revision = repository.next_revision(session)
     repository.delete_tool(session, namespace, name, revision)
-    session.info["registry_changed"] = revision
+    session.info["registry_revision"] = revision  # what the request's sync waits for
 
 
 def import_items(
