@@ -18,6 +18,7 @@ them in its ASGI scope.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -40,7 +41,9 @@ from registry.formats import from_card
 if TYPE_CHECKING:
     from app.services import Services
 
+log = logging.getLogger("toolreach.mcp")
 SCOPE_KEY = "toolreach.mcp"
+INTERNAL_MESSAGE = "an internal error occurred; it has been logged"
 # What search_tools adds to each definition from the route's candidate (those present).
 CANDIDATE_FACTS = ("score", "confidence", "missing_required")
 INSTRUCTIONS = (
@@ -240,6 +243,11 @@ def build_server(services: Services) -> Server[Any]:
             return _answer({"error": str(exc), **exc.details}, error=True)
         except ToolReachError as exc:  # e.g. overloaded: the model may retry
             return _answer({"error": exc.message, "code": exc.code}, error=True)
+        except MCPError:
+            raise
+        except Exception:  # a bug: the one error shape of /v1, never the raw Python text
+            log.exception("MCP tools/call %s failed", params.name)
+            return _answer({"error": INTERNAL_MESSAGE, "code": "internal"}, error=True)
 
     return Server(
         "toolreach",
