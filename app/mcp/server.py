@@ -7,9 +7,9 @@
 - ``describe_tool {name}``: one tool's MCP definition and its error table.
 - ``validate_call {name, arguments, route_id?}``: ``/v1/validate``, with did-you-mean.
 
-``call_tool {name, arguments}`` comes with the gateway: it will be one more ``MetaTool`` here
-whose ``run`` parses ``CallArguments`` (aliases and all), validates as ``validate_call`` does,
-and forwards through ``app/gateway``. It is not listed until it works.
+- ``call_tool {name, arguments, route_id?}``: ``POST /v1/call`` through ``app/gateway``; a
+  failed call is a tool error whose structured content is the gateway's answer (its code,
+  message, suggestion), never a JSON-RPC error with a raw Python message.
 
 The namespace and the caller come from the HTTP request (``app/mcp/http.py``), which put
 them in its ASGI scope.
