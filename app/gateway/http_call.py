@@ -134,6 +134,7 @@ async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Respo
             raise CallFailed(
                 "redirect_refused",
                 f"the source redirected to another origin ({target.host}); refused",
+                answered=True,
             )
         keeps_method = response.status_code in (307, 308)
         if not keeps_method and request.method not in ("GET", "HEAD"):
@@ -144,7 +145,7 @@ async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Respo
             headers=request.headers,
             content=request.content if keeps_method else None,
         )
-    raise CallFailed("redirect_refused", f"more than {MAX_REDIRECTS} redirects")
+    raise CallFailed("redirect_refused", f"more than {MAX_REDIRECTS} redirects", answered=True)
 
 
 def answer(response: httpx.Response) -> Any:
@@ -174,6 +175,7 @@ def result_or_failure(response: httpx.Response, secrets: list[str]) -> dict[str,
         str(status),
         f"the source answered HTTP {status} {response.reason_phrase}".rstrip(),
         retryable=status in RETRYABLE_STATUS or (status >= 500 and status != 501),
-        source_fault=status >= 500,  # any other answer says the source is up
+        source_fault=status >= 500,
+        answered=status < 500,  # any other answer says the source is up
         details={"status": status, "body": shown},
     )

@@ -83,6 +83,7 @@ def document(port: int) -> dict[str, Any]:
             },
             "/slow": {"get": _op("answer_late", "Answer after a second", _string("q", "query"))},
             "/hop": {"get": _op("redirect_home", "Redirect to /echo within the origin")},
+            "/away": {"get": _op("redirect_away", "Redirect to the cloud metadata address")},
         },
     }
 
@@ -150,6 +151,9 @@ class EchoUpstream:
                     time.sleep(1.0)
                 if path == f"{BASE}/hop":
                     return self._answer(302, b"", "text/plain", Location=f"{BASE}/echo")
+                if path == f"{BASE}/away":
+                    away = "http://169.254.169.254/latest/meta-data"
+                    return self._answer(302, b"", "text/plain", Location=away)
                 if path == f"{BASE}/text":  # the echo as text: every string JSON-escaped
                     raw = json.dumps(echoed, ensure_ascii=True).encode()
                     return self._answer(200, raw, "text/plain")

@@ -55,12 +55,27 @@ def test_a_trial_that_ends_in_a_4xx_closes_the_breaker(sqlite_db: str, echo: Ech
         assert call(gw, "echo_get")["error"]["code"] == "circuit_open"
         time.sleep(0.4)
         trial = call(gw, "answer_status", {"code": "404"})
-        assert trial["error"]["code"] == "404"  # the source answered: it is up
+        assert trial["error"]["code"] == "404" and trial["attempts"] == 1  # the source is up
+        breaker = services_of(gw).gateway._limits.of("echo").breaker  # type: ignore[union-attr]
+        assert breaker.closed and not breaker.trial
         assert call(gw, "echo_get")["ok"]
         assert call(gw, "answer_status", {"code": "500"})["error"]["code"] == "500"
         time.sleep(0.4)
         refused(call(gw, "echo_get", {"X-Note": "a\nb"}), "X-Note")  # a trial that says nothing
         assert call(gw, "echo_get")["ok"]  # ...gave the trial back, to this one
+
+
+def test_an_answer_of_the_source_is_never_its_failure(sqlite_db: str, echo: EchoUpstream) -> None:
+    """A redirect refused, a 4xx: the source answered, so it is up. Before, a redirect
+    elsewhere counted as the source's failure: any caller could open its circuit."""
+    with app_client(sqlite_db, gateway_breaker_failures=1) as gw:
+        register(gw, echo)
+        for _ in range(2):
+            away = call(gw, "redirect_away")
+            assert away["error"]["code"] == "redirect_refused" and away["attempts"] == 1
+            assert call(gw, "answer_status", {"code": "429"})["error"]["code"] == "429"
+        home = call(gw, "redirect_home", {})
+        assert home["ok"] and home["result"]["body"]["path"] == f"{BASE}/echo"
 
 
 def test_a_callers_short_deadline_never_counts_against_the_source(
