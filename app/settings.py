@@ -147,6 +147,14 @@ class Settings(BaseSettings):
     source_sync_seconds: float = Field(default=3600.0, ge=0, le=30 * 86_400)
     # Hold a session open to each live MCP source, to hear notifications/tools/list_changed.
     source_watch: bool = True
+    # The least time between two re-syncs a source's list_changed notifications ask for:
+    # notifications meanwhile make one more sync, at the end of it (a flood costs one sync
+    # per interval, not one per notification).
+    source_resync_min_seconds: float = Field(default=10.0, ge=0, le=86_400)
+    # An MCP server's tools/list, in all its pages: at most this many tools and this many
+    # bytes of tool definitions; the listing stops at the first page past either.
+    source_max_tools: int = Field(default=5000, ge=1, le=1_000_000)
+    source_max_listing_bytes: int = Field(default=16 * 1_048_576, ge=1024, le=1024 * 1_048_576)
     # MCP sources that are local commands (stdio): the admin API would run any command it is
     # given, so they are refused unless this is on.
     source_stdio_allowed: bool = False

@@ -15,8 +15,10 @@ from urllib.parse import quote
 
 import httpx
 
+from app.gateway import arguments as checked
 from app.gateway.failures import CallFailed
 from app.sources.outbound import same_origin
+from app.sources.secrets import mask
 
 MAX_REDIRECTS = 5
 RETRYABLE_STATUS = frozenset({408, 429, 502, 503, 504})
@@ -60,26 +62,35 @@ def build_request(
     query: Mapping[str, str],
 ) -> httpx.Request:
     """The request for one call; ``headers`` and ``query`` are the source's own (resolved
-    credentials included)."""
+    credentials included). An argument its place cannot hold is ``invalid_arguments``
+    (app/gateway/arguments.py): nothing is sent."""
     path = str(binding["path"])
     params: list[tuple[str, str | int | float | bool | None]] = list(query.items())
     sent_headers = dict(headers)
     cookies: list[str] = []
+    sizes: dict[str, int] = {}  # what each path and query argument adds to the URL
     for argument in binding.get("params", []):
-        if argument["arg"] not in arguments:
+        arg = str(argument["arg"])
+        if arg not in arguments:
             continue
-        value, name, where = arguments[argument["arg"]], str(argument["name"]), argument["in"]
+        value, name, where = arguments[arg], str(argument["name"]), argument["in"]
         if where == "path":
-            path = path.replace("{" + name + "}", quote(_joined(value), safe=""))
+            segment = checked.path_segment(arg, _joined(value))
+            path, sizes[arg] = path.replace("{" + name + "}", segment), len(segment)
         elif where == "query":
-            params.extend((name, v) for v in _query_values(argument, value))
+            values = _query_values(argument, value)
+            params.extend((name, v) for v in values)
+            sizes[arg] = sum(len(quote(v, safe="")) + len(name) + 2 for v in values)
         elif where == "header":
-            sent_headers[name] = _joined(value)
+            sent_headers[name] = checked.header_value(arg, _joined(value))
         elif where == "cookie":
             cookies.append(f"{name}={quote(_joined(value), safe='')}")
+            checked.bounded_header(arg, "; ".join(cookies))
     if cookies:
         sent_headers["Cookie"] = "; ".join(cookies)
     url = str(binding["server"]).rstrip("/") + path
+    encoded = sum(len(quote(str(k), safe="")) + len(quote(str(v), safe="")) + 2 for k, v in params)
+    checked.bounded_url(len(url) + encoded, sizes)
     if not same_origin(url, str(binding["server"])):
         raise CallFailed("outbound_refused", "the request would leave the source's origin")
     body = _body(binding.get("body"), arguments, sent_headers)
@@ -123,7 +134,7 @@ async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Respo
             raise CallFailed(
                 "redirect_refused",
                 f"the source redirected to another origin ({target.host}); refused",
-                source_fault=True,
+                answered=True,
             )
         keeps_method = response.status_code in (307, 308)
         if not keeps_method and request.method not in ("GET", "HEAD"):
@@ -134,7 +145,7 @@ async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Respo
             headers=request.headers,
             content=request.content if keeps_method else None,
         )
-    raise CallFailed("redirect_refused", f"more than {MAX_REDIRECTS} redirects", source_fault=True)
+    raise CallFailed("redirect_refused", f"more than {MAX_REDIRECTS} redirects", answered=True)
 
 
 def answer(response: httpx.Response) -> Any:
@@ -150,9 +161,10 @@ def answer(response: httpx.Response) -> Any:
     return response.text
 
 
-def result_or_failure(response: httpx.Response) -> dict[str, Any]:
-    """A 2xx answer's result; CallFailed with the status as its code otherwise."""
-    body = answer(response)
+def result_or_failure(response: httpx.Response, secrets: list[str]) -> dict[str, Any]:
+    """A 2xx answer's result; CallFailed with the status as its code otherwise. The secrets
+    are masked out of the body before it is cut to size (a cut secret would show its start)."""
+    body = mask(answer(response), secrets)
     if response.is_success:
         return {"status": response.status_code, "body": body}
     status = response.status_code
@@ -164,5 +176,6 @@ def result_or_failure(response: httpx.Response) -> dict[str, Any]:
         f"the source answered HTTP {status} {response.reason_phrase}".rstrip(),
         retryable=status in RETRYABLE_STATUS or (status >= 500 and status != 501),
         source_fault=status >= 500,
+        answered=status < 500,  # any other answer says the source is up
         details={"status": status, "body": shown},
     )

@@ -1,10 +1,17 @@
 """Per source: how many calls may be in flight, and a circuit breaker.
 
-The breaker opens after ``failures`` consecutive failures of the source itself (unreachable,
-timed out, a 5xx, a malformed answer; never a 4xx or a tool's own error, which say nothing
-of the source's health). While open, calls fail at once with ``circuit_open``. After
-``cooldown`` seconds one call is let through (half-open): its success closes the breaker,
-its failure opens it again for another ``cooldown``.
+The breaker belongs to the source, not to whoever calls it. It opens after ``failures``
+consecutive failures of the source itself: unreachable, its own timeout, a 5xx, a malformed
+answer. Whatever a caller causes never counts: its bad arguments, its own shorter
+``timeout_seconds``, an answer too large for the gateway; and any answer of the source that
+is not a 5xx (a 4xx, a tool's own error, a redirect) says the source is up, so it closes the
+breaker as a success does.
+
+While open, calls fail at once with ``circuit_open``. After ``cooldown`` seconds one call is
+let through (half-open). Every call the breaker lets through ends in exactly one verdict:
+``answered`` (closes it), ``failed`` (counts; a trial's failure opens it again for another
+``cooldown``), or ``abandoned`` (it learned nothing: the trial, if it was one, is given back
+for the next call). So a trial can never be left taken.
 """
 
 from __future__ import annotations
@@ -13,6 +20,14 @@ import time
 from dataclasses import dataclass, field
 
 import anyio
+
+
+@dataclass
+class Ticket:
+    """One call the breaker let through; ``trial``: it is the half-open trial."""
+
+    trial: bool
+    done: bool = False
 
 
 @dataclass
@@ -27,28 +42,44 @@ class Breaker:
     def _now(self) -> float:
         return float(self.clock())  # type: ignore[operator]
 
-    def allow(self) -> bool:
-        """Whether a call may go now (taking the half-open trial if it is due)."""
+    @property
+    def closed(self) -> bool:
+        return self.opened_at is None
+
+    def enter(self) -> Ticket | None:
+        """A ticket for a call that may go now (the half-open trial if it is due), or None."""
         if self.opened_at is None:
-            return True
+            return Ticket(trial=False)
         if self.trial or self._now() - self.opened_at < self.cooldown:
-            return False
+            return None
         self.trial = True
-        return True
+        return Ticket(trial=True)
 
     def retry_after(self) -> float:
         if self.opened_at is None:
             return 0.0
         return max(0.0, self.cooldown - (self._now() - self.opened_at))
 
-    def succeeded(self) -> None:
-        self.consecutive, self.opened_at, self.trial = 0, None, False
+    def answered(self, ticket: Ticket) -> None:
+        """The source answered: it is up."""
+        self.consecutive, self.opened_at = 0, None
+        self._end(ticket)
 
-    def failed(self) -> None:
+    def failed(self, ticket: Ticket) -> None:
+        """A failure of the source itself (one attempt of the call)."""
         self.consecutive += 1
-        if self.trial or self.consecutive >= self.failures:
+        if (ticket.trial and not ticket.done) or self.consecutive >= self.failures:
             self.opened_at = self._now()
-        self.trial = False
+        self._end(ticket)
+
+    def abandoned(self, ticket: Ticket) -> None:
+        """The call ended without a word on the source's health (no-op after a verdict)."""
+        self._end(ticket)
+
+    def _end(self, ticket: Ticket) -> None:
+        if ticket.trial and not ticket.done:
+            self.trial = False
+        ticket.done = True
 
 
 @dataclass

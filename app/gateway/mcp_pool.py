@@ -4,8 +4,13 @@ A session is opened at the first call (or at start, to watch the server's
 ``notifications/tools/list_changed``) and kept: a stdio server is not started again per
 call, an HTTP server not initialized again. Each session lives in a task of its own, which
 enters and leaves the SDK's context managers (their cancel scopes must be left by the task
-that entered them); calls use the session from any task. A session that breaks is dropped
-and the next call opens a new one.
+that entered them); calls use the session from any task.
+
+One caller's call never ends another's: a call that ends (its caller's deadline, an error
+answer) leaves the session as it was. A session that broke (its transport closed, an answer
+it could not read) is dropped and the next call opens a new one. A session on which a call
+ran out of the source's own time may be stuck: it is retired, so new calls open a new one,
+and it is closed once the calls still in flight on it have ended.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from mcp.types import CallToolResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, CallToolResult
 
 from app.sources.mcp import Connected, Reach, connect
 from app.sources.outbound import ResponseTooLarge
@@ -48,6 +54,8 @@ class _Session:
         # here, not to the call waiting for it, so the calls in flight are failed from here.
         self.broken = anyio.Event()
         self.failure: BaseException | None = None
+        self.in_flight = 0
+        self.retired = False
 
     async def _message(self, message: Any) -> None:
         if isinstance(message, ResponseTooLarge | ValueError):
@@ -69,6 +77,13 @@ class _Session:
             self.ready.set()
 
 
+def closed(exc: BaseException) -> bool:
+    """Whether a call failed because the session's transport is gone."""
+    if isinstance(exc, MCPError):
+        return exc.code == CONNECTION_CLOSED
+    return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | OSError)
+
+
 def config_key(config: SourceConfig) -> str:
     text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -80,6 +95,7 @@ class McpPool:
         self._on_list_changed = on_list_changed
         self._sessions: dict[str, tuple[str, _Session]] = {}
         self._lock = anyio.Lock()
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def call(
         self, source: str, config: SourceConfig, tool: str, arguments: dict[str, Any]
@@ -91,6 +107,22 @@ class McpPool:
         connected = held.connected
         if connected is None:
             raise ConnectionError("the MCP session closed")
+        held.in_flight += 1
+        try:
+            return await self._call(source, held, connected, tool, arguments)
+        finally:
+            held.in_flight -= 1
+            if held.retired and held.in_flight == 0:
+                self._close_soon(held)
+
+    async def _call(
+        self,
+        source: str,
+        held: _Session,
+        connected: Connected,
+        tool: str,
+        arguments: dict[str, Any],
+    ) -> tuple[CallToolResult, list[str]]:
         result: list[CallToolResult] = []
         errors: list[Exception] = []
 
@@ -110,9 +142,11 @@ class McpPool:
             group.start_soon(run, group.cancel_scope)
             group.start_soon(watch, group.cancel_scope)
         if errors:
+            if closed(errors[0]):
+                await self._drop(source, held)  # its transport is gone, for every caller
             raise errors[0]
         if not result:
-            await self.drop(source)
+            await self._drop(source, held)
             raise held.failure or ConnectionError("the MCP session broke")
         return result[0], connected.secrets
 
@@ -143,11 +177,34 @@ class McpPool:
         return session
 
     async def drop(self, source: str) -> None:
-        """Close the source's session (it broke, or the source is gone)."""
+        """Close the source's session (the source is gone)."""
         async with self._lock:
             held = self._sessions.pop(source, None)
             if held is not None:
                 await self._close(held[1])
+
+    async def _drop(self, source: str, session: _Session) -> None:
+        """Close ``session``, which broke; a newer session of the source is left alone."""
+        async with self._lock:
+            held = self._sessions.get(source)
+            if held is not None and held[1] is session:
+                del self._sessions[source]
+        await self._close(session)
+
+    async def retire(self, source: str) -> None:
+        """New calls to the source get a new session; the current one closes once the calls
+        in flight on it have ended (a call ran out of time on it: it may be stuck)."""
+        async with self._lock:
+            held = self._sessions.pop(source, None)
+        if held is not None:
+            held[1].retired = True
+            if held[1].in_flight == 0:
+                self._close_soon(held[1])
+
+    def _close_soon(self, session: _Session) -> None:
+        task = asyncio.get_running_loop().create_task(self._close(session))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def watch(self, sources: dict[str, SourceConfig]) -> None:
         """Open a session to each source, to hear it when its tools change."""
@@ -170,3 +227,4 @@ class McpPool:
             self._sessions.clear()
         for _, session in held:
             await self._close(session)
+        await asyncio.gather(*self._closing, return_exceptions=True)

@@ -33,8 +33,8 @@ class CallError(BaseModel):
     code: str = Field(
         description="the upstream's code (an HTTP status, 'tool_error') or the gateway's: "
         "unknown_tool, invalid_arguments, not_callable, timeout, circuit_open, overloaded, "
-        "unreachable, outbound_refused, response_too_large, protocol_error, "
-        "credentials_missing, loop_refused"
+        "unreachable, outbound_refused, redirect_refused, response_too_large, protocol_error, "
+        "credentials_missing, loop_refused, internal"
     )
     message: str
     retryable: bool = Field(description="whether the same call may succeed if tried again")

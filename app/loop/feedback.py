@@ -250,13 +250,17 @@ def record_call(
     factory: sessionmaker[Session],
     writer: EventWriter,
     index: IndexManager,
+    namespace: str,
     route_id: str,
     name: str,
     outcome: Outcome,
     error_code: str | None,
 ) -> FeedbackRead | None:
-    """A call forwarded by the gateway (app/gateway) is the route's report: the tool, the
-    outcome, the error code; the recorded report if this one changed it, else None.
+    """A call forwarded by the gateway (app/gateway) in ``namespace`` (the caller's, scope
+    applied) is the route's report: the tool, the outcome, the error code; the recorded
+    report if this one changed it, else None. Only a route of the call's own namespace is
+    its route: another namespace's route id is unknown to it, so no call writes a report
+    into a namespace it was not made in.
 
     Its own short transaction, so bookkeeping never fails a call. As with ``/v1/feedback``
     the first report of a route stands, with one exception: a call of the same tool that
@@ -266,7 +270,7 @@ def record_call(
     """
     try:
         with unit_of_work(factory) as session:
-            route = find_route(session, writer, route_id)
+            route = find_visible_route(session, writer, route_id, (namespace,))
             card = None if route is None else index.card(route.namespace, name)
             if route is None or card is None:
                 return None

@@ -7,9 +7,9 @@
 - ``describe_tool {name}``: one tool's MCP definition and its error table.
 - ``validate_call {name, arguments, route_id?}``: ``/v1/validate``, with did-you-mean.
 
-``call_tool {name, arguments}`` comes with the gateway: it will be one more ``MetaTool`` here
-whose ``run`` parses ``CallArguments`` (aliases and all), validates as ``validate_call`` does,
-and forwards through ``app/gateway``. It is not listed until it works.
+- ``call_tool {name, arguments, route_id?}``: ``POST /v1/call`` through ``app/gateway``; a
+  failed call is a tool error whose structured content is the gateway's answer (its code,
+  message, suggestion), never a JSON-RPC error with a raw Python message.
 
 The namespace and the caller come from the HTTP request (``app/mcp/http.py``), which put
 them in its ASGI scope.
@@ -18,6 +18,7 @@ them in its ASGI scope.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -40,7 +41,9 @@ from registry.formats import from_card
 if TYPE_CHECKING:
     from app.services import Services
 
+log = logging.getLogger("toolreach.mcp")
 SCOPE_KEY = "toolreach.mcp"
+INTERNAL_MESSAGE = "an internal error occurred; it has been logged"
 # What search_tools adds to each definition from the route's candidate (those present).
 CANDIDATE_FACTS = ("score", "confidence", "missing_required")
 INSTRUCTIONS = (
@@ -240,6 +243,11 @@ def build_server(services: Services) -> Server[Any]:
             return _answer({"error": str(exc), **exc.details}, error=True)
         except ToolReachError as exc:  # e.g. overloaded: the model may retry
             return _answer({"error": exc.message, "code": exc.code}, error=True)
+        except MCPError:
+            raise
+        except Exception:  # a bug: the one error shape of /v1, never the raw Python text
+            log.exception("MCP tools/call %s failed", params.name)
+            return _answer({"error": INTERNAL_MESSAGE, "code": "internal"}, error=True)
 
     return Server(
         "toolreach",

@@ -13,7 +13,8 @@ import httpx
 
 from app.sources import openapi
 from app.sources.documents import DocumentError, Documents, file_uri, load_documents, read_file
-from app.sources.mcp import Reach, connect, list_all_tools, to_cards
+from app.sources.headers import header_problem
+from app.sources.mcp import ListingTooLarge, Reach, connect, list_all_tools, to_cards
 from app.sources.openapi_check import problems
 from app.sources.outbound import (
     OutboundRefused,
@@ -23,11 +24,16 @@ from app.sources.outbound import (
     same_origin,
 )
 from app.sources.schemas import SourceConfig, SourceKind
-from app.sources.secrets import SecretMissing, resolve_all
+from app.sources.secrets import SecretMissing, mask, resolve_all, secret_values
 from registry.card import ToolCard
 from registry.errors import ToolReachError
 
 MAX_REDIRECTS = 5
+REASON_CHARS = 600  # of a failure's reason, cut after the secrets are masked
+
+
+# What refuses to read a source, in words of its own (the rest is worded here).
+READ_REFUSED = (OutboundRefused, SecretMissing, DocumentError, ResponseTooLarge, ListingTooLarge)
 
 
 class SourceFailed(ToolReachError):
@@ -60,29 +66,41 @@ class Snapshot:
 
 
 async def fetch(spec: SourceSpec, reach: Reach) -> Snapshot:
-    """The source's tools now; SourceFailed (with the reason) if it cannot be read."""
+    """The source's tools now; SourceFailed (with the reason) if it cannot be read. The
+    reason never holds a secret's value: a refused secret is named by its reference, and
+    anything the source or a library said is masked."""
     try:
         if spec.kind == "openapi":
             return await _openapi(spec, reach)
         return await _mcp(spec, reach)
-    except (OutboundRefused, SecretMissing, DocumentError, ResponseTooLarge) as exc:
-        raise SourceFailed(f"source {spec.name!r}: {exc}") from None
-    except (httpx.HTTPError, OSError, TimeoutError) as exc:
-        raise SourceFailed(f"source {spec.name!r} is unreachable: {_reason(exc)}") from None
-    except Exception as exc:  # the MCP SDK's errors, a server's malformed answer
-        raise SourceFailed(f"source {spec.name!r} failed: {_reason(exc)}") from None
+    except Exception as exc:
+        message = _failure(spec.name, _leaf(exc))
+    shown = mask(message, secret_values(spec.config, reach.secret_dirs))
+    raise SourceFailed(shown[:REASON_CHARS])
 
 
-def _reason(exc: BaseException) -> str:
-    nested = getattr(exc, "exceptions", None)  # an exception group from a task group
-    if nested:
-        return _reason(nested[0])
-    return f"{type(exc).__name__}: {str(exc)[:300]}".rstrip(": ")
+def _failure(name: str, exc: BaseException) -> str:
+    if isinstance(exc, READ_REFUSED):
+        return f"source {name!r}: {exc}"
+    if isinstance(exc, httpx.HTTPError | OSError | TimeoutError):
+        return f"source {name!r} is unreachable: {_text(exc)}"
+    return f"source {name!r} failed: {_text(exc)}"  # the MCP SDK's, a malformed answer
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside a task group's exception group (the SDK's transports run
+    in task groups), else ``exc``."""
+    nested = getattr(exc, "exceptions", None)
+    return _leaf(nested[0]) if nested else exc
+
+
+def _text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 
 async def _mcp(spec: SourceSpec, reach: Reach) -> Snapshot:
     async with connect(spec.config, reach) as connected:
-        tools = await list_all_tools(connected.session, reach.timeout)
+        tools = await list_all_tools(connected.session, reach)
     listed = to_cards(tools, source=spec.name, namespace=spec.namespace, prefix=spec.config.prefix)
     return Snapshot(listed.cards, refused=listed.refused)
 
@@ -93,7 +111,7 @@ async def _openapi(spec: SourceSpec, reach: Reach) -> Snapshot:
         await reach.rules.check_url(config.base_url)
     if config.url is not None:
         await reach.rules.check_url(config.url)
-        headers = resolve_all(config.headers, reach.secret_dirs).values
+        headers = resolve_all(config.headers, reach.secret_dirs, check=header_problem).values
         async with http_client(reach.rules, timeout=reach.timeout, headers=headers) as client:
             documents = await load_documents(config.url, lambda uri: _download(client, uri))
     else:

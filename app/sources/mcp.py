@@ -1,5 +1,10 @@
 """A live MCP server as a source: connect (streamable HTTP or a stdio command, with the
-mcp SDK's client), list its tools page by page, and make each a card and a binding."""
+mcp SDK's client), list its tools page by page, and make each a card and a binding.
+
+A listing is bounded as it comes: each page over HTTP by the largest answer the gateway
+takes (``TOOLREACH_GATEWAY_MAX_RESPONSE_BYTES``, counted as its bytes arrive), the whole by
+``TOOLREACH_SOURCE_MAX_TOOLS`` tools and ``TOOLREACH_SOURCE_MAX_LISTING_BYTES`` bytes of tool
+definitions, checked at every page before the next is asked for, and by ``MAX_PAGES``."""
 
 from __future__ import annotations
 
@@ -15,10 +20,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import PaginatedRequestParams, Tool
 from pydantic import ValidationError
 
+from app.sources.headers import header_problem
 from app.sources.openapi import tool_name
 from app.sources.outbound import OutboundRefused, OutboundRules, mcp_http_client
 from app.sources.schemas import SourceConfig
-from app.sources.secrets import resolve_all
+from app.sources.secrets import env_problem, resolve_all
 from registry.card import ToolCard
 from registry.formats import FormatError, to_card_data
 
@@ -33,6 +39,12 @@ class Reach:
     secret_dirs: tuple[str, ...]
     timeout: float
     stdio_allowed: bool
+    max_tools: int = 5000
+    max_listing_bytes: int = 16 * 1_048_576
+
+
+class ListingTooLarge(Exception):
+    """An MCP server lists more than a source may hold; the message says which bound."""
 
 
 @dataclass
@@ -48,10 +60,15 @@ async def connect(
     """An initialized session with the source's MCP server, closed on exit."""
     if config.url is not None:
         await reach.rules.check_url(config.url)
-        headers = resolve_all(config.headers, reach.secret_dirs)
+        headers = resolve_all(config.headers, reach.secret_dirs, check=header_problem)
+        # One bound on an answer, the gateway's: not the SDK's own on one SSE event (1 MiB).
+        largest = reach.rules.max_response_bytes
         async with (
             mcp_http_client(reach.rules, timeout=reach.timeout, headers=headers.values) as http,
-            streamable_http_client(config.url, http_client=http) as (read, write),
+            streamable_http_client(config.url, http_client=http, max_sse_event_size=largest) as (
+                read,
+                write,
+            ),
             ClientSession(read, write, message_handler=on_message) as session,
         ):
             with anyio.fail_after(reach.timeout):
@@ -63,7 +80,7 @@ async def connect(
             "MCP sources run as local commands are off: set TOOLREACH_SOURCE_STDIO_ALLOWED=true"
         )
     assert config.command is not None  # SourceCreate checks a source has one
-    env = resolve_all(config.env, reach.secret_dirs)
+    env = resolve_all(config.env, reach.secret_dirs, check=env_problem)
     params = StdioServerParameters(
         command=config.command[0], args=config.command[1:], env=env.values
     )
@@ -76,19 +93,30 @@ async def connect(
         yield Connected(session, env.secrets)
 
 
-async def list_all_tools(session: ClientSession, timeout: float) -> list[Tool]:
-    """Every tool, following ``nextCursor`` (at most ``MAX_PAGES`` pages)."""
+async def list_all_tools(session: ClientSession, reach: Reach) -> list[Tool]:
+    """Every tool, following ``nextCursor``; ListingTooLarge past a bound."""
     tools: list[Tool] = []
+    size = 0
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(reach.timeout):
             page = await session.list_tools(params=params)
         tools.extend(page.tools)
+        size += sum(len(tool.model_dump_json(by_alias=True)) for tool in page.tools)
+        if len(tools) > reach.max_tools:
+            raise ListingTooLarge(
+                f"the server lists more than {reach.max_tools} tools (TOOLREACH_SOURCE_MAX_TOOLS)"
+            )
+        if size > reach.max_listing_bytes:
+            raise ListingTooLarge(
+                f"the server's tools take more than {reach.max_listing_bytes} bytes "
+                "(TOOLREACH_SOURCE_MAX_LISTING_BYTES)"
+            )
         cursor = page.next_cursor
         if not cursor:
             return tools
-    raise ValueError(f"the server's tools/list went on for more than {MAX_PAGES} pages")
+    raise ListingTooLarge(f"the server's tools/list went on for more than {MAX_PAGES} pages")
 
 
 @dataclass

@@ -201,6 +201,17 @@ class _CappedStream(httpx.AsyncByteStream, httpx2.AsyncByteStream):
         await self._stream.aclose()
 
 
+class _Refused(httpx.AsyncByteStream, httpx2.AsyncByteStream):
+    """The body of an answer whose declared length is over ``limit``: ResponseTooLarge."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        raise ResponseTooLarge(f"{TOO_LARGE} {self._limit} bytes")
+        yield b""  # an async generator, like every body stream
+
+
 class _Capped(httpx.AsyncBaseTransport, httpx2.AsyncBaseTransport):
     """A transport whose answers are capped (the MCP SDK reads JSON answers whole)."""
 
@@ -212,13 +223,16 @@ class _Capped(httpx.AsyncBaseTransport, httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: Any) -> Any:
         response = await self._inner.handle_async_request(request)
         length = response.headers.get("content-length", "")
+        stream: Any = _CappedStream(response.stream, self._limit)
         if length.isdigit() and int(length) > self._limit:
+            # Refused when read, not here: raised here, it would end the MCP SDK's whole
+            # transport (every call on the session) instead of failing this answer's request.
             await response.aclose()
-            raise ResponseTooLarge(f"{TOO_LARGE} {self._limit} bytes")
+            stream = _Refused(self._limit)
         return self._response_class(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_CappedStream(response.stream, self._limit),
+            stream=stream,
             extensions=response.extensions,
         )
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.sources.headers import header_problem
 from registry.card import NAMESPACE_PATTERN, SOURCE_NAME_PATTERN
 from registry.nul import NoNul
 
@@ -40,6 +41,8 @@ class SecretRef(NoNul):
             raise ValueError("a secret reference names exactly one of env or file")
         if self.env is not None and self.env.upper().startswith("TOOLREACH_"):
             raise ValueError("the service's own settings (TOOLREACH_*) are not a source's secret")
+        if any(c < " " or c == "\x7f" for c in self.prefix):
+            raise ValueError("a secret's prefix holds no line break or other control character")
         return self
 
 
@@ -89,6 +92,14 @@ class SourceConfig(NoNul):
         description="OpenAPI: refuse a document the validator finds invalid (default: import "
         "it and list the problems)",
     )
+
+    @model_validator(mode="after")
+    def _sendable_headers(self) -> SourceConfig:
+        for name, value in self.headers.items():
+            problem = header_problem(value) if isinstance(value, str) else None
+            if problem is not None:
+                raise ValueError(f"header {name!r} cannot be sent: {problem}")
+        return self
 
     def secrets(self) -> list[SecretRef]:
         values = [*self.env.values(), *self.headers.values(), *self.query.values()]

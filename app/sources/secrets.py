@@ -1,23 +1,39 @@
 """Secrets by reference: a source names where its credentials are (an environment variable,
 a file under ``TOOLREACH_SECRET_DIRS``); they are read at call time, sent to the source, and
-never stored, returned, logged or shown. An answer that echoes one has it masked."""
+never stored, returned, logged or shown. A message about one names the reference, never the
+value; an answer that echoes one has it masked, in every form an upstream may echo it in
+(``forms``)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import html
+import json
+import logging
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
-from app.sources.schemas import SecretRef, Value
+from app.sources.schemas import SecretRef, SourceConfig, Value
 
 MASK = "[secret]"
 MIN_MASKED = 4  # shorter values would mask ordinary text
+Check = Callable[[str], str | None]  # why a value cannot be used where it goes, or None
 
 
 class SecretMissing(Exception):
-    """A referenced secret cannot be read; the message names the reference, not a value."""
+    """A referenced secret cannot be read or used; the message names the reference, not a
+    value."""
+
+
+def describe(ref: SecretRef) -> str:
+    """The reference, as a message names it."""
+    return f"the environment variable {ref.env}" if ref.env else f"the secret file {ref.file}"
 
 
 def check_file_ref(ref: SecretRef, secret_dirs: Iterable[str]) -> None:
@@ -47,6 +63,11 @@ def resolve(ref: SecretRef, secret_dirs: Iterable[str]) -> str:
     return ref.prefix + value
 
 
+def env_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a process's environment variable, or None if it can."""
+    return "it holds a NUL character" if "\x00" in value else None
+
+
 @dataclass
 class Resolved:
     """Values resolved for one request, and the secret ones among them (to mask)."""
@@ -55,11 +76,18 @@ class Resolved:
     secrets: list[str] = field(default_factory=list)
 
 
-def resolve_all(values: Mapping[str, Value], secret_dirs: Iterable[str]) -> Resolved:
+def resolve_all(
+    values: Mapping[str, Value], secret_dirs: Iterable[str], check: Check | None = None
+) -> Resolved:
+    """Each value, a secret read now; ``check`` refuses a secret its place cannot hold (a
+    line break in a header), naming the reference."""
     resolved = Resolved()
     for key, value in values.items():
         if isinstance(value, SecretRef):
             text = resolve(value, secret_dirs)
+            problem = check(text) if check is not None else None
+            if problem is not None:
+                raise SecretMissing(f"{describe(value)} cannot be sent as {key}: {problem}")
             resolved.values[key] = text
             resolved.secrets.extend(s for s in (text, text.removeprefix(value.prefix)) if s)
         else:
@@ -67,9 +95,56 @@ def resolve_all(values: Mapping[str, Value], secret_dirs: Iterable[str]) -> Reso
     return resolved
 
 
+def secret_values(config: SourceConfig, secret_dirs: Iterable[str]) -> list[str]:
+    """The values a source's secrets hold now (those that can be read), to mask out of what
+    comes back from it, its errors included."""
+    found: list[str] = []
+    for values in (config.headers, config.query, config.env):
+        for value in values.values():
+            if isinstance(value, SecretRef):
+                try:
+                    text = resolve(value, secret_dirs)
+                except SecretMissing:
+                    continue
+                found.extend(s for s in (text, text.removeprefix(value.prefix)) if s)
+    return found
+
+
+def forms(secret: str) -> set[str]:
+    """The ways an upstream may echo ``secret``: as sent; percent-encoded (a path, a query,
+    a form with ``+`` for a space; upper- or lower-case hex); JSON- and HTML-escaped; in
+    base64 (standard or URL-safe, padded or not); and for a secret that is base64 itself
+    (Basic auth), the ``user:password`` it encodes and its password."""
+    found = {secret, html.escape(secret)}
+    for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret, safe="")):
+        found |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), encoded)}
+    found |= {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    raw = secret.encode()
+    for encoded_bytes in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+        text = encoded_bytes.decode()
+        found |= {text, text.rstrip("=")}
+    decoded = _base64_text(secret)
+    if decoded is not None:
+        found |= {decoded, decoded.partition(":")[2]}
+    return {form for form in found if len(form) >= MIN_MASKED}
+
+
+def _base64_text(value: str) -> str | None:
+    """The printable text ``value`` encodes in base64 (a word before it, such as ``Basic``,
+    left out), or None."""
+    token = value.rsplit(" ", 1)[-1]
+    try:
+        text = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    return text if text.isprintable() and text else None
+
+
 def mask(value: Any, secrets: Iterable[str]) -> Any:
-    """``value`` (any JSON) with every secret in its strings replaced by ``[secret]``."""
-    hidden = sorted({s for s in secrets if len(s) >= MIN_MASKED}, key=len, reverse=True)
+    """``value`` (any JSON) with every secret, in any of its ``forms``, in its strings
+    replaced by ``[secret]``."""
+    shown = {form for s in secrets if len(s) >= MIN_MASKED for form in forms(s)}
+    hidden = sorted(shown, key=len, reverse=True)
     if not hidden:
         return value
     return _mask(value, hidden)
@@ -85,3 +160,26 @@ def _mask(value: Any, hidden: list[str]) -> Any:
     if isinstance(value, list | tuple):
         return [_mask(v, hidden) for v in value]
     return value
+
+
+class _NoQueryInLogs(logging.Filter):
+    """httpx and httpx2 log each request's URL at INFO: it goes out without its query, where
+    a source's API key may be."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) > 1 and "?" in str(args[1]):
+            url = str(args[1]).split("?", 1)[0] + "?[query]"
+            record.args = (args[0], url, *args[2:])
+        return True
+
+
+_NO_QUERY = _NoQueryInLogs()
+
+
+def keep_secrets_out_of_logs() -> None:
+    """Install the filter on the HTTP libraries' loggers (once)."""
+    for name in ("httpx", "httpx2"):
+        logger = logging.getLogger(name)
+        if _NO_QUERY not in logger.filters:
+            logger.addFilter(_NO_QUERY)

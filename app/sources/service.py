@@ -30,7 +30,7 @@ from app.sources.schemas import (
     SourceRead,
     SyncReport,
 )
-from app.sources.secrets import SecretMissing, check_file_ref
+from app.sources.secrets import SecretMissing, check_file_ref, keep_secrets_out_of_logs
 from app.sources.sync import apply_snapshot, retire_tools
 from registry.errors import Conflict, InvalidInput, NotFound
 from registry.models import utcnow
@@ -82,14 +82,18 @@ class SourceService:
             settings.secret_dirs,
             settings.gateway_timeout_seconds,
             settings.source_stdio_allowed,
+            max_tools=settings.source_max_tools,
+            max_listing_bytes=settings.source_max_listing_bytes,
         )
+        keep_secrets_out_of_logs()
         self._factory = factory
         self.factory = factory
         self._encoder = encoder
         self._changed = on_registry_change
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._asked: set[str] = set()
+        self._asked: set[str] = set()  # sources with an asked-for sync waiting
+        self._asked_at: dict[str, float] = {}  # when each source's last asked-for sync began
 
     # Reads: plain functions on the caller's session.
 
@@ -200,16 +204,23 @@ class SourceService:
     # In the background: the schedule and the servers' notifications.
 
     def request_sync(self, name: str) -> None:
-        """Sync soon (an MCP server said its tools changed); several asks close together
-        make one sync. Call it on the event loop."""
+        """Sync soon (an MCP server said its tools changed). Asks close together make one
+        sync, and asked-for syncs of a source begin at least
+        ``TOOLREACH_SOURCE_RESYNC_MIN_SECONDS`` apart: an ask while one waits is part of it,
+        an ask while one runs makes one more after it. Call it on the event loop."""
         if name in self._asked:
             return
         self._asked.add(name)
         self._spawn(self._sync_when_asked(name))
 
     async def _sync_when_asked(self, name: str) -> None:
-        await anyio.sleep(DEBOUNCE_SECONDS)
-        self._asked.discard(name)
+        last = self._asked_at.get(name)
+        due = DEBOUNCE_SECONDS
+        if last is not None:
+            due = max(due, last + self.settings.source_resync_min_seconds - time.monotonic())
+        await anyio.sleep(due)
+        self._asked.discard(name)  # an ask from now on is for the next sync
+        self._asked_at[name] = time.monotonic()
         await self._quietly(name)
 
     async def _quietly(self, name: str) -> None:

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from app.embedding.encoders import make_encoder
 from app.main import create_app
 from tests.conftest import empty_database, make_settings
+from tests.sources import echo_upstream, hostile_mcp
 from tests.sources.upstream import Upstream, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,18 @@ def gw(sqlite_db: str) -> Iterator[TestClient]:
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Upstream]:
     with running() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[echo_upstream.EchoUpstream]:
+    with echo_upstream.running() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[hostile_mcp.HostileMcp]:
+    with hostile_mcp.running() as server:
         yield server
 
 

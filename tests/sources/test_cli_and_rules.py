@@ -95,19 +95,43 @@ def test_guard_sits_under_every_request() -> None:
 def test_breaker_opens_half_opens_and_closes() -> None:
     now = [0.0]
     breaker = Breaker(failures=2, cooldown=10, clock=lambda: now[0])
-    breaker.failed()
-    assert breaker.allow()
-    breaker.failed()
-    assert not breaker.allow() and breaker.retry_after() == 10
+    first = breaker.enter()
+    assert first is not None and not first.trial
+    breaker.failed(first)
+    second = breaker.enter()
+    assert second is not None
+    breaker.failed(second)
+    assert breaker.enter() is None and breaker.retry_after() == 10
     now[0] = 10
-    assert breaker.allow()  # the half-open trial
-    assert not breaker.allow()  # only one
-    breaker.failed()  # the trial failed: open again
-    assert not breaker.allow()
+    trial = breaker.enter()  # the half-open trial
+    assert trial is not None and trial.trial
+    assert breaker.enter() is None  # only one
+    breaker.failed(trial)  # the trial failed: open again
+    assert breaker.enter() is None
     now[0] = 20
-    assert breaker.allow()
-    breaker.succeeded()
-    assert breaker.allow() and breaker.allow()
+    trial = breaker.enter()
+    assert trial is not None
+    breaker.answered(trial)
+    assert breaker.closed and breaker.enter() is not None and breaker.enter() is not None
+
+
+def test_every_trial_ends_the_half_open_state() -> None:
+    """A trial that ends in a 4xx or a tool's error closes the breaker (the source
+    answered); one that ends saying nothing (the caller's deadline, a bug, an argument
+    refused before sending) gives the trial back. Before, such a trial kept it forever."""
+    now = [0.0]
+    breaker = Breaker(failures=1, cooldown=10, clock=lambda: now[0])
+    breaker.failed(breaker.enter())  # type: ignore[arg-type]
+    now[0] = 10
+    trial = breaker.enter()
+    assert trial is not None and trial.trial
+    breaker.abandoned(trial)  # nothing learned: the next call is the trial
+    assert not breaker.closed
+    again = breaker.enter()
+    assert again is not None and again.trial
+    breaker.answered(again)
+    breaker.abandoned(again)  # after a verdict: nothing more
+    assert breaker.closed and not breaker.trial
 
 
 def test_secret_refs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

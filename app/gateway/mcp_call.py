@@ -1,0 +1,85 @@
+"""One ``tools/call`` on a live MCP source, and what its failures mean.
+
+The session is the pool's (app/gateway/mcp_pool.py); this module words the outcome. What the
+server answered says it is up, even when the answer is an error: the tool's own error
+(``tool_error``), arguments it refused (JSON-RPC ``-32602``: ``invalid_arguments``, the
+caller's error), an answer too large (``response_too_large``). What counts against the
+source: its transport closed (``unreachable``), an error of its own (``protocol_error``:
+``-32603`` and the rest), an answer the SDK could not read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
+
+from app.gateway.failures import CallFailed, reason, too_large
+from app.gateway.mcp_pool import McpPool
+from app.sources.outbound import TOO_LARGE, OutboundRefused
+from app.sources.schemas import SourceConfig
+from app.sources.secrets import SecretMissing, mask
+
+
+async def call_tool(
+    pool: McpPool,
+    source: str,
+    config: SourceConfig,
+    tool: str,
+    arguments: dict[str, Any],
+    max_bytes: int,
+) -> dict[str, Any]:
+    """The tool's result (its secrets masked); CallFailed for every failure."""
+    try:
+        result, secrets = await pool.call(source, config, tool, arguments)
+    except (SecretMissing, OutboundRefused, TimeoutError):
+        raise  # worded by the gateway, as for an HTTP source
+    except MCPError as exc:
+        raise _error_answer(exc) from None
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+        raise unreachable(exc) from None
+    except Exception as exc:  # a malformed answer, an answer too large, the SDK's checks
+        if too_large(exc):
+            raise CallFailed("response_too_large", reason(exc), answered=True) from None
+        message = f"the MCP server's answer is unusable: {reason(exc)}"
+        raise CallFailed("protocol_error", message, source_fault=True) from None
+    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if len(json.dumps(dumped)) > max_bytes:  # a stdio server's answer is not capped as it comes
+        raise CallFailed("response_too_large", f"{TOO_LARGE} {max_bytes} bytes", answered=True)
+    answer: dict[str, Any] = mask(dumped, secrets)
+    answer.pop("_meta", None)
+    answer.pop("resultType", None)
+    if result.is_error:
+        texts = [c.get("text", "") for c in answer.get("content", []) if isinstance(c, dict)]
+        message = " ".join(texts) or "the tool reported an error"
+        raise CallFailed("tool_error", message, details=answer, answered=True)
+    return answer
+
+
+def unreachable(exc: BaseException) -> CallFailed:
+    return CallFailed(
+        "unreachable",
+        f"the MCP server cannot be reached: {reason(exc)}",
+        retryable=True,
+        source_fault=True,
+    )
+
+
+def _error_answer(exc: MCPError) -> CallFailed:
+    """A JSON-RPC error as the gateway words it."""
+    if TOO_LARGE in exc.message:
+        return CallFailed("response_too_large", exc.message, answered=True)
+    if exc.code == INVALID_PARAMS:
+        problem = f"the MCP server refused the arguments: {exc.message}"
+        details = [{"path": "", "message": exc.message, "suggestion": None}]
+        return CallFailed("invalid_arguments", problem, details=details, answered=True)
+    if exc.code == CONNECTION_CLOSED:
+        return unreachable(exc)
+    if exc.code == REQUEST_TIMEOUT:
+        message = f"the MCP server did not answer in time: {exc.message}"
+        return CallFailed("timeout", message, retryable=True, source_fault=True)
+    message = f"the MCP server answered error {exc.code}: {exc.message}"
+    return CallFailed("protocol_error", message, source_fault=True)
