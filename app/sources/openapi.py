@@ -31,8 +31,8 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import ValidationError
 
-from app.sources.documents import DocumentError, Documents
-from app.sources.openapi_schema import SchemaContext, convert_schema
+from app.sources.documents import Deadline, DocumentError, Documents
+from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
 from registry.card import NAME_PATTERN, ToolCard
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -99,31 +99,38 @@ def tool_name(raw: str, prefix: str) -> str:
 
 @dataclass
 class _Operation:
+    """One operation, and the documents its node and its path item are in (a ``$ref`` in
+    either is read from its own document)."""
+
     method: str
     path: str
     node: Mapping[str, Any]
     item: Mapping[str, Any]
+    base: str
+    item_base: str
 
 
 def _operations(documents: Documents) -> Iterator[_Operation]:
     paths = documents.document.get("paths") or {}
-    for path, item in paths.items():
+    for path, raw in paths.items():
+        item, item_base = _resolved(documents, raw, documents.root)  # may be in another file
         if not isinstance(item, Mapping):
             continue
-        if isinstance(item.get("$ref"), str):  # a path item kept in another file
-            item = documents.resolve(item["$ref"], documents.root)[1]
         for method in METHODS:
-            node = item.get(method)
+            # An operation kept in a file of its own (DigitalOcean's layout) is followed too.
+            node, base = _resolved(documents, item.get(method), item_base)
             if isinstance(node, Mapping):
-                yield _Operation(method.upper(), str(path), node, item)
+                yield _Operation(method.upper(), str(path), node, item, base, item_base)
 
 
-def convert(documents: Documents, options: Options) -> Converted:
+def convert(documents: Documents, options: Options, deadline: Deadline | None = None) -> Converted:
     """Every operation of the document as a (card, binding), or a refusal with its reason."""
     version = spec_version(documents.document)
     result = Converted(version)
     taken: dict[str, int] = {}
     for operation in _operations(documents):
+        if deadline is not None:
+            deadline.check("converting the document")
         result.operations += 1
         where = f"{operation.method} {operation.path}"
         raw = operation.node.get("operationId")
@@ -156,23 +163,26 @@ def _card(
     documents: Documents, version: str, operation: _Operation, name: str, options: Options
 ) -> tuple[ToolCard, dict[str, Any]]:
     binding = _binding_base(documents, version, operation, options)
-    problem = ""
+    problem = "its parameters are larger than a card may hold, even with no $ref inlined"
     for max_refs, with_returns, patterns in ATTEMPTS:
-        ctx = SchemaContext(
-            documents,
-            openapi2=version == "2.0",
-            openapi30=version.startswith("3.0"),
-            max_refs=max_refs,
-            keep_patterns=patterns,
+        try:
+            parameters, arguments, body = _parameters(
+                _context(documents, version, max_refs, patterns), operation, options
+            )
+        except SchemaTooLarge:
+            continue
+        returns = (
+            _returns_within(documents, version, operation, max_refs, patterns)
+            if with_returns
+            else None
         )
-        parameters, arguments, body = _parameters(ctx, operation, options)
         data = {
             "name": name,
             "namespace": options.namespace,
             **_texts(operation),
             "parameters": parameters,
-            "returns": _returns(ctx, operation) if with_returns else None,
-            "errors": _errors(ctx, operation),
+            "returns": returns,
+            "errors": _errors(documents, operation),
             "tags": _tags(operation),
             "source": {"name": options.source, "ref": f"{operation.method} {operation.path}"},
         }
@@ -185,6 +195,29 @@ def _card(
             continue
         return card, {**binding, "params": arguments, "body": body}
     raise _Refused(f"the card is refused even with its schemas cut short: {problem}")
+
+
+def _context(documents: Documents, version: str, max_refs: int, patterns: bool) -> SchemaContext:
+    """A fresh build of one schema: its own budget (app/sources/openapi_schema.py)."""
+    return SchemaContext(
+        documents,
+        openapi2=version == "2.0",
+        openapi30=version.startswith("3.0"),
+        max_refs=max_refs,
+        keep_patterns=patterns,
+    )
+
+
+def _returns_within(
+    documents: Documents, version: str, operation: _Operation, max_refs: int, patterns: bool
+) -> dict[str, Any] | None:
+    """The result's schema at the deepest level up to ``max_refs`` that fits, else none."""
+    for level in range(max_refs, -1, -1):
+        try:
+            return _returns(_context(documents, version, level, patterns), operation)
+        except SchemaTooLarge:
+            continue
+    return None
 
 
 def _texts(operation: _Operation) -> dict[str, str]:
@@ -252,24 +285,30 @@ def _server_url(document_uri: str, server: Mapping[str, Any]) -> str:
     return url.rstrip("/")
 
 
-def _resolved(ctx: SchemaContext, node: Any) -> Any:
-    """A parameter, body or response that may itself be a ``$ref``, followed (bounded)."""
+def _resolved(documents: Documents, node: Any, base: str) -> tuple[Any, str]:
+    """A path item, operation, parameter, body or response that may itself be a ``$ref``
+    (read from the document ``base``), followed (bounded); with the document it is in."""
     for _ in range(8):
         if isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
-            node = ctx.documents.resolve(node["$ref"], ctx.documents.root)[1]
+            uri, node = documents.resolve(node["$ref"], base)
+            base = uri.partition("#")[0]
         else:
-            return node
+            return node, base
     raise DocumentError("a $ref chain of more than 8 links")
 
 
-def _declared_parameters(ctx: SchemaContext, operation: _Operation) -> list[Mapping[str, Any]]:
-    """Path-level parameters, overridden by the operation's own of the same name and place."""
-    found: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for level in (operation.item, operation.node):
+_Declared = tuple[Mapping[str, Any], str]
+
+
+def _declared_parameters(ctx: SchemaContext, operation: _Operation) -> list[_Declared]:
+    """Path-level parameters, overridden by the operation's own of the same name and place,
+    each with the document it is in."""
+    found: dict[tuple[str, str], _Declared] = {}
+    for level, base in ((operation.item, operation.item_base), (operation.node, operation.base)):
         for raw in level.get("parameters") or []:
-            parameter = _resolved(ctx, raw)
+            parameter, where = _resolved(ctx.documents, raw, base)
             if isinstance(parameter, Mapping) and "name" in parameter and "in" in parameter:
-                found[(str(parameter["in"]), str(parameter["name"]))] = parameter
+                found[(str(parameter["in"]), str(parameter["name"]))] = (parameter, where)
     return list(found.values())
 
 
@@ -280,15 +319,17 @@ _V2_SCHEMA_KEYS = (
 )  # fmt: skip
 
 
-def _parameter_schema(ctx: SchemaContext, parameter: Mapping[str, Any]) -> dict[str, Any]:
+def _parameter_schema(
+    ctx: SchemaContext, parameter: Mapping[str, Any], base: str
+) -> dict[str, Any]:
     if "schema" in parameter:
-        schema = convert_schema(ctx, parameter["schema"], ctx.documents.root)
+        schema = convert_schema(ctx, parameter["schema"], base)
     elif isinstance(parameter.get("content"), Mapping) and parameter["content"]:
         media = next(iter(parameter["content"].values()))
-        schema = convert_schema(ctx, (media or {}).get("schema", {}), ctx.documents.root)
+        schema = convert_schema(ctx, (media or {}).get("schema", {}), base)
     else:  # 2.0: the schema's words sit on the parameter itself
         words = {k: parameter[k] for k in _V2_SCHEMA_KEYS if k in parameter}
-        schema = convert_schema(ctx, words, ctx.documents.root)
+        schema = convert_schema(ctx, words, base)
     schema = dict(schema) if isinstance(schema, dict) else {}
     if parameter.get("description") and "description" not in schema:
         schema["description"] = str(parameter["description"])[:2000]
@@ -302,15 +343,16 @@ def _parameters(
     properties: dict[str, Any] = {}
     required: list[str] = []
     arguments: list[dict[str, Any]] = []
-    form: list[Mapping[str, Any]] = []
+    form: list[_Declared] = []
     body_node: Any = None
-    for parameter in _declared_parameters(ctx, operation):
+    for parameter, base in _declared_parameters(ctx, operation):
         where, name = str(parameter["in"]), str(parameter["name"])
         if where == "body":
             body_node = {"required": parameter.get("required") is True, "v2": parameter}
+            body_node["base"] = base
             continue
         if where == "formData":
-            form.append(parameter)
+            form.append((parameter, base))
             continue
         if where not in ("path", "query", "header", "cookie"):
             continue
@@ -319,7 +361,7 @@ def _parameters(
         if where == "header" and name.lower() in RESERVED_HEADERS:
             continue
         argument = name if name not in properties else f"{where}_{name}"
-        properties[argument] = _parameter_schema(ctx, parameter)
+        properties[argument] = _parameter_schema(ctx, parameter, base)
         if where == "path" or parameter.get("required") is True:
             required.append(argument)
         arguments.append(
@@ -343,7 +385,7 @@ def _body(
     ctx: SchemaContext,
     operation: _Operation,
     v2_body: Mapping[str, Any] | None,
-    form: list[Mapping[str, Any]],
+    form: list[_Declared],
     properties: dict[str, Any],
     required: list[str],
 ) -> dict[str, Any] | None:
@@ -354,8 +396,9 @@ def _body(
         schema_node: Any = v2_body["v2"].get("schema", {})
         media: str | None = "application/json"
         needed = bool(v2_body["required"])
+        base = str(v2_body["base"])
     else:
-        request = _resolved(ctx, operation.node.get("requestBody"))
+        request, base = _resolved(ctx.documents, operation.node.get("requestBody"), operation.base)
         if not isinstance(request, Mapping) or not isinstance(request.get("content"), Mapping):
             return None
         media = _media(request["content"])
@@ -365,7 +408,7 @@ def _body(
         schema_node = (request["content"][media] or {}).get("schema", {})
         needed = request.get("required") is True
     assert media is not None
-    schema = convert_schema(ctx, schema_node, ctx.documents.root)
+    schema = convert_schema(ctx, schema_node, base)
     fields: Any = schema.get("properties") if isinstance(schema, dict) else None
     flat = (
         isinstance(fields, dict)
@@ -389,7 +432,7 @@ def _body(
 def _form(
     ctx: SchemaContext,
     operation: _Operation,
-    form: list[Mapping[str, Any]],
+    form: list[_Declared],
     properties: dict[str, Any],
     required: list[str],
 ) -> dict[str, Any]:
@@ -401,11 +444,11 @@ def _form(
         else "application/x-www-form-urlencoded"
     )
     fields = []
-    for parameter in form:
+    for parameter, base in form:
         name = str(parameter["name"])
         if name in properties:
             raise _Refused(f"the form field {name!r} has the name of a parameter")
-        properties[name] = _parameter_schema(ctx, parameter)
+        properties[name] = _parameter_schema(ctx, parameter, base)
         if parameter.get("required") is True:
             required.append(name)
         fields.append(name)
@@ -438,7 +481,7 @@ def _returns(ctx: SchemaContext, operation: _Operation) -> dict[str, Any] | None
     for code, raw in sorted(_responses(operation).items(), key=lambda item: str(item[0])):
         if not str(code).startswith("2"):
             continue
-        response = _resolved(ctx, raw)
+        response, base = _resolved(ctx.documents, raw, operation.base)
         if not isinstance(response, Mapping):
             continue
         node = response.get("schema")  # 2.0
@@ -446,19 +489,19 @@ def _returns(ctx: SchemaContext, operation: _Operation) -> dict[str, Any] | None
             media = _media(response["content"]) or next(iter(response["content"]), None)
             node = (response["content"].get(media) or {}).get("schema") if media else None
         if node is not None:
-            schema = convert_schema(ctx, node, ctx.documents.root)
+            schema = convert_schema(ctx, node, base)
             return schema if isinstance(schema, dict) and schema else None
         return None
     return None
 
 
-def _errors(ctx: SchemaContext, operation: _Operation) -> list[dict[str, Any]]:
+def _errors(documents: Documents, operation: _Operation) -> list[dict[str, Any]]:
     entries = []
     for code, raw in _responses(operation).items():
         code = str(code).upper()
         if code[:1] not in ("4", "5"):
             continue
-        response = _resolved(ctx, raw)
+        response = _resolved(documents, raw, operation.base)[0]
         about = response.get("description") if isinstance(response, Mapping) else None
         meaning = " ".join(str(about or "").split())[:2000] or f"HTTP {code}"
         suggestion = SUGGESTIONS.get(code) or (
