@@ -31,9 +31,10 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import ValidationError
 
+from app.sources import openapi_verbs
 from app.sources.documents import Deadline, DocumentError, Documents
 from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
-from registry.card import NAME_PATTERN, ToolCard
+from registry.card import NAME_PATTERN, ToolCard, first_sentence
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -184,6 +185,7 @@ def _card(
             "returns": returns,
             "errors": _errors(documents, operation),
             "tags": _tags(operation),
+            "examples": _examples(operation, parameters),
             "source": {"name": options.source, "ref": f"{operation.method} {operation.path}"},
         }
         try:
@@ -195,6 +197,13 @@ def _card(
             continue
         return card, {**binding, "params": arguments, "body": body}
     raise _Refused(f"the card is refused even with its schemas cut short: {problem}")
+
+
+def _examples(operation: _Operation, parameters: dict[str, Any]) -> list[str]:
+    """Requests a user would say for it, from its method, path and body (openapi_verbs.py)."""
+    texts = _texts(operation)
+    summary = texts["summary"] or first_sentence(texts["description"])
+    return openapi_verbs.examples(operation.method, operation.path, summary, parameters)
 
 
 def _context(documents: Documents, version: str, max_refs: int, patterns: bool) -> SchemaContext:
