@@ -7,11 +7,12 @@ Each operation's card:
   ``_2``, ``_3``...
 * ``summary``, ``description``: the operation's own (its method and path when it has none);
 * ``parameters``: one JSON Schema object of its path, query, header and cookie parameters
-  and its request body (an object body's fields side by side with the parameters, any
-  other body as one ``body`` argument), ``$ref``s inlined and bounded
+  and its request body (app/sources/openapi_request.py), ``$ref``s inlined and bounded
   (app/sources/openapi_schema.py); parameters the source's credentials supply are left out;
 * ``returns``: its first success response's schema; ``errors``: its documented 4xx and 5xx
-  responses, each with what an agent should do next; ``tags``: its tags.
+  responses, each with what an agent should do next; ``tags``: its tags;
+* ``examples``: requests in a user's verbs, from its method, path, summary and body
+  (app/sources/openapi_verbs.py).
 
 Its *binding* (app/sources/models.py ``SourceTool``) says how the gateway sends the HTTP
 request: method, server, path template, and where each argument goes. A card that the
@@ -33,13 +34,19 @@ from pydantic import ValidationError
 
 from app.sources import openapi_verbs
 from app.sources.documents import Deadline, DocumentError, Documents
+from app.sources.openapi_request import (
+    Operation,
+    Options,
+    Refused,
+    media_type,
+    request_arguments,
+    resolved,
+)
 from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
 from registry.card import NAME_PATTERN, ToolCard, first_sentence
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Headers the gateway sets itself (or HTTP does): never a tool's argument.
-RESERVED_HEADERS = frozenset({"accept", "content-type", "authorization", "content-length", "host"})
 DESCRIPTION_MAX = 8000
 _NAME_OK = re.compile(NAME_PATTERN)
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]+")
@@ -72,16 +79,6 @@ class Converted:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Options:
-    namespace: str
-    source: str
-    prefix: str = ""
-    base_url: str | None = None
-    # (location, lower-case name) of parameters the source's credentials supply.
-    supplied: frozenset[tuple[str, str]] = frozenset()
-
-
 def spec_version(document: Any) -> str:
     """ "2.0", "3.0.x" or "3.1.x"; DocumentError for anything else."""
     if not isinstance(document, Mapping):
@@ -98,30 +95,17 @@ def tool_name(raw: str, prefix: str) -> str:
     return name[:128]
 
 
-@dataclass
-class _Operation:
-    """One operation, and the documents its node and its path item are in (a ``$ref`` in
-    either is read from its own document)."""
-
-    method: str
-    path: str
-    node: Mapping[str, Any]
-    item: Mapping[str, Any]
-    base: str
-    item_base: str
-
-
-def _operations(documents: Documents) -> Iterator[_Operation]:
+def _operations(documents: Documents) -> Iterator[Operation]:
     paths = documents.document.get("paths") or {}
     for path, raw in paths.items():
-        item, item_base = _resolved(documents, raw, documents.root)  # may be in another file
+        item, item_base = resolved(documents, raw, documents.root)  # may be in another file
         if not isinstance(item, Mapping):
             continue
         for method in METHODS:
             # An operation kept in a file of its own (DigitalOcean's layout) is followed too.
-            node, base = _resolved(documents, item.get(method), item_base)
+            node, base = resolved(documents, item.get(method), item_base)
             if isinstance(node, Mapping):
-                yield _Operation(method.upper(), str(path), node, item, base, item_base)
+                yield Operation(method.upper(), str(path), node, item, base, item_base)
 
 
 def convert(documents: Documents, options: Options, deadline: Deadline | None = None) -> Converted:
@@ -144,30 +128,26 @@ def convert(documents: Documents, options: Options, deadline: Deadline | None = 
             name = f"{name[:120]}_{taken[name]}"
         try:
             result.cards.append(_card(documents, version, operation, name, options))
-        except _Refused as exc:
+        except Refused as exc:
             result.refused.append({"operation": where, "name": name, "reason": str(exc)})
         except DocumentError as exc:
             result.refused.append({"operation": where, "name": name, "reason": str(exc)})
     return result
 
 
-def _method_path(operation: _Operation) -> str:
+def _method_path(operation: Operation) -> str:
     """``get_dogs_dogId`` for GET /dogs/{dogId}: an operation without an operationId."""
     return f"{operation.method.lower()}_{re.sub(r'[^A-Za-z0-9]+', '_', operation.path).strip('_')}"
 
 
-class _Refused(Exception):
-    """This operation cannot become a card; the message says why."""
-
-
 def _card(
-    documents: Documents, version: str, operation: _Operation, name: str, options: Options
+    documents: Documents, version: str, operation: Operation, name: str, options: Options
 ) -> tuple[ToolCard, dict[str, Any]]:
     binding = _binding_base(documents, version, operation, options)
     problem = "its parameters are larger than a card may hold, even with no $ref inlined"
     for max_refs, with_returns, patterns in ATTEMPTS:
         try:
-            parameters, arguments, body = _parameters(
+            parameters, arguments, body = request_arguments(
                 _context(documents, version, max_refs, patterns), operation, options
             )
         except SchemaTooLarge:
@@ -196,10 +176,10 @@ def _card(
             )
             continue
         return card, {**binding, "params": arguments, "body": body}
-    raise _Refused(f"the card is refused even with its schemas cut short: {problem}")
+    raise Refused(f"the card is refused even with its schemas cut short: {problem}")
 
 
-def _examples(operation: _Operation, parameters: dict[str, Any]) -> list[str]:
+def _examples(operation: Operation, parameters: dict[str, Any]) -> list[str]:
     """Requests a user would say for it, from its method, path and body (openapi_verbs.py)."""
     texts = _texts(operation)
     summary = texts["summary"] or first_sentence(texts["description"])
@@ -218,7 +198,7 @@ def _context(documents: Documents, version: str, max_refs: int, patterns: bool) 
 
 
 def _returns_within(
-    documents: Documents, version: str, operation: _Operation, max_refs: int, patterns: bool
+    documents: Documents, version: str, operation: Operation, max_refs: int, patterns: bool
 ) -> dict[str, Any] | None:
     """The result's schema at the deepest level up to ``max_refs`` that fits, else none."""
     for level in range(max_refs, -1, -1):
@@ -229,7 +209,7 @@ def _returns_within(
     return None
 
 
-def _texts(operation: _Operation) -> dict[str, str]:
+def _texts(operation: Operation) -> dict[str, str]:
     summary = " ".join(str(operation.node.get("summary") or "").split())[:300]
     description = str(operation.node.get("description") or "").strip()
     text = "\n\n".join(part for part in (summary, description) if part)
@@ -241,7 +221,7 @@ def _texts(operation: _Operation) -> dict[str, str]:
     return {"summary": summary, "description": text}
 
 
-def _tags(operation: _Operation) -> list[str]:
+def _tags(operation: Operation) -> list[str]:
     tags = operation.node.get("tags") or []
     return [
         " ".join(str(t).split())[:64]
@@ -251,7 +231,7 @@ def _tags(operation: _Operation) -> list[str]:
 
 
 def _binding_base(
-    documents: Documents, version: str, operation: _Operation, options: Options
+    documents: Documents, version: str, operation: Operation, options: Options
 ) -> dict[str, Any]:
     return {
         "kind": "http",
@@ -262,7 +242,7 @@ def _binding_base(
     }
 
 
-def _server(documents: Documents, version: str, operation: _Operation) -> str:
+def _server(documents: Documents, version: str, operation: Operation) -> str:
     """The base URL the operation is served at, variables at their defaults."""
     root = documents.document
     if version == "2.0":
@@ -271,14 +251,14 @@ def _server(documents: Documents, version: str, operation: _Operation) -> str:
         scheme = "https" if "https" in schemes else str(schemes[0])
         host = root.get("host") or (origin.netloc if origin.scheme != "file" else "")
         if not host:
-            raise _Refused("the document names no host: register the source with a base_url")
+            raise Refused("the document names no host: register the source with a base_url")
         return f"{scheme}://{host}{root.get('basePath') or ''}".rstrip("/")
     for level in (operation.node, operation.item, root):
         servers = level.get("servers")
         if isinstance(servers, list) and servers and isinstance(servers[0], Mapping):
             return _server_url(documents.root, servers[0])
     if documents.root.startswith("file:"):
-        raise _Refused("the document names no server: register the source with a base_url")
+        raise Refused("the document names no server: register the source with a base_url")
     return urljoin(documents.root, "/").rstrip("/")
 
 
@@ -289,213 +269,26 @@ def _server_url(document_uri: str, server: Mapping[str, Any]) -> str:
             url = url.replace("{" + str(key) + "}", str(variable["default"]))
     if not urlsplit(url).scheme:
         if document_uri.startswith("file:"):
-            raise _Refused(f"the server URL {url!r} is relative: register with a base_url")
+            raise Refused(f"the server URL {url!r} is relative: register with a base_url")
         url = urljoin(document_uri, url)
     return url.rstrip("/")
 
 
-def _resolved(documents: Documents, node: Any, base: str) -> tuple[Any, str]:
-    """A path item, operation, parameter, body or response that may itself be a ``$ref``
-    (read from the document ``base``), followed (bounded); with the document it is in."""
-    for _ in range(8):
-        if isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
-            uri, node = documents.resolve(node["$ref"], base)
-            base = uri.partition("#")[0]
-        else:
-            return node, base
-    raise DocumentError("a $ref chain of more than 8 links")
-
-
-_Declared = tuple[Mapping[str, Any], str]
-
-
-def _declared_parameters(ctx: SchemaContext, operation: _Operation) -> list[_Declared]:
-    """Path-level parameters, overridden by the operation's own of the same name and place,
-    each with the document it is in."""
-    found: dict[tuple[str, str], _Declared] = {}
-    for level, base in ((operation.item, operation.item_base), (operation.node, operation.base)):
-        for raw in level.get("parameters") or []:
-            parameter, where = _resolved(ctx.documents, raw, base)
-            if isinstance(parameter, Mapping) and "name" in parameter and "in" in parameter:
-                found[(str(parameter["in"]), str(parameter["name"]))] = (parameter, where)
-    return list(found.values())
-
-
-_V2_SCHEMA_KEYS = (
-    "type", "format", "items", "enum", "default", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
-    "uniqueItems", "multipleOf",
-)  # fmt: skip
-
-
-def _parameter_schema(
-    ctx: SchemaContext, parameter: Mapping[str, Any], base: str
-) -> dict[str, Any]:
-    if "schema" in parameter:
-        schema = convert_schema(ctx, parameter["schema"], base)
-    elif isinstance(parameter.get("content"), Mapping) and parameter["content"]:
-        media = next(iter(parameter["content"].values()))
-        schema = convert_schema(ctx, (media or {}).get("schema", {}), base)
-    else:  # 2.0: the schema's words sit on the parameter itself
-        words = {k: parameter[k] for k in _V2_SCHEMA_KEYS if k in parameter}
-        schema = convert_schema(ctx, words, base)
-    schema = dict(schema) if isinstance(schema, dict) else {}
-    if parameter.get("description") and "description" not in schema:
-        schema["description"] = str(parameter["description"])[:2000]
-    return schema
-
-
-def _parameters(
-    ctx: SchemaContext, operation: _Operation, options: Options
-) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
-    """The card's parameters schema, where each argument goes, and the body's binding."""
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    arguments: list[dict[str, Any]] = []
-    form: list[_Declared] = []
-    body_node: Any = None
-    for parameter, base in _declared_parameters(ctx, operation):
-        where, name = str(parameter["in"]), str(parameter["name"])
-        if where == "body":
-            body_node = {"required": parameter.get("required") is True, "v2": parameter}
-            body_node["base"] = base
-            continue
-        if where == "formData":
-            form.append((parameter, base))
-            continue
-        if where not in ("path", "query", "header", "cookie"):
-            continue
-        if (where, name.lower()) in options.supplied:
-            continue
-        if where == "header" and name.lower() in RESERVED_HEADERS:
-            continue
-        argument = name if name not in properties else f"{where}_{name}"
-        properties[argument] = _parameter_schema(ctx, parameter, base)
-        if where == "path" or parameter.get("required") is True:
-            required.append(argument)
-        arguments.append(
-            {
-                "arg": argument,
-                "in": where,
-                "name": name,
-                "style": parameter.get("style"),
-                "explode": parameter.get("explode"),
-                "collection": parameter.get("collectionFormat"),
-            }
-        )
-    body = _body(ctx, operation, body_node, form, properties, required)
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(dict.fromkeys(required))
-    return schema, arguments, body
-
-
-def _body(
-    ctx: SchemaContext,
-    operation: _Operation,
-    v2_body: Mapping[str, Any] | None,
-    form: list[_Declared],
-    properties: dict[str, Any],
-    required: list[str],
-) -> dict[str, Any] | None:
-    """Add the request body's arguments; its binding (media type, fields or one argument)."""
-    if form:  # 2.0 form fields: each its own argument
-        return _form(ctx, operation, form, properties, required)
-    if v2_body is not None:
-        schema_node: Any = v2_body["v2"].get("schema", {})
-        media: str | None = "application/json"
-        needed = bool(v2_body["required"])
-        base = str(v2_body["base"])
-    else:
-        request, base = _resolved(ctx.documents, operation.node.get("requestBody"), operation.base)
-        if not isinstance(request, Mapping) or not isinstance(request.get("content"), Mapping):
-            return None
-        media = _media(request["content"])
-        if media is None:
-            kinds = ", ".join(map(str, request["content"]))
-            raise _Refused(f"a request body only in {kinds}, which the gateway cannot send")
-        schema_node = (request["content"][media] or {}).get("schema", {})
-        needed = request.get("required") is True
-    assert media is not None
-    schema = convert_schema(ctx, schema_node, base)
-    fields: Any = schema.get("properties") if isinstance(schema, dict) else None
-    flat = (
-        isinstance(fields, dict)
-        and schema.get("type") in ("object", None)
-        and not set(fields) & set(properties)
-        and not any(k in schema for k in ("allOf", "anyOf", "oneOf"))
-    )
-    if flat and isinstance(fields, dict):
-        properties.update(fields)
-        if needed:
-            required.extend(f for f in schema.get("required", []) if f in fields)
-        return {"media": media, "fields": list(fields)}
-    if "body" in properties:
-        raise _Refused("a parameter is named 'body', like the request body's argument")
-    properties["body"] = schema
-    if needed:
-        required.append("body")
-    return {"media": media, "arg": "body"}
-
-
-def _form(
-    ctx: SchemaContext,
-    operation: _Operation,
-    form: list[_Declared],
-    properties: dict[str, Any],
-    required: list[str],
-) -> dict[str, Any]:
-    """Swagger 2.0 form fields, each its own argument; sent as the operation consumes."""
-    consumes = operation.node.get("consumes") or ctx.documents.document.get("consumes") or []
-    media = (
-        "multipart/form-data"
-        if "multipart/form-data" in consumes
-        else "application/x-www-form-urlencoded"
-    )
-    fields = []
-    for parameter, base in form:
-        name = str(parameter["name"])
-        if name in properties:
-            raise _Refused(f"the form field {name!r} has the name of a parameter")
-        properties[name] = _parameter_schema(ctx, parameter, base)
-        if parameter.get("required") is True:
-            required.append(name)
-        fields.append(name)
-    return {"media": media, "fields": fields}
-
-
-def _media(content: Mapping[str, Any]) -> str | None:
-    """The request body's media type the gateway sends: JSON first, then forms, then raw."""
-    kinds = [str(k) for k in content]
-    for kind in kinds:
-        if kind == "application/json" or kind.endswith("+json") or kind == "*/*":
-            return kind
-    for wanted in (
-        "application/x-www-form-urlencoded",
-        "multipart/form-data",
-        "text/plain",
-        "application/octet-stream",
-    ):
-        if wanted in kinds:
-            return wanted
-    return None
-
-
-def _responses(operation: _Operation) -> Mapping[str, Any]:
+def _responses(operation: Operation) -> Mapping[str, Any]:
     responses = operation.node.get("responses")
     return responses if isinstance(responses, Mapping) else {}
 
 
-def _returns(ctx: SchemaContext, operation: _Operation) -> dict[str, Any] | None:
+def _returns(ctx: SchemaContext, operation: Operation) -> dict[str, Any] | None:
     for code, raw in sorted(_responses(operation).items(), key=lambda item: str(item[0])):
         if not str(code).startswith("2"):
             continue
-        response, base = _resolved(ctx.documents, raw, operation.base)
+        response, base = resolved(ctx.documents, raw, operation.base)
         if not isinstance(response, Mapping):
             continue
         node = response.get("schema")  # 2.0
         if node is None and isinstance(response.get("content"), Mapping):
-            media = _media(response["content"]) or next(iter(response["content"]), None)
+            media = media_type(response["content"]) or next(iter(response["content"]), None)
             node = (response["content"].get(media) or {}).get("schema") if media else None
         if node is not None:
             schema = convert_schema(ctx, node, base)
@@ -504,13 +297,13 @@ def _returns(ctx: SchemaContext, operation: _Operation) -> dict[str, Any] | None
     return None
 
 
-def _errors(documents: Documents, operation: _Operation) -> list[dict[str, Any]]:
+def _errors(documents: Documents, operation: Operation) -> list[dict[str, Any]]:
     entries = []
     for code, raw in _responses(operation).items():
         code = str(code).upper()
         if code[:1] not in ("4", "5"):
             continue
-        response = _resolved(documents, raw, operation.base)[0]
+        response = resolved(documents, raw, operation.base)[0]
         about = response.get("description") if isinstance(response, Mapping) else None
         meaning = " ".join(str(about or "").split())[:2000] or f"HTTP {code}"
         suggestion = SUGGESTIONS.get(code) or (
