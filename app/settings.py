@@ -158,6 +158,9 @@ class Settings(BaseSettings):
     source_max_bytes: int = Field(default=64 * 1_048_576, ge=1024, le=4 * 1_073_741_824)
     source_max_depth: int = Field(default=64, ge=1, le=10_000)
     source_read_seconds: float = Field(default=120.0, gt=0, le=86_400)
+    # The cards' schemas one document may make, as JSON, in all (each card is bounded by the
+    # registry; many operations that each inline a large schema are not). Box: 2.4 MB.
+    source_max_card_bytes: int = Field(default=128 * 1_048_576, ge=1024, le=16 * 1_073_741_824)
     # A forwarded call: its timeout (the whole call, retries included), the calls one source
     # may have in flight, the attempts a call safe to repeat may make, the consecutive
     # failures that open a source's circuit and how long it stays open, the largest answer.

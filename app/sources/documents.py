@@ -9,7 +9,8 @@ network or the disk. What may be loaded:
 * from a URL: URLs on the root document's origin (scheme, host, port), nothing else;
 * within ``DocumentLimits``: documents, bytes in all, ``$ref`` hops from the root
   document, and a deadline for reading, checking and converting (the settings
-  ``TOOLREACH_SOURCE_MAX_DOCUMENTS``, ``_MAX_BYTES``, ``_MAX_DEPTH``, ``_READ_SECONDS``);
+  ``TOOLREACH_SOURCE_MAX_DOCUMENTS``, ``_MAX_BYTES``, ``_MAX_DEPTH``, ``_READ_SECONDS``; and
+  the cards made of them, ``_MAX_CARD_BYTES``, app/sources/openapi.py);
 * YAML without aliases (an alias bomb would make every later walk exponential).
 
 A file that is not there is the caller's mistake (``DocumentMissing``, with its path and
@@ -51,6 +52,7 @@ class DocumentLimits:
     max_bytes: int = 64 * 1_048_576
     max_depth: int = 64
     seconds: float = 120.0
+    max_card_bytes: int = 128 * 1_048_576
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DocumentLimits:
@@ -59,6 +61,7 @@ class DocumentLimits:
             max_bytes=settings.source_max_bytes,
             max_depth=settings.source_max_depth,
             seconds=settings.source_read_seconds,
+            max_card_bytes=settings.source_max_card_bytes,
         )
 
     def deadline(self) -> Deadline:

@@ -136,7 +136,9 @@ async def _openapi(spec: SourceSpec, reach: Reach, limits: DocumentLimits) -> Sn
         ),
     )
     # Checking and converting a big document is seconds of CPU: off the event loop.
-    snapshot = await anyio.to_thread.run_sync(_convert, documents, options, config.strict, deadline)
+    snapshot = await anyio.to_thread.run_sync(
+        _convert, documents, options, config.strict, deadline, limits.max_card_bytes
+    )
     if config.base_url is None:  # the servers the document itself names: checked now too
         for server in sorted({str(binding["server"]) for _, binding in snapshot.cards}):
             try:
@@ -147,7 +149,11 @@ async def _openapi(spec: SourceSpec, reach: Reach, limits: DocumentLimits) -> Sn
 
 
 def _convert(
-    documents: Documents, options: openapi.Options, strict: bool, deadline: Deadline | None = None
+    documents: Documents,
+    options: openapi.Options,
+    strict: bool,
+    deadline: Deadline | None = None,
+    max_card_bytes: int | None = None,
 ) -> Snapshot:
     version = openapi.spec_version(documents.document)
     found = problems(documents, version)
@@ -155,7 +161,7 @@ def _convert(
         raise DocumentError(f"the document is invalid ({len(found)} problems): {found[0]}")
     if deadline is not None:
         deadline.check("checking the document")
-    converted = openapi.convert(documents, options, deadline)
+    converted = openapi.convert(documents, options, deadline, max_card_bytes)
     return Snapshot(
         converted.cards, refused=converted.refused, problems=found, notes=converted.notes
     )

@@ -24,6 +24,7 @@ with its reason.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -108,11 +109,19 @@ def _operations(documents: Documents) -> Iterator[Operation]:
                 yield Operation(method.upper(), str(path), node, item, base, item_base)
 
 
-def convert(documents: Documents, options: Options, deadline: Deadline | None = None) -> Converted:
-    """Every operation of the document as a (card, binding), or a refusal with its reason."""
+def convert(
+    documents: Documents,
+    options: Options,
+    deadline: Deadline | None = None,
+    max_card_bytes: int | None = None,
+) -> Converted:
+    """Every operation of the document as a (card, binding), or a refusal with its reason.
+    ``max_card_bytes``: the cards' schemas in all, as JSON (each card is bounded by the
+    registry; a small document of many operations that each inline a large schema is not)."""
     version = spec_version(documents.document)
     result = Converted(version)
     taken: dict[str, int] = {}
+    made = 0
     for operation in _operations(documents):
         if deadline is not None:
             deadline.check("converting the document")
@@ -127,12 +136,26 @@ def convert(documents: Documents, options: Options, deadline: Deadline | None = 
             result.notes.append(f"{where}: the name {name!r} is taken; named {name}_{taken[name]}")
             name = f"{name[:120]}_{taken[name]}"
         try:
-            result.cards.append(_card(documents, version, operation, name, options))
+            card, binding = _card(documents, version, operation, name, options)
         except Refused as exc:
             result.refused.append({"operation": where, "name": name, "reason": str(exc)})
+            continue
         except DocumentError as exc:
             result.refused.append({"operation": where, "name": name, "reason": str(exc)})
+            continue
+        made += _schema_bytes(card)
+        if max_card_bytes is not None and made > max_card_bytes:
+            raise DocumentError(
+                f"the cards' schemas are larger than {max_card_bytes} bytes in all "
+                f"(TOOLREACH_SOURCE_MAX_CARD_BYTES), at {where}"
+            )
+        result.cards.append((card, binding))
     return result
+
+
+def _schema_bytes(card: ToolCard) -> int:
+    schemas = (card.parameters, card.returns or {})
+    return sum(len(json.dumps(s, ensure_ascii=False, separators=(",", ":"))) for s in schemas)
 
 
 def _method_path(operation: Operation) -> str:

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from app.sources import openapi
-from app.sources.documents import file_uri, load_documents, read_file
+from app.sources.documents import DocumentError, file_uri, load_documents, read_file
 from registry.json_schema import MAX_SCHEMA_BYTES, check_schema
 
 MIB = 1024 * 1024
@@ -160,3 +160,35 @@ def test_the_probe_keeps_every_property_cut_to_its_type(tmp_path: Path) -> None:
     assert len(properties) == 150
     assert properties["p0"]["type"] == "object"
     assert "details left out" in properties["p0"]["description"]
+
+
+def test_many_operations_each_inlining_a_large_schema_are_bounded_in_all(
+    tmp_path: Path,
+) -> None:
+    """Each card is in the registry's bounds; 400 of them from a 100 KB document would be
+    24 MB of schemas: the cards of one document are bounded in all, as they are made."""
+    big = {
+        "type": "object",
+        "properties": {
+            f"field{j}": {"type": "string", "description": "x" * 150} for j in range(300)
+        },
+    }  # about 60 KB as JSON
+    document = _document({"Big": big}, root="Big")
+    operation = document["paths"]["/things"]["post"]
+    document["paths"] = {
+        f"/things{i}": {"post": {**operation, "operationId": f"make{i}"}} for i in range(400)
+    }
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(document))
+    assert path.stat().st_size < 200_000
+    documents = anyio.run(load_documents, file_uri(path), read_file)
+    options = openapi.Options(namespace="default", source="s")
+    tracemalloc.start()
+    with pytest.raises(
+        DocumentError, match=r"larger than 5000000 bytes in all \(TOOLREACH_SOURCE_MAX_CARD_BYTES\)"
+    ):
+        openapi.convert(documents, options, max_card_bytes=5_000_000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 * MIB, peak / MIB
+    assert len(openapi.convert(documents, options).cards) == 400  # the default takes it
