@@ -158,6 +158,17 @@ class Settings(BaseSettings):
     # MCP sources that are local commands (stdio): the admin API would run any command it is
     # given, so they are refused unless this is on.
     source_stdio_allowed: bool = False
+    # An OpenAPI source's documents (app/sources/documents.py, docs/SOURCES.md "Bounds"): the
+    # documents its $refs may reach, their bytes in all, the $ref hops from the root document
+    # to the farthest, and the seconds reading, checking and converting them may take. The
+    # defaults take real multi-file API descriptions as they ship (hundreds of files).
+    source_max_documents: int = Field(default=2000, ge=1, le=100_000)
+    source_max_bytes: int = Field(default=64 * 1_048_576, ge=1024, le=4 * 1_073_741_824)
+    source_max_depth: int = Field(default=64, ge=1, le=10_000)
+    source_read_seconds: float = Field(default=120.0, gt=0, le=86_400)
+    # The cards' schemas one document may make, as JSON, in all (each card is bounded by the
+    # registry; many operations that each inline a large schema are not). Box: 2.4 MB.
+    source_max_card_bytes: int = Field(default=128 * 1_048_576, ge=1024, le=16 * 1_073_741_824)
     # A forwarded call: its timeout (the whole call, retries included), the calls one source
     # may have in flight, the attempts a call safe to repeat may make, the consecutive
     # failures that open a source's circuit and how long it stays open, the largest answer.

@@ -7,13 +7,21 @@ network or the disk. What may be loaded:
 
 * from a file: files in the root document's directory or below it, nothing else;
 * from a URL: URLs on the root document's origin (scheme, host, port), nothing else;
-* at most ``MAX_DOCUMENTS`` documents and ``MAX_TOTAL_BYTES`` in all;
+* within ``DocumentLimits``: documents, bytes in all, ``$ref`` hops from the root
+  document, and a deadline for reading, checking and converting (the settings
+  ``TOOLREACH_SOURCE_MAX_DOCUMENTS``, ``_MAX_BYTES``, ``_MAX_DEPTH``, ``_READ_SECONDS``; and
+  the cards made of them, ``_MAX_CARD_BYTES``, app/sources/openapi.py);
 * YAML without aliases (an alias bomb would make every later walk exponential).
+
+A file that is not there is the caller's mistake (``DocumentMissing``, with its path and
+the ``$ref`` that named it); anything else that stops the reading is a ``DocumentError``.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,14 +31,55 @@ from urllib.request import url2pathname
 
 import yaml
 
-MAX_DOCUMENTS = 50
-MAX_TOTAL_BYTES = 64 * 1024 * 1024
+from app.settings import Settings
 
 Fetch = Callable[[str], Awaitable[bytes]]
 
 
 class DocumentError(ValueError):
     """A document cannot be read, parsed, or may not be loaded; the message says which."""
+
+
+class DocumentMissing(DocumentError):
+    """A local file the source names, or its ``$ref``s name, is not there."""
+
+
+@dataclass(frozen=True)
+class DocumentLimits:
+    """What reading one source's documents may take (docs/SOURCES.md, "Bounds")."""
+
+    max_documents: int = 2000
+    max_bytes: int = 64 * 1_048_576
+    max_depth: int = 64
+    seconds: float = 120.0
+    max_card_bytes: int = 128 * 1_048_576
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DocumentLimits:
+        return cls(
+            max_documents=settings.source_max_documents,
+            max_bytes=settings.source_max_bytes,
+            max_depth=settings.source_max_depth,
+            seconds=settings.source_read_seconds,
+            max_card_bytes=settings.source_max_card_bytes,
+        )
+
+    def deadline(self) -> Deadline:
+        return Deadline(time.monotonic() + self.seconds, self.seconds)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When reading, checking and converting a source's documents must be done by."""
+
+    at: float
+    seconds: float
+
+    def check(self, doing: str) -> None:
+        if time.monotonic() > self.at:
+            raise DocumentError(
+                f"{doing} took longer than {self.seconds:g} s (TOOLREACH_SOURCE_READ_SECONDS)"
+            )
 
 
 class _NoAliases(yaml.SafeLoader):
@@ -142,37 +191,78 @@ def may_load(uri: str, root: str) -> bool:
     return (target.scheme, target.netloc) == (origin.scheme, origin.netloc)
 
 
-async def load_documents(root: str, fetch: Fetch) -> Documents:
-    """The root document and, transitively, every document its ``$ref``s point into."""
+async def load_documents(
+    root: str, fetch: Fetch, limits: DocumentLimits | None = None, deadline: Deadline | None = None
+) -> Documents:
+    """The root document and, transitively, every document its ``$ref``s point into, read
+    breadth first (each at its fewest hops from the root), within ``limits``."""
+    limits = limits or DocumentLimits()
+    deadline = deadline or limits.deadline()
     documents = Documents(root)
-    waiting = [root]
+    # (a document, its hops from the root, the document and $ref that named it)
+    waiting: deque[tuple[str, int, str]] = deque([(root, 0, "")])
+    queued = {root}
     while waiting:
-        uri = waiting.pop()
-        if uri in documents.by_uri:
-            continue
-        if not may_load(uri, root):
-            raise DocumentError(
-                f"a $ref points to {display(uri)}, outside the document's "
-                + ("folder" if root.startswith("file:") else "origin")
-            )
-        if len(documents.by_uri) >= MAX_DOCUMENTS:
-            raise DocumentError(f"the document's $refs reach more than {MAX_DOCUMENTS} documents")
-        raw = await fetch(uri)
+        uri, depth, named_by = waiting.popleft()
+        _may_read(uri, root, depth, len(documents.by_uri), limits, named_by)
+        deadline.check("reading the documents")
+        raw = await _read(fetch, uri, named_by)
         documents.raw_bytes += len(raw)
-        if documents.raw_bytes > MAX_TOTAL_BYTES:
-            raise DocumentError(f"the documents are larger than {MAX_TOTAL_BYTES} bytes in all")
+        if documents.raw_bytes > limits.max_bytes:
+            raise DocumentError(
+                f"the documents are larger than {limits.max_bytes} bytes in all "
+                "(TOOLREACH_SOURCE_MAX_BYTES)"
+            )
         document = parse_document(raw, uri)
         documents.by_uri[uri] = document
-        waiting.extend(target for target in (split_ref(ref, uri)[0] for ref in iter_refs(document)))
+        for ref in iter_refs(document):
+            target = split_ref(ref, uri)[0]
+            if target not in queued:
+                queued.add(target)
+                waiting.append((target, depth + 1, f"{display(uri)} ($ref {ref!r})"))
     return documents
 
 
-async def read_file(uri: str) -> bytes:
+def _may_read(
+    uri: str, root: str, depth: int, loaded: int, limits: DocumentLimits, named_by: str
+) -> None:
+    """Refuse a document outside the root's folder or origin, or past the limits."""
+    if not may_load(uri, root):
+        raise DocumentError(
+            f"{named_by} points to {display(uri)}, outside the document's "
+            + ("folder" if root.startswith("file:") else "origin")
+        )
+    if loaded >= limits.max_documents:
+        raise DocumentError(
+            f"the document's $refs reach more than {limits.max_documents} documents "
+            "(TOOLREACH_SOURCE_MAX_DOCUMENTS)"
+        )
+    if depth > limits.max_depth:
+        raise DocumentError(
+            f"{named_by} is more than {limits.max_depth} $ref hops from the root document "
+            "(TOOLREACH_SOURCE_MAX_DEPTH)"
+        )
+
+
+async def _read(fetch: Fetch, uri: str, named_by: str) -> bytes:
+    try:
+        return await fetch(uri)
+    except DocumentMissing as exc:
+        if not named_by:
+            raise
+        raise DocumentMissing(f"{exc}, named by {named_by}") from None
+
+
+async def read_file(uri: str, max_bytes: int = 64 * 1_048_576) -> bytes:
     """A file's bytes, for ``load_documents``."""
     path = Path(url2pathname(urlsplit(uri).path))
     try:
-        if path.stat().st_size > MAX_TOTAL_BYTES:
-            raise DocumentError(f"{path}: larger than {MAX_TOTAL_BYTES} bytes")
+        if path.stat().st_size > max_bytes:
+            raise DocumentError(f"{path}: larger than {max_bytes} bytes")
         return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        raise DocumentMissing(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DocumentMissing(f"{path}: a directory, not a file") from None
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read: {exc.strerror or exc}") from None

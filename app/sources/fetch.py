@@ -12,7 +12,16 @@ import anyio
 import httpx
 
 from app.sources import openapi
-from app.sources.documents import DocumentError, Documents, file_uri, load_documents, read_file
+from app.sources.documents import (
+    Deadline,
+    DocumentError,
+    DocumentLimits,
+    DocumentMissing,
+    Documents,
+    file_uri,
+    load_documents,
+    read_file,
+)
 from app.sources.headers import header_problem
 from app.sources.mcp import ListingTooLarge, Reach, connect, list_all_tools, to_cards
 from app.sources.openapi_check import problems
@@ -43,6 +52,14 @@ class SourceFailed(ToolReachError):
     code = "source_failed"
 
 
+class SourceMissing(SourceFailed):
+    """A local file the source names (or its ``$ref``s name) is not there: the caller's
+    mistake, not the source's failure. Nothing changed."""
+
+    status_code = 422
+    code = "invalid_input"
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     name: str
@@ -65,18 +82,21 @@ class Snapshot:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def fetch(spec: SourceSpec, reach: Reach) -> Snapshot:
-    """The source's tools now; SourceFailed (with the reason) if it cannot be read. The
-    reason never holds a secret's value: a refused secret is named by its reference, and
-    anything the source or a library said is masked."""
+async def fetch(spec: SourceSpec, reach: Reach, limits: DocumentLimits | None = None) -> Snapshot:
+    """The source's tools now; SourceFailed (with the reason) if it cannot be read, its
+    SourceMissing when a local file it names is not there. The reason never holds a secret's
+    value: a refused secret is named by its reference, and anything the source or a library
+    said is masked."""
     try:
         if spec.kind == "openapi":
-            return await _openapi(spec, reach)
+            return await _openapi(spec, reach, limits or DocumentLimits())
         return await _mcp(spec, reach)
     except Exception as exc:
-        message = _failure(spec.name, _leaf(exc))
+        leaf = _leaf(exc)
+        failure = SourceMissing if isinstance(leaf, DocumentMissing) else SourceFailed
+        message = _failure(spec.name, leaf)
     shown = mask(message, secret_values(spec.config, reach.secret_dirs))
-    raise SourceFailed(shown[:REASON_CHARS])
+    raise failure(shown[:REASON_CHARS])
 
 
 def _failure(name: str, exc: BaseException) -> str:
@@ -105,17 +125,25 @@ async def _mcp(spec: SourceSpec, reach: Reach) -> Snapshot:
     return Snapshot(listed.cards, refused=listed.refused)
 
 
-async def _openapi(spec: SourceSpec, reach: Reach) -> Snapshot:
+async def _openapi(spec: SourceSpec, reach: Reach, limits: DocumentLimits) -> Snapshot:
     config = spec.config
+    deadline = limits.deadline()
     if config.base_url is not None:
         await reach.rules.check_url(config.base_url)
     if config.url is not None:
         await reach.rules.check_url(config.url)
         headers = resolve_all(config.headers, reach.secret_dirs, check=header_problem).values
         async with http_client(reach.rules, timeout=reach.timeout, headers=headers) as client:
-            documents = await load_documents(config.url, lambda uri: _download(client, uri))
+            documents = await load_documents(
+                config.url, lambda uri: _download(client, uri), limits, deadline
+            )
     else:
-        documents = await load_documents(file_uri(str(config.path)), read_file)
+        documents = await load_documents(
+            file_uri(str(config.path)),
+            lambda uri: read_file(uri, limits.max_bytes),
+            limits,
+            deadline,
+        )
     options = openapi.Options(
         namespace=spec.namespace,
         source=spec.name,
@@ -127,15 +155,32 @@ async def _openapi(spec: SourceSpec, reach: Reach) -> Snapshot:
         ),
     )
     # Checking and converting a big document is seconds of CPU: off the event loop.
-    return await anyio.to_thread.run_sync(_convert, documents, options, config.strict)
+    snapshot = await anyio.to_thread.run_sync(
+        _convert, documents, options, config.strict, deadline, limits.max_card_bytes
+    )
+    if config.base_url is None:  # the servers the document itself names: checked now too
+        for server in sorted({str(binding["server"]) for _, binding in snapshot.cards}):
+            try:
+                await reach.rules.check_url(server, unresolved_ok=True)
+            except OutboundRefused as exc:
+                raise OutboundRefused(f"the document's server {server}: {exc}") from None
+    return snapshot
 
 
-def _convert(documents: Documents, options: openapi.Options, strict: bool) -> Snapshot:
+def _convert(
+    documents: Documents,
+    options: openapi.Options,
+    strict: bool,
+    deadline: Deadline | None = None,
+    max_card_bytes: int | None = None,
+) -> Snapshot:
     version = openapi.spec_version(documents.document)
     found = problems(documents, version)
     if strict and found:
         raise DocumentError(f"the document is invalid ({len(found)} problems): {found[0]}")
-    converted = openapi.convert(documents, options)
+    if deadline is not None:
+        deadline.check("checking the document")
+    converted = openapi.convert(documents, options, deadline, max_card_bytes)
     return Snapshot(
         converted.cards, refused=converted.refused, problems=found, notes=converted.notes
     )

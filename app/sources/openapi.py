@@ -7,11 +7,12 @@ Each operation's card:
   ``_2``, ``_3``...
 * ``summary``, ``description``: the operation's own (its method and path when it has none);
 * ``parameters``: one JSON Schema object of its path, query, header and cookie parameters
-  and its request body (an object body's fields side by side with the parameters, any
-  other body as one ``body`` argument), ``$ref``s inlined and bounded
+  and its request body (app/sources/openapi_request.py), ``$ref``s inlined and bounded
   (app/sources/openapi_schema.py); parameters the source's credentials supply are left out;
 * ``returns``: its first success response's schema; ``errors``: its documented 4xx and 5xx
-  responses, each with what an agent should do next; ``tags``: its tags.
+  responses, each with what an agent should do next; ``tags``: its tags;
+* ``examples``: requests in a user's verbs, from its method, path, summary and body
+  (app/sources/openapi_verbs.py).
 
 Its *binding* (app/sources/models.py ``SourceTool``) says how the gateway sends the HTTP
 request: method, server, path template, and where each argument goes. A card that the
@@ -23,6 +24,7 @@ with its reason.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,14 +33,21 @@ from urllib.parse import urljoin, urlsplit
 
 from pydantic import ValidationError
 
-from app.sources.documents import DocumentError, Documents
-from app.sources.openapi_schema import SchemaContext, convert_schema
-from registry.card import NAME_PATTERN, ToolCard
+from app.sources import openapi_verbs
+from app.sources.documents import Deadline, DocumentError, Documents
+from app.sources.openapi_request import (
+    Operation,
+    Options,
+    Refused,
+    media_type,
+    request_arguments,
+    resolved,
+)
+from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
+from registry.card import NAME_PATTERN, ToolCard, first_sentence
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Headers the gateway sets itself (or HTTP does): never a tool's argument.
-RESERVED_HEADERS = frozenset({"accept", "content-type", "authorization", "content-length", "host"})
 DESCRIPTION_MAX = 8000
 _NAME_OK = re.compile(NAME_PATTERN)
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]+")
@@ -71,16 +80,6 @@ class Converted:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Options:
-    namespace: str
-    source: str
-    prefix: str = ""
-    base_url: str | None = None
-    # (location, lower-case name) of parameters the source's credentials supply.
-    supplied: frozenset[tuple[str, str]] = frozenset()
-
-
 def spec_version(document: Any) -> str:
     """ "2.0", "3.0.x" or "3.1.x"; DocumentError for anything else."""
     if not isinstance(document, Mapping):
@@ -97,33 +96,35 @@ def tool_name(raw: str, prefix: str) -> str:
     return name[:128]
 
 
-@dataclass
-class _Operation:
-    method: str
-    path: str
-    node: Mapping[str, Any]
-    item: Mapping[str, Any]
-
-
-def _operations(documents: Documents) -> Iterator[_Operation]:
+def _operations(documents: Documents) -> Iterator[Operation]:
     paths = documents.document.get("paths") or {}
-    for path, item in paths.items():
+    for path, raw in paths.items():
+        item, item_base = resolved(documents, raw, documents.root)  # may be in another file
         if not isinstance(item, Mapping):
             continue
-        if isinstance(item.get("$ref"), str):  # a path item kept in another file
-            item = documents.resolve(item["$ref"], documents.root)[1]
         for method in METHODS:
-            node = item.get(method)
+            # An operation kept in a file of its own (DigitalOcean's layout) is followed too.
+            node, base = resolved(documents, item.get(method), item_base)
             if isinstance(node, Mapping):
-                yield _Operation(method.upper(), str(path), node, item)
+                yield Operation(method.upper(), str(path), node, item, base, item_base)
 
 
-def convert(documents: Documents, options: Options) -> Converted:
-    """Every operation of the document as a (card, binding), or a refusal with its reason."""
+def convert(
+    documents: Documents,
+    options: Options,
+    deadline: Deadline | None = None,
+    max_card_bytes: int | None = None,
+) -> Converted:
+    """Every operation of the document as a (card, binding), or a refusal with its reason.
+    ``max_card_bytes``: the cards' schemas in all, as JSON (each card is bounded by the
+    registry; a small document of many operations that each inline a large schema is not)."""
     version = spec_version(documents.document)
     result = Converted(version)
     taken: dict[str, int] = {}
+    made = 0
     for operation in _operations(documents):
+        if deadline is not None:
+            deadline.check("converting the document")
         result.operations += 1
         where = f"{operation.method} {operation.path}"
         raw = operation.node.get("operationId")
@@ -135,45 +136,59 @@ def convert(documents: Documents, options: Options) -> Converted:
             result.notes.append(f"{where}: the name {name!r} is taken; named {name}_{taken[name]}")
             name = f"{name[:120]}_{taken[name]}"
         try:
-            result.cards.append(_card(documents, version, operation, name, options))
-        except _Refused as exc:
+            card, binding = _card(documents, version, operation, name, options)
+        except Refused as exc:
             result.refused.append({"operation": where, "name": name, "reason": str(exc)})
+            continue
         except DocumentError as exc:
             result.refused.append({"operation": where, "name": name, "reason": str(exc)})
+            continue
+        made += _schema_bytes(card)
+        if max_card_bytes is not None and made > max_card_bytes:
+            raise DocumentError(
+                f"the cards' schemas are larger than {max_card_bytes} bytes in all "
+                f"(TOOLREACH_SOURCE_MAX_CARD_BYTES), at {where}"
+            )
+        result.cards.append((card, binding))
     return result
 
 
-def _method_path(operation: _Operation) -> str:
+def _schema_bytes(card: ToolCard) -> int:
+    schemas = (card.parameters, card.returns or {})
+    return sum(len(json.dumps(s, ensure_ascii=False, separators=(",", ":"))) for s in schemas)
+
+
+def _method_path(operation: Operation) -> str:
     """``get_dogs_dogId`` for GET /dogs/{dogId}: an operation without an operationId."""
     return f"{operation.method.lower()}_{re.sub(r'[^A-Za-z0-9]+', '_', operation.path).strip('_')}"
 
 
-class _Refused(Exception):
-    """This operation cannot become a card; the message says why."""
-
-
 def _card(
-    documents: Documents, version: str, operation: _Operation, name: str, options: Options
+    documents: Documents, version: str, operation: Operation, name: str, options: Options
 ) -> tuple[ToolCard, dict[str, Any]]:
     binding = _binding_base(documents, version, operation, options)
-    problem = ""
+    problem = "its parameters are larger than a card may hold, even with no $ref inlined"
     for max_refs, with_returns, patterns in ATTEMPTS:
-        ctx = SchemaContext(
-            documents,
-            openapi2=version == "2.0",
-            openapi30=version.startswith("3.0"),
-            max_refs=max_refs,
-            keep_patterns=patterns,
+        try:
+            parameters, arguments, body = request_arguments(
+                _context(documents, version, max_refs, patterns), operation, options
+            )
+        except SchemaTooLarge:
+            continue
+        returns = (
+            _returns_within(documents, version, operation, max_refs, patterns)
+            if with_returns
+            else None
         )
-        parameters, arguments, body = _parameters(ctx, operation, options)
         data = {
             "name": name,
             "namespace": options.namespace,
             **_texts(operation),
             "parameters": parameters,
-            "returns": _returns(ctx, operation) if with_returns else None,
-            "errors": _errors(ctx, operation),
+            "returns": returns,
+            "errors": _errors(documents, operation),
             "tags": _tags(operation),
+            "examples": _examples(operation, parameters),
             "source": {"name": options.source, "ref": f"{operation.method} {operation.path}"},
         }
         try:
@@ -184,10 +199,40 @@ def _card(
             )
             continue
         return card, {**binding, "params": arguments, "body": body}
-    raise _Refused(f"the card is refused even with its schemas cut short: {problem}")
+    raise Refused(f"the card is refused even with its schemas cut short: {problem}")
 
 
-def _texts(operation: _Operation) -> dict[str, str]:
+def _examples(operation: Operation, parameters: dict[str, Any]) -> list[str]:
+    """Requests a user would say for it, from its method, path and body (openapi_verbs.py)."""
+    texts = _texts(operation)
+    summary = texts["summary"] or first_sentence(texts["description"])
+    return openapi_verbs.examples(operation.method, operation.path, summary, parameters)
+
+
+def _context(documents: Documents, version: str, max_refs: int, patterns: bool) -> SchemaContext:
+    """A fresh build of one schema: its own budget (app/sources/openapi_schema.py)."""
+    return SchemaContext(
+        documents,
+        openapi2=version == "2.0",
+        openapi30=version.startswith("3.0"),
+        max_refs=max_refs,
+        keep_patterns=patterns,
+    )
+
+
+def _returns_within(
+    documents: Documents, version: str, operation: Operation, max_refs: int, patterns: bool
+) -> dict[str, Any] | None:
+    """The result's schema at the deepest level up to ``max_refs`` that fits, else none."""
+    for level in range(max_refs, -1, -1):
+        try:
+            return _returns(_context(documents, version, level, patterns), operation)
+        except SchemaTooLarge:
+            continue
+    return None
+
+
+def _texts(operation: Operation) -> dict[str, str]:
     summary = " ".join(str(operation.node.get("summary") or "").split())[:300]
     description = str(operation.node.get("description") or "").strip()
     text = "\n\n".join(part for part in (summary, description) if part)
@@ -199,7 +244,7 @@ def _texts(operation: _Operation) -> dict[str, str]:
     return {"summary": summary, "description": text}
 
 
-def _tags(operation: _Operation) -> list[str]:
+def _tags(operation: Operation) -> list[str]:
     tags = operation.node.get("tags") or []
     return [
         " ".join(str(t).split())[:64]
@@ -209,7 +254,7 @@ def _tags(operation: _Operation) -> list[str]:
 
 
 def _binding_base(
-    documents: Documents, version: str, operation: _Operation, options: Options
+    documents: Documents, version: str, operation: Operation, options: Options
 ) -> dict[str, Any]:
     return {
         "kind": "http",
@@ -220,7 +265,7 @@ def _binding_base(
     }
 
 
-def _server(documents: Documents, version: str, operation: _Operation) -> str:
+def _server(documents: Documents, version: str, operation: Operation) -> str:
     """The base URL the operation is served at, variables at their defaults."""
     root = documents.document
     if version == "2.0":
@@ -229,14 +274,14 @@ def _server(documents: Documents, version: str, operation: _Operation) -> str:
         scheme = "https" if "https" in schemes else str(schemes[0])
         host = root.get("host") or (origin.netloc if origin.scheme != "file" else "")
         if not host:
-            raise _Refused("the document names no host: register the source with a base_url")
+            raise Refused("the document names no host: register the source with a base_url")
         return f"{scheme}://{host}{root.get('basePath') or ''}".rstrip("/")
     for level in (operation.node, operation.item, root):
         servers = level.get("servers")
         if isinstance(servers, list) and servers and isinstance(servers[0], Mapping):
             return _server_url(documents.root, servers[0])
     if documents.root.startswith("file:"):
-        raise _Refused("the document names no server: register the source with a base_url")
+        raise Refused("the document names no server: register the source with a base_url")
     return urljoin(documents.root, "/").rstrip("/")
 
 
@@ -247,218 +292,41 @@ def _server_url(document_uri: str, server: Mapping[str, Any]) -> str:
             url = url.replace("{" + str(key) + "}", str(variable["default"]))
     if not urlsplit(url).scheme:
         if document_uri.startswith("file:"):
-            raise _Refused(f"the server URL {url!r} is relative: register with a base_url")
+            raise Refused(f"the server URL {url!r} is relative: register with a base_url")
         url = urljoin(document_uri, url)
     return url.rstrip("/")
 
 
-def _resolved(ctx: SchemaContext, node: Any) -> Any:
-    """A parameter, body or response that may itself be a ``$ref``, followed (bounded)."""
-    for _ in range(8):
-        if isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
-            node = ctx.documents.resolve(node["$ref"], ctx.documents.root)[1]
-        else:
-            return node
-    raise DocumentError("a $ref chain of more than 8 links")
-
-
-def _declared_parameters(ctx: SchemaContext, operation: _Operation) -> list[Mapping[str, Any]]:
-    """Path-level parameters, overridden by the operation's own of the same name and place."""
-    found: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for level in (operation.item, operation.node):
-        for raw in level.get("parameters") or []:
-            parameter = _resolved(ctx, raw)
-            if isinstance(parameter, Mapping) and "name" in parameter and "in" in parameter:
-                found[(str(parameter["in"]), str(parameter["name"]))] = parameter
-    return list(found.values())
-
-
-_V2_SCHEMA_KEYS = (
-    "type", "format", "items", "enum", "default", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
-    "uniqueItems", "multipleOf",
-)  # fmt: skip
-
-
-def _parameter_schema(ctx: SchemaContext, parameter: Mapping[str, Any]) -> dict[str, Any]:
-    if "schema" in parameter:
-        schema = convert_schema(ctx, parameter["schema"], ctx.documents.root)
-    elif isinstance(parameter.get("content"), Mapping) and parameter["content"]:
-        media = next(iter(parameter["content"].values()))
-        schema = convert_schema(ctx, (media or {}).get("schema", {}), ctx.documents.root)
-    else:  # 2.0: the schema's words sit on the parameter itself
-        words = {k: parameter[k] for k in _V2_SCHEMA_KEYS if k in parameter}
-        schema = convert_schema(ctx, words, ctx.documents.root)
-    schema = dict(schema) if isinstance(schema, dict) else {}
-    if parameter.get("description") and "description" not in schema:
-        schema["description"] = str(parameter["description"])[:2000]
-    return schema
-
-
-def _parameters(
-    ctx: SchemaContext, operation: _Operation, options: Options
-) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
-    """The card's parameters schema, where each argument goes, and the body's binding."""
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    arguments: list[dict[str, Any]] = []
-    form: list[Mapping[str, Any]] = []
-    body_node: Any = None
-    for parameter in _declared_parameters(ctx, operation):
-        where, name = str(parameter["in"]), str(parameter["name"])
-        if where == "body":
-            body_node = {"required": parameter.get("required") is True, "v2": parameter}
-            continue
-        if where == "formData":
-            form.append(parameter)
-            continue
-        if where not in ("path", "query", "header", "cookie"):
-            continue
-        if (where, name.lower()) in options.supplied:
-            continue
-        if where == "header" and name.lower() in RESERVED_HEADERS:
-            continue
-        argument = name if name not in properties else f"{where}_{name}"
-        properties[argument] = _parameter_schema(ctx, parameter)
-        if where == "path" or parameter.get("required") is True:
-            required.append(argument)
-        arguments.append(
-            {
-                "arg": argument,
-                "in": where,
-                "name": name,
-                "style": parameter.get("style"),
-                "explode": parameter.get("explode"),
-                "collection": parameter.get("collectionFormat"),
-            }
-        )
-    body = _body(ctx, operation, body_node, form, properties, required)
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(dict.fromkeys(required))
-    return schema, arguments, body
-
-
-def _body(
-    ctx: SchemaContext,
-    operation: _Operation,
-    v2_body: Mapping[str, Any] | None,
-    form: list[Mapping[str, Any]],
-    properties: dict[str, Any],
-    required: list[str],
-) -> dict[str, Any] | None:
-    """Add the request body's arguments; its binding (media type, fields or one argument)."""
-    if form:  # 2.0 form fields: each its own argument
-        return _form(ctx, operation, form, properties, required)
-    if v2_body is not None:
-        schema_node: Any = v2_body["v2"].get("schema", {})
-        media: str | None = "application/json"
-        needed = bool(v2_body["required"])
-    else:
-        request = _resolved(ctx, operation.node.get("requestBody"))
-        if not isinstance(request, Mapping) or not isinstance(request.get("content"), Mapping):
-            return None
-        media = _media(request["content"])
-        if media is None:
-            kinds = ", ".join(map(str, request["content"]))
-            raise _Refused(f"a request body only in {kinds}, which the gateway cannot send")
-        schema_node = (request["content"][media] or {}).get("schema", {})
-        needed = request.get("required") is True
-    assert media is not None
-    schema = convert_schema(ctx, schema_node, ctx.documents.root)
-    fields: Any = schema.get("properties") if isinstance(schema, dict) else None
-    flat = (
-        isinstance(fields, dict)
-        and schema.get("type") in ("object", None)
-        and not set(fields) & set(properties)
-        and not any(k in schema for k in ("allOf", "anyOf", "oneOf"))
-    )
-    if flat and isinstance(fields, dict):
-        properties.update(fields)
-        if needed:
-            required.extend(f for f in schema.get("required", []) if f in fields)
-        return {"media": media, "fields": list(fields)}
-    if "body" in properties:
-        raise _Refused("a parameter is named 'body', like the request body's argument")
-    properties["body"] = schema
-    if needed:
-        required.append("body")
-    return {"media": media, "arg": "body"}
-
-
-def _form(
-    ctx: SchemaContext,
-    operation: _Operation,
-    form: list[Mapping[str, Any]],
-    properties: dict[str, Any],
-    required: list[str],
-) -> dict[str, Any]:
-    """Swagger 2.0 form fields, each its own argument; sent as the operation consumes."""
-    consumes = operation.node.get("consumes") or ctx.documents.document.get("consumes") or []
-    media = (
-        "multipart/form-data"
-        if "multipart/form-data" in consumes
-        else "application/x-www-form-urlencoded"
-    )
-    fields = []
-    for parameter in form:
-        name = str(parameter["name"])
-        if name in properties:
-            raise _Refused(f"the form field {name!r} has the name of a parameter")
-        properties[name] = _parameter_schema(ctx, parameter)
-        if parameter.get("required") is True:
-            required.append(name)
-        fields.append(name)
-    return {"media": media, "fields": fields}
-
-
-def _media(content: Mapping[str, Any]) -> str | None:
-    """The request body's media type the gateway sends: JSON first, then forms, then raw."""
-    kinds = [str(k) for k in content]
-    for kind in kinds:
-        if kind == "application/json" or kind.endswith("+json") or kind == "*/*":
-            return kind
-    for wanted in (
-        "application/x-www-form-urlencoded",
-        "multipart/form-data",
-        "text/plain",
-        "application/octet-stream",
-    ):
-        if wanted in kinds:
-            return wanted
-    return None
-
-
-def _responses(operation: _Operation) -> Mapping[str, Any]:
+def _responses(operation: Operation) -> Mapping[str, Any]:
     responses = operation.node.get("responses")
     return responses if isinstance(responses, Mapping) else {}
 
 
-def _returns(ctx: SchemaContext, operation: _Operation) -> dict[str, Any] | None:
+def _returns(ctx: SchemaContext, operation: Operation) -> dict[str, Any] | None:
     for code, raw in sorted(_responses(operation).items(), key=lambda item: str(item[0])):
         if not str(code).startswith("2"):
             continue
-        response = _resolved(ctx, raw)
+        response, base = resolved(ctx.documents, raw, operation.base)
         if not isinstance(response, Mapping):
             continue
         node = response.get("schema")  # 2.0
         if node is None and isinstance(response.get("content"), Mapping):
-            media = _media(response["content"]) or next(iter(response["content"]), None)
+            media = media_type(response["content"]) or next(iter(response["content"]), None)
             node = (response["content"].get(media) or {}).get("schema") if media else None
         if node is not None:
-            schema = convert_schema(ctx, node, ctx.documents.root)
+            schema = convert_schema(ctx, node, base)
             return schema if isinstance(schema, dict) and schema else None
         return None
     return None
 
 
-def _errors(ctx: SchemaContext, operation: _Operation) -> list[dict[str, Any]]:
+def _errors(documents: Documents, operation: Operation) -> list[dict[str, Any]]:
     entries = []
     for code, raw in _responses(operation).items():
         code = str(code).upper()
         if code[:1] not in ("4", "5"):
             continue
-        response = _resolved(ctx, raw)
+        response = resolved(documents, raw, operation.base)[0]
         about = response.get("description") if isinstance(response, Mapping) else None
         meaning = " ".join(str(about or "").split())[:2000] or f"HTTP {code}"
         suggestion = SUGGESTIONS.get(code) or (

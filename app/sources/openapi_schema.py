@@ -8,6 +8,13 @@ itself again (a cycle: a folder holds folders), it is *cut*: replaced by a stub 
 the target's type and says, in its description, what was left out. A stub accepts what the
 full schema would; only the details are gone.
 
+Inlining multiplies: five schemas of 150 properties, each a ``$ref`` to the next, would be
+150^3 nodes at three levels from a 27 KB document. So the schema is built against a
+``Budget`` of the registry's own bounds (bytes as JSON, subschemas), charged for every node
+*as it is made*: the first node past it stops the build at once (``SchemaTooLarge``), and
+the caller tries again with fewer levels. The work of one build is bounded by what it may
+produce, never by what the ``$ref``s would expand to.
+
 OpenAPI's own words become JSON Schema's: 3.0's ``nullable`` a ``"null"`` type, draft 4's
 boolean ``exclusiveMinimum`` a number, 2.0's ``type: file`` a binary string, 2.0's tuple
 ``items`` an ``anyOf``, ``example`` an ``examples`` list; ``discriminator``, ``xml``,
@@ -16,11 +23,13 @@ boolean ``exclusiveMinimum`` a number, 2.0's ``type: file`` a binary string, 2.0
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.sources.documents import Documents
+from registry.json_schema import MAX_SCHEMA_BYTES, MAX_SUBSCHEMAS
 
 _DROPPED = frozenset({"discriminator", "xml", "externalDocs", "example", "nullable", "$ref"})
 _ONE = ("not", "additionalItems", "contains", "propertyNames", "if", "then", "else")
@@ -30,15 +39,45 @@ MAX_ENUM = 500  # registry/json_schema.py refuses more
 STUB_NOTE_CHARS = 160
 
 
+class SchemaTooLarge(Exception):
+    """The schema being built outgrew its budget: this build stops at once."""
+
+
+@dataclass
+class Budget:
+    """What one schema may still take: bytes as compact JSON (an estimate from above) and
+    subschemas, the registry's bounds (registry/json_schema.py)."""
+
+    bytes_left: int = MAX_SCHEMA_BYTES
+    nodes_left: int = MAX_SUBSCHEMAS
+
+    def spend(self, size: int, nodes: int = 0) -> None:
+        self.bytes_left -= size
+        self.nodes_left -= nodes
+        if self.bytes_left < 0 or self.nodes_left < 0:
+            raise SchemaTooLarge
+
+
+def _size(value: Any) -> int:
+    """About a JSON value's size as the registry measures it (compact UTF-8)."""
+    if isinstance(value, str):
+        return len(value.encode()) + 2
+    if isinstance(value, bool | int | float) or value is None:
+        return len(repr(value))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return len(text.encode())
+
+
 @dataclass
 class SchemaContext:
-    """What converting one card's schemas needs: the documents, the version, the bound."""
+    """What converting one card's schema needs: the documents, the version, the bounds."""
 
     documents: Documents
     openapi2: bool
     openapi30: bool
     max_refs: int = 3
     keep_patterns: bool = True
+    budget: Budget = field(default_factory=Budget)
 
 
 def convert_schema(ctx: SchemaContext, node: Any, base: str) -> Any:
@@ -53,10 +92,12 @@ def _convert(ctx: SchemaContext, node: Any, base: str, seen: tuple[str, ...], re
         return {}
     if isinstance(node.get("$ref"), str):
         return _inline(ctx, node, base, seen, refs)
+    ctx.budget.spend(2, 1)
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in _DROPPED or key.startswith("x-"):
             continue
+        ctx.budget.spend(len(key) + 4)
         if key in _MAP and isinstance(value, Mapping):
             out[key] = {k: _convert(ctx, v, base, seen, refs) for k, v in value.items()}
         elif key in _MANY and isinstance(value, list):
@@ -68,7 +109,11 @@ def _convert(ctx: SchemaContext, node: Any, base: str, seen: tuple[str, ...], re
         elif key == "pattern" and not ctx.keep_patterns:
             continue
         else:
+            if not (key == "enum" and isinstance(value, list) and len(value) > MAX_ENUM):
+                ctx.budget.spend(_size(value))  # a longer enum is dropped (_words)
             out[key] = value
+    if "example" in node and "examples" not in out:
+        ctx.budget.spend(_size(node["example"]) + 13)
     return _words(ctx, node, out)
 
 
@@ -85,9 +130,9 @@ def _inline(
     target_uri, target = ctx.documents.resolve(node["$ref"], base)
     siblings = {k: v for k, v in node.items() if k != "$ref"}
     if target_uri in seen:
-        result = _stub(target, target_uri, "recursive")
+        result = _stub(ctx, target, target_uri, "recursive")
     elif refs >= ctx.max_refs:
-        result = _stub(target, target_uri, "nested too deep")
+        result = _stub(ctx, target, target_uri, "nested too deep")
     else:
         document = target_uri.partition("#")[0]
         result = _convert(ctx, target, document, (*seen, target_uri), refs + 1)
@@ -96,7 +141,7 @@ def _inline(
     return result
 
 
-def _stub(target: Any, uri: str, why: str) -> dict[str, Any]:
+def _stub(ctx: SchemaContext, target: Any, uri: str, why: str) -> dict[str, Any]:
     """What a cut ``$ref`` becomes: the target's type, and a note of what was left out."""
     name = uri.rpartition("/")[2] or "schema"
     stub: dict[str, Any] = {}
@@ -108,6 +153,7 @@ def _stub(target: Any, uri: str, why: str) -> dict[str, Any]:
     else:
         about = ""
     stub["description"] = f"{name} ({why}; details left out){': ' + about if about else ''}"
+    ctx.budget.spend(_size(stub["description"]) + 40, 1)
     return stub
 
 

@@ -7,9 +7,9 @@
    resolves to, and is then made to the address that was checked (a name that resolves
    elsewhere a moment later, DNS rebinding, cannot slip through). Refused unless a network
    of ``TOOLREACH_OUTBOUND_ALLOWED_NETWORKS`` holds the address:
-   loopback (127.0.0.0/8, ::1), link-local (169.254.0.0/16, where the cloud metadata service
-   answers, and fe80::/10), unspecified, multicast and reserved addresses, this host's own
-   addresses, and the networks of ``TOOLREACH_OUTBOUND_DENIED_NETWORKS``.
+   the addresses app/sources/addresses.py refuses (loopback, link-local, the clouds'
+   metadata addresses, this host's own, ...) and the networks of
+   ``TOOLREACH_OUTBOUND_DENIED_NETWORKS``.
 3. No proxy from the environment: the check above must see the real destination.
 4. Every forwarded request carries ``X-ToolReach-Hop``; the gateway refuses a call that
    carries it, so a source pointing back at this service cannot make it call itself.
@@ -32,10 +32,9 @@ import httpx
 import httpx2
 
 from app.settings import Settings
+from app.sources.addresses import HOST, IPAddress, IPNetwork, refusal
 
 HOP_HEADER = "X-ToolReach-Hop"
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class OutboundRefused(Exception):
@@ -55,22 +54,6 @@ def _networks(values: Iterable[str]) -> tuple[IPNetwork, ...]:
     return tuple(ipaddress.ip_network(v, strict=False) for v in values)
 
 
-def own_addresses() -> frozenset[IPAddress]:
-    """This host's addresses, as its name resolves (best effort: none if it does not)."""
-    try:
-        infos = socket.getaddrinfo(socket.gethostname(), None)
-    except OSError:
-        return frozenset()
-    return frozenset(_plain(ipaddress.ip_address(info[4][0])) for info in infos)
-
-
-def _plain(address: IPAddress) -> IPAddress:
-    """An IPv4-mapped IPv6 address (::ffff:169.254.169.254) as the IPv4 address it is."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
 @dataclass(frozen=True)
 class OutboundRules:
     allowed: tuple[IPNetwork, ...] = ()
@@ -83,38 +66,27 @@ class OutboundRules:
         return cls(
             allowed=_networks(settings.outbound_allowed_networks),
             denied=_networks(settings.outbound_denied_networks),
-            own=own_addresses(),
             max_response_bytes=settings.gateway_max_response_bytes,
         )
 
     def refusal(self, address: IPAddress) -> str | None:
-        """Why a connection to ``address`` is refused, or None if it is allowed."""
-        address = _plain(address)
-        if any(address in network for network in self.allowed):
-            return None
-        if address in self.own:
-            return "this host's own address"
-        if address.is_loopback:
-            return "a loopback address"
-        if address.is_link_local:
-            return "a link-local address (where cloud metadata services answer)"
-        if address.is_unspecified or address.is_multicast or address.is_reserved:
-            return "not an address a source can be at"
-        if any(address in network for network in self.denied):
-            return "in a denied network (TOOLREACH_OUTBOUND_DENIED_NETWORKS)"
-        return None
+        """Why a connection to ``address`` is refused, or None if it is allowed
+        (app/sources/addresses.py)."""
+        return refusal(address, self.allowed, self.denied, self.own | HOST.get())
 
-    async def checked_address(self, host: str, port: int) -> str:
+    async def checked_address(self, host: str, port: int, *, unresolved_ok: bool = False) -> str:
         """The address to connect to for ``host``; OutboundRefused if any it resolves to
-        is refused."""
+        is refused (or if it resolves to none, unless ``unresolved_ok``: then "")."""
         try:
-            addresses = [ipaddress.ip_address(host.strip("[]"))]
+            addresses = [ipaddress.ip_address(host.strip("[]").split("%")[0])]
         except ValueError:
             try:
                 infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except OSError as exc:
+                if unresolved_ok:
+                    return ""
                 raise OutboundRefused(f"{host}: the name does not resolve ({exc})") from None
-            addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+            addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
         if not addresses:
             raise OutboundRefused(f"{host}: the name resolves to no address")
         for address in addresses:
@@ -127,15 +99,20 @@ class OutboundRules:
                 )
         return str(addresses[0])
 
-    async def check_url(self, url: str) -> None:
+    async def check_url(self, url: str, *, unresolved_ok: bool = False) -> None:
         """Refuse a URL that is not http(s), carries credentials, or is at a refused
-        address, before anything is sent."""
-        parsed = httpx.URL(url)
+        address, before anything is sent. ``unresolved_ok``: a name that does not resolve
+        now passes (every connection is checked again as it is made)."""
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            raise OutboundRefused(f"{url[:200]!r} is not a URL: {exc}") from None
         if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise OutboundRefused(f"{url!r}: a source's URL must be http:// or https://")
+            raise OutboundRefused(f"{url[:200]!r}: a source's URL must be http:// or https://")
         if parsed.userinfo:
             raise OutboundRefused("a source's URL may not hold credentials; use a reference")
-        await self.checked_address(parsed.host, parsed.port or _default_port(parsed.scheme))
+        port = parsed.port or _default_port(parsed.scheme)
+        await self.checked_address(parsed.host, port, unresolved_ok=unresolved_ok)
 
 
 def _default_port(scheme: str) -> int:

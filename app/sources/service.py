@@ -18,6 +18,7 @@ from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.settings import Settings
 from app.sources import repository
+from app.sources.documents import DocumentLimits
 from app.sources.fetch import Snapshot, SourceFailed, SourceSpec, fetch
 from app.sources.mcp import Reach
 from app.sources.models import Source
@@ -86,6 +87,7 @@ class SourceService:
             max_listing_bytes=settings.source_max_listing_bytes,
         )
         keep_secrets_out_of_logs()
+        self.document_limits = DocumentLimits.from_settings(settings)
         self._factory = factory
         self.factory = factory
         self._encoder = encoder
@@ -131,7 +133,7 @@ class SourceService:
             raise Conflict(f"a source named {create.name!r} exists; sync or remove it")
         spec = SourceSpec(create.name, create.namespace, create.kind, create.config())
         started = time.perf_counter()
-        snapshot = await fetch(spec, self.reach)
+        snapshot = await fetch(spec, self.reach, self.document_limits)
         return await anyio.to_thread.run_sync(self._store_new, spec, snapshot, started)
 
     def _exists(self, name: str) -> bool:
@@ -165,7 +167,7 @@ class SourceService:
             spec = await anyio.to_thread.run_sync(self._spec, name)
             started = time.perf_counter()
             try:
-                snapshot = await fetch(spec, self.reach)
+                snapshot = await fetch(spec, self.reach, self.document_limits)
             except SourceFailed as exc:
                 await anyio.to_thread.run_sync(self._failed, name, exc.message)
                 raise

@@ -51,6 +51,8 @@ def apply_snapshot(
         source.content_hash = digest
         report.status = "synced"
     report.tools = repository.tool_counts(session, source.id)[0]
+    if report.status == "unchanged":  # every live tool of the source is as it was
+        report.unchanged = report.tools
     report.seconds = round(time.perf_counter() - started, 3)
     now = utcnow()
     source.synced_at, source.last_error, source.updated_at = now, None, now

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from app.sources.fetch import _convert
 from registry.json_schema import check_schema
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "openapi"
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("TOOLREACH_TEST_OPENAPI", ROOT.parent / "shared" / "data" / "openapi"))
 BOX = SHARED / "box-platform.openapi.json"
 SLACK = SHARED / "slack-web.swagger.json"
 
