@@ -1,5 +1,4 @@
-"""The `toolreach` command line: serve, migrate, import, export, eval, build-model,
-init-local, purge, simulate."""
+"""The `toolreach` command line (its commands: ``build_parser``; docs/CLI.md)."""
 
 from __future__ import annotations
 
@@ -281,7 +280,7 @@ def cmd_build_model(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolreach", description=__doc__)
+    parser = argparse.ArgumentParser(prog="toolreach")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the HTTP API")
@@ -369,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub)
     add_source_commands(sub)
     init.set_defaults(handler=cmd_init_local)
+    # Written from the commands themselves, so a new one is never left out of --help.
+    parser.description = f"The ToolReach command line: {', '.join(sub.choices)}."
     return parser
 
 

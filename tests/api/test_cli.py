@@ -218,3 +218,15 @@ def test_eval_writes_a_few_progress_lines_to_a_log(
         assert len(lines) <= 12, (step, lines)
         assert lines[-1].startswith("100% ("), (step, lines)
     assert steps["routing"][-1].startswith("100% (400/400 query)")
+
+
+def test_help_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli.main import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    _usage, described = capsys.readouterr().out.split("positional arguments")[0].split("\n\n")[:2]
+    words = described.replace("-\n", "-").replace(",", " ").replace(".", " ").split()
+    assert "source" in commands
+    assert all(name in words for name in commands), described
