@@ -53,6 +53,10 @@ def test_the_demo_run_corrects_itself_and_is_counted(
     # Bad arguments: refused with the schema's errors, then corrected.
     assert "refused: convert_currency" in text and "'from' was unexpected" not in text
     assert "did you mean 'from_currency' instead of 'from'?" in text
+    # The card's general row is about `amount`: it is offered for amount's problem only.
+    [refused] = [line for line in transcript if "refused: convert_currency" in line]
+    assert refused.count("INVALID_ARGUMENT: Fix the argument and retry.") == 1
+    assert "(expected number, e.g. 250; INVALID_ARGUMENT" in refused
     assert '"converted_amount": 230.0' in text
     # The failing tool's card suggestion reached the planner, which followed it.
     assert "Call get_order_details to tell the user the order status" in model.prompts[1]
