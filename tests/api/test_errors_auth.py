@@ -51,7 +51,8 @@ def test_agent_endpoints_open_without_agent_keys(database_url: str) -> None:
     app = create_app(make_settings(database_url, agent_keys=()), encoder=make_encoder("fake"))
     with TestClient(app) as open_client:
         assert open_client.get("/v1/tools").status_code == 200
-        assert open_client.post("/v1/validate", json={"name": "x"}).status_code == 200
+        # Open: not a 401, but an empty registry's namespace is one that never held a tool.
+        assert_error(open_client.post("/v1/validate", json={"name": "x"}), 404, "not_found")
         assert_error(open_client.post("/v1/tools", json=weather_card()), 401, "unauthorized")
 
 

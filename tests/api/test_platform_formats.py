@@ -81,11 +81,22 @@ def test_anthropic_tool_reference_format(routed: TestClient) -> None:
 
 
 def test_tool_search_in_an_empty_namespace_still_answers_the_call(client: TestClient) -> None:
-    answer = route(client, query="x", namespace="nobody", format="openai_tool_search", call_id="c1")
+    """A namespace whose tools are gone answers the search with nothing found; one that
+    never held a tool is the 404 of every surface, in the search shapes too."""
+    card = {"name": "gone", "description": "Soon deleted.", "namespace": "emptied"}
+    assert client.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    assert client.delete("/v1/tools/gone?namespace=emptied", headers=ADMIN).status_code == 204
+    search = {"query": "x", "namespace": "emptied"}
+    answer = route(client, **search, format="openai_tool_search", call_id="c1")
     assert answer["tools"] == [
         {"type": "tool_search_output", "call_id": "c1", "execution": "client", "tools": []}
     ]
-    assert route(client, query="x", format="anthropic_tool_reference")["tools"] == []
+    assert route(client, **search, format="anthropic_tool_reference")["tools"] == []
+    for fmt in ({"format": "openai_tool_search", "call_id": "c1"}, {"format": "anthropic"}):
+        body = {"query": "x", "namespace": "emptyed", **fmt}
+        unknown = client.post("/v1/route", json=body, headers=AGENT)
+        assert_error(unknown, 404, "not_found")
+        assert unknown.json()["error"]["details"]["did_you_mean"] == ["emptied"]
 
 
 @pytest.mark.parametrize(
