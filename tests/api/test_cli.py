@@ -53,6 +53,9 @@ def test_init_local_creates_a_key_once(env: Path, capsys: pytest.CaptureFixture[
     first = capsys.readouterr().out
     text = (env / ".env").read_text()
     assert "TOOLREACH_ADMIN_KEYS=trk_admin_" in text
+    assert "TOOLREACH_LOAD_DEMO=true" in text.splitlines()
+    # a source on this machine (the demo MCP server, one's own) can be registered
+    assert "TOOLREACH_OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8,::1/128" in text.splitlines()
     assert (env / ".env").stat().st_mode & 0o777 == 0o600
     assert main(["init-local"]) == 0
     assert capsys.readouterr().out == first
