@@ -12,6 +12,7 @@ without their labelled tools.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
@@ -56,7 +57,9 @@ VARIANTS: dict[str, frozenset[str]] = {
 }
 METRICS = ("hit@1", "recall@3", "recall@5", "ndcg@10")
 SHOWN_REJECTIONS = 10  # rejected tools the table explains; --json has them all
-_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")  # registry/card.py's NAME_PATTERN
+_NAME_LIMIT = 128
+SHOWN_RENAMES = 10
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,32 @@ class Query:
 
 
 def safe_name(name: str) -> str:
-    """A dataset name the registry refuses (e.g. 'PDF&URLTool') mapped to one it accepts."""
-    return _INVALID_NAME_CHARS.sub("_", name)[:128]
+    """A dataset's tool name as the registry may hold it: itself when it fits; otherwise
+    (e.g. 'PDF&URLTool', '天气查询') each refused character becomes '_', cut to fit, and '_'
+    plus 8 hex digits of the name's sha256 are added, as for an exported name
+    (registry/formats.py), so two names never become one. Never silent: ``renamed_tools``
+    lists them, and eval and simulate say so."""
+    if len(name) <= _NAME_LIMIT and not _INVALID_NAME_CHARS.search(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{_INVALID_NAME_CHARS.sub('_', name)[: _NAME_LIMIT - 9]}_{digest}"
+
+
+def renamed_tools(data: Path) -> dict[str, str]:
+    """The dataset's tool names the registry refuses, each with the name it is registered as
+    (``safe_name``)."""
+    names = (item.get("name") for _, item in read_jsonl(data / "tools.jsonl"))
+    return {n: safe_name(n) for n in names if isinstance(n, str) and safe_name(n) != n}
+
+
+def renames_line(renamed: dict[str, str]) -> str:
+    """How renamed tools are said: the rule, then each name and what it became."""
+    shown = ", ".join(f"{old!r} → {new!r}" for old, new in list(renamed.items())[:SHOWN_RENAMES])
+    more = f", and {len(renamed) - SHOWN_RENAMES} more" if len(renamed) > SHOWN_RENAMES else ""
+    return (
+        f"renamed {len(renamed)} tool(s): a tool name holds only A-Z a-z 0-9 _ . : - (at most "
+        f"{_NAME_LIMIT}): {shown}{more}"
+    )
 
 
 class DatasetError(ValueError):
@@ -255,6 +282,7 @@ def evaluate(
         "tools": len(batch.cards),
         "rejected_tools": [r["name"] for r in batch.rejects],
         "rejections": [first_problem(r) for r in batch.rejects],  # why, one line each
+        "renamed_tools": renamed_tools(data),  # name in the dataset → name registered
         "queries": len(queries),
         "queries_naming_unregistered_tools": unknown,
         "model": services.encoder.name,
@@ -307,6 +335,8 @@ def format_table(report: dict[str, Any]) -> str:
         lines.append(f"{variant:<16}" + "".join(f"{values[m]:>10.3f}" for m in METRICS))
     if "confidence" in report:
         lines += format_confidence(report["confidence"])
+    if report.get("renamed_tools"):
+        lines.append(renames_line(report["renamed_tools"]))
     rejections = report.get("rejections", [])
     if rejections:
         lines.append(f"rejected tools ({len(rejections)}, not registered):")
