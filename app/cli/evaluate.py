@@ -71,21 +71,42 @@ class Query:
 
 def safe_name(name: str) -> str:
     """A dataset's tool name as the registry may hold it: itself when it fits; otherwise
-    (e.g. 'PDF&URLTool', '天气查询') each refused character becomes '_', cut to fit, and '_'
-    plus 8 hex digits of the name's sha256 are added, as for an exported name
-    (registry/formats.py), so two names never become one. Never silent: ``renamed_tools``
-    lists them, and eval and simulate say so."""
+    each refused character becomes '_' ('PDF&URLTool' → 'PDF_URLTool'), and a name left with
+    no letter or digit ('天气查询' → '____') gets '_' and 8 hex digits of its sha256, as an
+    exported name does (registry/formats.py). ``dataset_names`` keeps two names apart; the
+    renaming is never silent (``renamed_tools``: eval and simulate say it)."""
     if len(name) <= _NAME_LIMIT and not _INVALID_NAME_CHARS.search(name):
         return name
+    safe = _INVALID_NAME_CHARS.sub("_", name)[:_NAME_LIMIT]
+    return safe if re.search(r"[A-Za-z0-9]", safe) else _hashed(name)
+
+
+def _hashed(name: str) -> str:
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     return f"{_INVALID_NAME_CHARS.sub('_', name)[: _NAME_LIMIT - 9]}_{digest}"
 
 
+def dataset_names(names: Iterable[str]) -> dict[str, str]:
+    """Each of a dataset's tool names → the name it is registered as: ``safe_name``, with the
+    hash of ``_hashed`` for a renamed one that would meet another name ('a&b' and 'a_b')."""
+    names = list(dict.fromkeys(names))
+    taken: dict[str, int] = {}
+    for name in names:
+        taken[safe_name(name)] = taken.get(safe_name(name), 0) + 1
+    return {
+        name: safe_name(name)
+        if taken[safe_name(name)] == 1 or safe_name(name) == name
+        else _hashed(name)
+        for name in names
+    }
+
+
 def renamed_tools(data: Path) -> dict[str, str]:
     """The dataset's tool names the registry refuses, each with the name it is registered as
-    (``safe_name``)."""
-    names = (item.get("name") for _, item in read_jsonl(data / "tools.jsonl"))
-    return {n: safe_name(n) for n in names if isinstance(n, str) and safe_name(n) != n}
+    (``dataset_names``)."""
+    names = [item.get("name") for _, item in read_jsonl(data / "tools.jsonl")]
+    mapped = dataset_names(n for n in names if isinstance(n, str))
+    return {old: new for old, new in mapped.items() if old != new}
 
 
 def renames_line(renamed: dict[str, str]) -> str:
@@ -118,10 +139,10 @@ def _tool(path: Path, number: int, item: dict[str, Any]) -> dict[str, Any]:
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
         raise DatasetError(f"{path}:{number}: a tool needs a 'name' string")
-    return {**item, "name": safe_name(name)}
+    return item
 
 
-def _query(path: Path, number: int, item: dict[str, Any]) -> Query:
+def _query(path: Path, number: int, item: dict[str, Any], names: dict[str, str]) -> Query:
     text, relevant = item.get("query"), item.get("relevant")
     if not isinstance(text, str) or not text.strip():
         raise DatasetError(f"{path}:{number}: a query needs a non-empty 'query' string")
@@ -136,7 +157,8 @@ def _query(path: Path, number: int, item: dict[str, Any]) -> Query:
         raise DatasetError(
             f"{path}:{number}: 'relevant' must be a non-empty array of tool names, not {got}"
         )
-    return Query(text, frozenset(safe_name(n) for n in relevant), str(item.get("id", "")))
+    registered = frozenset(names.get(n, safe_name(n)) for n in relevant)
+    return Query(text, registered, str(item.get("id", "")))
 
 
 def load_dataset(
@@ -146,8 +168,10 @@ def load_dataset(
     starts with ``skip_prefix`` (a tuning split); DatasetError if a line is unusable or
     either file holds nothing."""
     tools_path, queries_path = data / "tools.jsonl", data / "queries.jsonl"
-    tools = [_tool(tools_path, n, item) for n, item in read_jsonl(tools_path)]
-    queries = [_query(queries_path, n, item) for n, item in read_jsonl(queries_path)]
+    read = [_tool(tools_path, n, item) for n, item in read_jsonl(tools_path)]
+    names = dataset_names(tool["name"] for tool in read)
+    tools = [{**tool, "name": names[tool["name"]]} for tool in read]
+    queries = [_query(queries_path, n, item, names) for n, item in read_jsonl(queries_path)]
     if skip_prefix:
         queries = [q for q in queries if not q.id.startswith(skip_prefix)]
     for path, rows in ((tools_path, tools), (queries_path, queries)):

@@ -64,8 +64,8 @@ def test_simulate_registers_routes_and_reports(loop: TestClient, dataset: Path) 
     stats = loop.get("/v1/stats", params={"namespace": "sim"}, headers=VIEWER).json()
     assert (stats["routes"], stats["feedback"], stats["success"]) == (10, 10, 2 * (5 - errors))
     names = {t["name"] for t in stats["tools"]}
-    pdf = safe_name("PDF&URLTool")
-    assert pdf.startswith("PDF_URLTool_") and summary.renamed_tools == {"PDF&URLTool": pdf}
+    pdf = "PDF_URLTool"  # its refused character made '_', and said
+    assert summary.renamed_tools == {"PDF&URLTool": pdf}
     assert pdf in names and names <= {"WeatherNow", pdf, "EmailSender"}
     assert "registered 3 tools (2 rejected, 1 renamed)" in summary.lines()
 
@@ -79,6 +79,8 @@ def test_names_the_registry_refuses_are_renamed_apart_and_said(
         {"name": "天气查询", "description": "查询城市的实时天气。"},
         {"name": "汇率查询", "description": "查询两种货币之间的实时汇率。"},
         {"name": "get_weather", "description": "Current weather for a city."},
+        {"name": "fx&rate", "description": "An exchange rate."},  # '_' would make it fx_rate:
+        {"name": "fx_rate", "description": "Another exchange rate."},  # kept apart by a hash
     ]
     (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools) + "\n")
     asked = [("上海现在的天气怎么样", ["天气查询"]), ("美元兑人民币汇率", ["汇率查询"])]
@@ -90,13 +92,17 @@ def test_names_the_registry_refuses_are_renamed_apart_and_said(
     summary = simulate(loop, options)
     weather, rate = safe_name("天气查询"), safe_name("汇率查询")
     assert weather != rate and weather.startswith("_____") and len(weather) == 13
-    assert summary.tools == 3 and summary.rejected_tools == []
-    assert summary.renamed_tools == {"天气查询": weather, "汇率查询": rate}
+    fx = safe_name("fx&rate")
+    assert fx == "fx_rate" and summary.renamed_tools["fx&rate"].startswith("fx_rate_")
+    assert summary.tools == 5 and summary.rejected_tools == []
+    assert set(summary.renamed_tools) == {"天气查询", "汇率查询", "fx&rate"}
+    assert (summary.renamed_tools["天气查询"], summary.renamed_tools["汇率查询"]) == (weather, rate)
     said = "\n".join(summary.lines())
-    assert "registered 3 tools (0 rejected, 2 renamed)" in said
+    assert "registered 5 tools (0 rejected, 3 renamed)" in said
     assert f"'天气查询' → {weather!r}" in said and "A-Z a-z 0-9 _ . : -" in said
     listed = loop.get("/v1/tools", params={"namespace": "zh"}, headers=AGENT).json()
-    assert sorted(t["name"] for t in listed["items"]) == sorted([weather, rate, "get_weather"])
+    registered = [weather, rate, "get_weather", "fx_rate", summary.renamed_tools["fx&rate"]]
+    assert sorted(t["name"] for t in listed["items"]) == sorted(registered)
     assert summary.routes == 2 and sum(summary.verdicts.values()) == 2
 
 
