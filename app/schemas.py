@@ -21,7 +21,7 @@ from app.routing.window import window_bounds
 from registry.card import NAME_PATTERN, NAMESPACE_PATTERN, ErrorEntry, SourceRef, ToolCard
 from registry.formats import from_card, json_kind
 from registry.nul import NoNul
-from registry.tool_search import deferred
+from registry.tool_search import deferred, openai_namespaces
 
 if TYPE_CHECKING:
     from registry.repository import StoredCard
@@ -130,6 +130,8 @@ class ToolList(BaseModel):
         items: list[ToolRead] | list[dict[str, Any]]
         if format is None or format == "native":
             items = [ToolRead.from_stored(stored) for stored in page]
+        elif defer_loading and format == "openai_responses":  # grouped, where OpenAI saves
+            items = openai_namespaces([stored.card for stored in page])
         elif defer_loading:
             items = [deferred(from_card(stored.card, format), format) for stored in page]
         else:

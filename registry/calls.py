@@ -65,6 +65,7 @@ _KIND_CODES = {
     "format": ("INVALIDFORMAT",),
 }
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # ASCII only: CJK prose is no name
 
 
 @dataclass(frozen=True)
@@ -318,16 +319,49 @@ def _code_key(code: str) -> str:
 
 
 def _table_hint(card: ToolCard, kind: str, params: list[str]) -> str | None:
+    """The suggestion of the error-table row about this problem's argument, or none: a row
+    whose code names the argument (``INVALID_UNITS``, ``MISSING_CITY``); else a row of the
+    problem's kind or a generic one (``INVALID_ARGUMENT``) whose text names the argument, or
+    names no argument of the tool at all. A generic row about another argument ("units is
+    not metric or imperial") says nothing of this one."""
     table: dict[str, ErrorEntry] = {}
     for row in card.errors:
         table.setdefault(_code_key(row.code), row)
     prefixes = ("MISSING", "INVALID") if kind == "required" else ("INVALID",)
     specific = [f"{prefix}{_code_key(p)}" for p in params for prefix in prefixes]
-    for code in (*specific, *_KIND_CODES.get(kind, ()), *_GENERIC_CODES):
+    general = (*_KIND_CODES.get(kind, ()), *_GENERIC_CODES)
+    for code in (*specific, *general):
         entry = table.get(code)
-        if entry is not None and entry.suggestion:
+        if entry is None or not entry.suggestion:
+            continue
+        if code in specific or _speaks_of(entry, params, card):
             return f"{entry.code}: {entry.suggestion}"
     return None
+
+
+def _speaks_of(entry: ErrorEntry, params: list[str], card: ToolCard) -> bool:
+    """Whether a general row is about ``params``: its text names one of them, or names no
+    argument of the tool (then it is about any argument)."""
+    words = {w.casefold() for w in _IDENTIFIER.findall(f"{entry.meaning} {entry.suggestion}")}
+    named = words & _argument_names(json.dumps(card.parameters, sort_keys=True))
+    return not named or bool(named & {p.casefold() for p in params})
+
+
+@functools.lru_cache(maxsize=1024)
+def _argument_names(parameters: str) -> frozenset[str]:
+    """Every property name of a parameter schema (given as JSON), at any depth, folded."""
+    names: set[str] = set()
+    stack: list[Any] = [json.loads(parameters)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                names.update(str(name).casefold() for name in properties)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
 
 
 # --- unknown tool names ----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from app.errors import Unavailable
 from app.gateway.schemas import BatchCallRequest, BatchCallResult, CallRequest, CallResult
 from app.gateway.service import Gateway
 from app.sources.outbound import HOP_HEADER
+from app.tools.namespaces import in_namespace
 from registry.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 router = APIRouter(prefix="/v1", tags=["call"])
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: ERROR_SHAPE for code in (400, 401, 403, 413, 422, 503)
+    code: ERROR_SHAPE for code in (400, 401, 403, 404, 413, 422, 503)
 }
 
 
@@ -36,11 +37,12 @@ async def call_tool(
     """Validate the call, forward it to the tool's source, answer with its result or a
     structured error (`ok` false: code, message, retryable, suggestion).
 
-    With a `route_id` the call is that route's report: no `/v1/feedback` needed. A key
-    limited to namespaces gets 404 for a tool of any other, as for one that does not exist.
+    With a `route_id` the call is that route's report: no `/v1/feedback` needed. A
+    namespace that never held a tool the key may see is a 404 naming it, with did-you-mean
+    (a key limited to namespaces gets it for any other, as for one that does not exist).
     """
     hop = HOP_HEADER.lower() in request.headers
-    return await _gateway(services).call(agent.in_scope(body), hop=hop)
+    return await _gateway(services).call(in_namespace(agent, body, services.index), hop=hop)
 
 
 @router.post("/call/batch", response_model=BatchCallResult, responses=ERRORS)
@@ -52,7 +54,7 @@ async def call_tools(
     if len(body.calls) > limit:
         raise InvalidInput(f"at most {limit} calls in one batch (TOOLREACH_GATEWAY_BATCH_MAX)")
     hop = HOP_HEADER.lower() in request.headers
-    calls = [agent.in_scope(call) for call in body.calls]  # any call out of scope: 404
+    calls = [in_namespace(agent, call, services.index) for call in body.calls]  # else 404
     results = await _gateway(services).call_batch(calls, hop=hop)
     succeeded = sum(r.ok for r in results)
     return BatchCallResult(results=results, succeeded=succeeded, failed=len(results) - succeeded)

@@ -74,14 +74,31 @@ async def _toolreach_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     if any(err.get("type") == "json_invalid" for err in errors):
         detail = errors[0].get("ctx", {}).get("error", "")
         return error_response(400, "malformed_json", f"the body is not valid JSON: {detail}")
-    return error_response(
-        422, "invalid_input", "the request does not match its schema", _clean(errors)
+    message = _not_json(request, errors) or "the request does not match its schema"
+    return error_response(422, "invalid_input", message, _clean(errors))
+
+
+def _not_json(request: Request, errors: list[Any]) -> str | None:
+    """What to say of a body sent without ``Content-Type: application/json`` (curl's ``-d``
+    sends a form type): it is not read as JSON. Not guessed either: a browser may send a
+    form or text body to any site without asking first (no CORS preflight), and read as JSON
+    such a body could call the open agent endpoints, the gateway's included."""
+    sent = request.headers.get("content-type", "")
+    kind = sent.split(";")[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json"):
+        return None
+    if not any(tuple(err.get("loc", ())) == ("body",) for err in errors):
+        return None
+    said = f"Content-Type: {sent}" if sent else "no Content-Type"
+    return (
+        f"the body must be JSON sent with Content-Type: application/json (this request has "
+        f"{said}); with curl, add -H 'Content-Type: application/json'"
     )
 
 

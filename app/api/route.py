@@ -8,6 +8,7 @@ from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep
 from app.errors import Unavailable
 from app.schemas import RouteRequest, RouteResponse
+from app.tools.namespaces import in_namespace
 
 router = APIRouter(prefix="/v1", tags=["route"])
 
@@ -23,10 +24,12 @@ async def route_tools(
 ) -> RouteResponse:
     """Rank the namespace's tools for this step; the answer says why each was chosen.
 
-    The answer's `route_id` names this route in `/v1/feedback` and `/v1/validate`. A key
-    limited to namespaces gets 404 for any other, before anything is ranked; with no
+    The answer's `route_id` names this route in `/v1/feedback` and `/v1/validate`. A
+    namespace that never held a tool the key may see is a 404 naming it, with did-you-mean
+    (a key limited to namespaces gets it for any other, before anything is ranked); with no
     `namespace`, a key limited to one routes in that one.
     """
     if services.router is None:
         raise Unavailable("the router is not running")
-    return await services.router.route(caller.in_scope(request))  # batched with others
+    request = in_namespace(caller, request, services.index)
+    return await services.router.route(request)  # batched with others

@@ -13,9 +13,10 @@ from app.loop.stats import StatsFilter, StatsReport, requested_stats
 from app.schemas import IsoTime, Namespace
 from app.tools.lookalike_pairs import LookalikeList
 from app.tools.lookalikes import MAX_PAIRS, lookalikes_json
+from app.tools.namespaces import require_known
 
 router = APIRouter(prefix="/v1", tags=["stats"])
-ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 422, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 404, 422, 503)}
 
 
 @router.get("/stats", response_model=StatsReport, responses=ERRORS)
@@ -26,7 +27,7 @@ def stats(
     _slot: ReportSlot,
     namespace: Annotated[
         Namespace | None,
-        Query(description="all the key's namespaces if absent; one out of its scope: none"),
+        Query(description="all the key's namespaces if absent; one that never held a tool: 404"),
     ] = None,
     tool: Annotated[str | None, Query(max_length=256)] = None,
     since: Annotated[IsoTime | None, Query(description="ISO 8601 time, inclusive")] = None,
@@ -34,7 +35,9 @@ def stats(
     bucket: Literal["hour", "day"] = "day",
 ) -> StatsReport:
     """Routes, feedback, hit@1, hit@k, misses, none-fit, latency, per tool, confusions; of
-    the key's namespaces only (a namespace out of its scope counts as one with no routes)."""
+    the key's namespaces only. A `namespace` that never held a tool the key may see (a
+    typo, or one out of its scope) is a 404 naming it, with did-you-mean."""
+    namespace = require_known(services.index, namespace, viewer.namespaces)
     selected = StatsFilter(namespace, tool, since, until, bucket, viewer.namespaces)
     return requested_stats(session, selected, dropped_events=services.events.dropped)
 
@@ -45,7 +48,8 @@ def lookalikes(
     viewer: ViewerDep,
     _slot: ReportSlot,
     namespace: Annotated[
-        Namespace | None, Query(description="all the key's namespaces if absent")
+        Namespace | None,
+        Query(description="all the key's namespaces if absent; one that never held a tool: 404"),
     ] = None,
     threshold: Annotated[
         float, Query(ge=0.0, le=1.0, description="pairs below the kept floor are never listed")
@@ -54,6 +58,8 @@ def lookalikes(
 ) -> Response:
     """Pairs of tools whose cards are so alike that the model and the router confuse them;
     of the key's namespaces only. Read from a cache kept in the background: ``complete`` is
-    false while a namespace's pairs are still being computed."""
+    false while a namespace's pairs are still being computed. A `namespace` that never held
+    a tool the key may see is a 404 naming it, with did-you-mean."""
+    namespace = require_known(services.index, namespace, viewer.namespaces)
     body = lookalikes_json(services.lookalikes, namespace, threshold, limit, viewer.namespaces)
     return Response(body, media_type="application/json")

@@ -29,6 +29,7 @@ from app.schemas import (
     tool_in_format,
 )
 from app.tools import service as tools
+from app.tools.namespaces import require_known
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -227,11 +228,12 @@ def delete_tool(
 @router.get("", response_model=ToolList, responses=ERRORS)
 def list_tools(
     session: SessionDep,
+    services: ServicesDep,
     agent: AgentDep,
     _slot: ExportSlot,
     namespace: Annotated[
         Namespace | None,
-        Query(description="every namespace of the key if absent; one out of its scope: none"),
+        Query(description="every namespace of the key if absent; one never holding a tool: 404"),
     ] = None,
     tag: Annotated[
         str | None,
@@ -252,10 +254,11 @@ def list_tools(
     ] = False,
 ) -> ToolList:
     """List live tools, paged and filtered; `format` exports them for a model API (`native`,
-    as no format: the stored cards)."""
+    as no format: the stored cards). A `namespace` that never held a tool the key may see is
+    a 404 naming it, with did-you-mean."""
     page, total = tools.list_tools(
         session,
-        namespace=namespace,
+        namespace=require_known(services.index, namespace, agent.namespaces),
         tag=tag,
         text=text,
         offset=offset,

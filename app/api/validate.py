@@ -8,6 +8,7 @@ from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep
 from app.loop import validation
 from app.schemas import ValidateRequest, ValidateResult
+from app.tools.namespaces import in_namespace
 
 router = APIRouter(prefix="/v1", tags=["validate"])
 
@@ -25,9 +26,11 @@ def validate_call(
     With a `route_id`, a real tool is also recorded as that route's choice (outcome
     unknown until `/v1/feedback` reports it), so an agent that validates need not report.
     It is recorded in the background, within a second or so; the answer never waits for it.
-    A key limited to namespaces gets 404 for any other (with no `namespace`, a key limited
-    to one validates in that one), and its route ids are those of its namespaces.
+    A namespace that never held a tool the key may see is a 404 naming it, with
+    did-you-mean (a key limited to namespaces gets it for any other; with no `namespace`, a
+    key limited to one validates in that one), and its route ids are those of its namespaces.
     """
+    request = in_namespace(caller, request, services.index)
     return validation.validate_call(
-        services.validated, services.index, caller.in_scope(request), visible=caller.namespaces
+        services.validated, services.index, request, visible=caller.namespaces
     )

@@ -12,6 +12,7 @@ without their labelled tools.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
@@ -56,7 +57,9 @@ VARIANTS: dict[str, frozenset[str]] = {
 }
 METRICS = ("hit@1", "recall@3", "recall@5", "ndcg@10")
 SHOWN_REJECTIONS = 10  # rejected tools the table explains; --json has them all
-_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")  # registry/card.py's NAME_PATTERN
+_NAME_LIMIT = 128
+SHOWN_RENAMES = 10
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,53 @@ class Query:
 
 
 def safe_name(name: str) -> str:
-    """A dataset name the registry refuses (e.g. 'PDF&URLTool') mapped to one it accepts."""
-    return _INVALID_NAME_CHARS.sub("_", name)[:128]
+    """A dataset's tool name as the registry may hold it: itself when it fits; otherwise
+    each refused character becomes '_' ('PDF&URLTool' → 'PDF_URLTool'), and a name left with
+    no letter or digit ('天气查询' → '____') gets '_' and 8 hex digits of its sha256, as an
+    exported name does (registry/formats.py). ``dataset_names`` keeps two names apart; the
+    renaming is never silent (``renamed_tools``: eval and simulate say it)."""
+    if len(name) <= _NAME_LIMIT and not _INVALID_NAME_CHARS.search(name):
+        return name
+    safe = _INVALID_NAME_CHARS.sub("_", name)[:_NAME_LIMIT]
+    return safe if re.search(r"[A-Za-z0-9]", safe) else _hashed(name)
+
+
+def _hashed(name: str) -> str:
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{_INVALID_NAME_CHARS.sub('_', name)[: _NAME_LIMIT - 9]}_{digest}"
+
+
+def dataset_names(names: Iterable[str]) -> dict[str, str]:
+    """Each of a dataset's tool names → the name it is registered as: ``safe_name``, with the
+    hash of ``_hashed`` for a renamed one that would meet another name ('a&b' and 'a_b')."""
+    names = list(dict.fromkeys(names))
+    taken: dict[str, int] = {}
+    for name in names:
+        taken[safe_name(name)] = taken.get(safe_name(name), 0) + 1
+    return {
+        name: safe_name(name)
+        if taken[safe_name(name)] == 1 or safe_name(name) == name
+        else _hashed(name)
+        for name in names
+    }
+
+
+def renamed_tools(data: Path) -> dict[str, str]:
+    """The dataset's tool names the registry refuses, each with the name it is registered as
+    (``dataset_names``)."""
+    names = [item.get("name") for _, item in read_jsonl(data / "tools.jsonl")]
+    mapped = dataset_names(n for n in names if isinstance(n, str))
+    return {old: new for old, new in mapped.items() if old != new}
+
+
+def renames_line(renamed: dict[str, str]) -> str:
+    """How renamed tools are said: the rule, then each name and what it became."""
+    shown = ", ".join(f"{old!r} → {new!r}" for old, new in list(renamed.items())[:SHOWN_RENAMES])
+    more = f", and {len(renamed) - SHOWN_RENAMES} more" if len(renamed) > SHOWN_RENAMES else ""
+    return (
+        f"renamed {len(renamed)} tool(s): a tool name holds only A-Z a-z 0-9 _ . : - (at most "
+        f"{_NAME_LIMIT}): {shown}{more}"
+    )
 
 
 class DatasetError(ValueError):
@@ -91,10 +139,10 @@ def _tool(path: Path, number: int, item: dict[str, Any]) -> dict[str, Any]:
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
         raise DatasetError(f"{path}:{number}: a tool needs a 'name' string")
-    return {**item, "name": safe_name(name)}
+    return item
 
 
-def _query(path: Path, number: int, item: dict[str, Any]) -> Query:
+def _query(path: Path, number: int, item: dict[str, Any], names: dict[str, str]) -> Query:
     text, relevant = item.get("query"), item.get("relevant")
     if not isinstance(text, str) or not text.strip():
         raise DatasetError(f"{path}:{number}: a query needs a non-empty 'query' string")
@@ -109,7 +157,8 @@ def _query(path: Path, number: int, item: dict[str, Any]) -> Query:
         raise DatasetError(
             f"{path}:{number}: 'relevant' must be a non-empty array of tool names, not {got}"
         )
-    return Query(text, frozenset(safe_name(n) for n in relevant), str(item.get("id", "")))
+    registered = frozenset(names.get(n, safe_name(n)) for n in relevant)
+    return Query(text, registered, str(item.get("id", "")))
 
 
 def load_dataset(
@@ -119,8 +168,10 @@ def load_dataset(
     starts with ``skip_prefix`` (a tuning split); DatasetError if a line is unusable or
     either file holds nothing."""
     tools_path, queries_path = data / "tools.jsonl", data / "queries.jsonl"
-    tools = [_tool(tools_path, n, item) for n, item in read_jsonl(tools_path)]
-    queries = [_query(queries_path, n, item) for n, item in read_jsonl(queries_path)]
+    read = [_tool(tools_path, n, item) for n, item in read_jsonl(tools_path)]
+    names = dataset_names(tool["name"] for tool in read)
+    tools = [{**tool, "name": names[tool["name"]]} for tool in read]
+    queries = [_query(queries_path, n, item, names) for n, item in read_jsonl(queries_path)]
     if skip_prefix:
         queries = [q for q in queries if not q.id.startswith(skip_prefix)]
     for path, rows in ((tools_path, tools), (queries_path, queries)):
@@ -255,6 +306,7 @@ def evaluate(
         "tools": len(batch.cards),
         "rejected_tools": [r["name"] for r in batch.rejects],
         "rejections": [first_problem(r) for r in batch.rejects],  # why, one line each
+        "renamed_tools": renamed_tools(data),  # name in the dataset → name registered
         "queries": len(queries),
         "queries_naming_unregistered_tools": unknown,
         "model": services.encoder.name,
@@ -307,6 +359,8 @@ def format_table(report: dict[str, Any]) -> str:
         lines.append(f"{variant:<16}" + "".join(f"{values[m]:>10.3f}" for m in METRICS))
     if "confidence" in report:
         lines += format_confidence(report["confidence"])
+    if report.get("renamed_tools"):
+        lines.append(renames_line(report["renamed_tools"]))
     rejections = report.get("rejections", [])
     if rejections:
         lines.append(f"rejected tools ({len(rejections)}, not registered):")

@@ -1,5 +1,4 @@
-"""The `toolreach` command line: serve, migrate, import, export, eval, build-model,
-init-local, purge, simulate."""
+"""The `toolreach` command line (its commands: ``build_parser``; docs/CLI.md)."""
 
 from __future__ import annotations
 
@@ -218,8 +217,18 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+# What `make run` sets up for a service on one's own machine (docs/CONFIGURATION.md): the
+# demo catalog, and sources on this machine (an MCP server or an API one runs locally; the
+# outbound rules refuse loopback by default, which a shared service must keep).
+LOCAL_SETTINGS = {
+    "TOOLREACH_LOAD_DEMO": "true",
+    "TOOLREACH_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
+}
+
+
 def cmd_init_local(args: argparse.Namespace, _settings: Settings) -> int:
-    """Create `.env` with a fresh admin key and the demo catalog switched on, once."""
+    """Create `.env` with a fresh admin key, the demo catalog and sources on this machine
+    allowed, once (a setting already in the file is left as it is)."""
     env = Path(args.env_file)
     try:
         lines = env.read_text(encoding="utf-8").splitlines() if env.exists() else []
@@ -229,8 +238,7 @@ def cmd_init_local(args: argparse.Namespace, _settings: Settings) -> int:
     added = []
     if not values.get("TOOLREACH_ADMIN_KEYS"):
         added.append(f"TOOLREACH_ADMIN_KEYS=trk_admin_{secrets.token_urlsafe(24)}")
-    if "TOOLREACH_LOAD_DEMO" not in values:
-        added.append("TOOLREACH_LOAD_DEMO=true")
+    added += [f"{name}={value}" for name, value in LOCAL_SETTINGS.items() if name not in values]
     if added:
         _write_text(env, "\n".join([*lines, *added]) + "\n")
         env.chmod(0o600)
@@ -281,7 +289,7 @@ def cmd_build_model(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolreach", description=__doc__)
+    parser = argparse.ArgumentParser(prog="toolreach")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the HTTP API")
@@ -369,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub)
     add_source_commands(sub)
     init.set_defaults(handler=cmd_init_local)
+    # Written from the commands themselves, so a new one is never left out of --help.
+    parser.description = f"The ToolReach command line: {', '.join(sub.choices)}."
     return parser
 
 

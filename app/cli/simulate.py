@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from app.cli.evaluate import Query, load_dataset, loaded_tools
+from app.cli.evaluate import Query, load_dataset, loaded_tools, renamed_tools, renames_line
 from app.tools.catalog import parse_batch
 
 BULK_CHUNK = 200  # tools per bulk request: well under the default body limit
@@ -44,6 +44,7 @@ class SimulateOptions:
 class SimulationSummary:
     tools: int = 0
     rejected_tools: list[str] = field(default_factory=list)
+    renamed_tools: dict[str, str] = field(default_factory=dict)  # in the dataset → registered
     registered: set[str] = field(default_factory=set)
     routes: int = 0
     verdicts: Counter[str] = field(default_factory=Counter)
@@ -60,8 +61,11 @@ class SimulationSummary:
             "none fit": self.verdicts["none_fit"],
         }
         shares = {k: f" ({n / feedback:.1%})" if feedback else "" for k, n in counts.items()}
+        renamed = [f"  {renames_line(self.renamed_tools)}"] if self.renamed_tools else []
         return [
-            f"registered {self.tools} tools ({len(self.rejected_tools)} rejected)",
+            f"registered {self.tools} tools ({len(self.rejected_tools)} rejected, "
+            f"{len(self.renamed_tools)} renamed)",
+            *renamed,
             f"routed {self.routes} queries, reported {feedback} choices",
             "  " + ", ".join(f"{k} {n}{shares[k]}" for k, n in counts.items()),
             "  outcomes: " + ", ".join(f"{o} {n}" for o, n in sorted(self.outcomes.items())),
@@ -101,7 +105,12 @@ def register(
             status = response.status_code
             raise SimulationError(f"registering tools: HTTP {status}: {response.text[:300]}")
     names = sorted(str(r["name"]) for r in batch.rejects)
-    return SimulationSummary(tools=len(valid), rejected_tools=names, registered=registered)
+    return SimulationSummary(
+        tools=len(valid),
+        rejected_tools=names,
+        renamed_tools=renamed_tools(options.data),
+        registered=registered,
+    )
 
 
 def pick_choice(relevant: Iterable[str], candidates: Sequence[str]) -> str:

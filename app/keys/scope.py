@@ -6,8 +6,9 @@ apart (no oracle):
 
 * an address of one thing (a namespace to route or validate in, a tool, a route id) answers
   404, exactly as for a thing that does not exist;
-* a filter (the tool list, statistics, look-alikes, the dashboard) leaves the rest out, so
-  a filter naming an out-of-scope namespace finds nothing, as one naming an unknown one;
+* a list (the tool list, statistics, look-alikes, the dashboard) leaves the rest out; one
+  that names an out-of-scope namespace gets the 404 of a namespace that never held a tool
+  (app/tools/namespaces.py; the dashboard shows nothing there);
 * a write there is refused (403), whatever exists there.
 
 A request that names no namespace works in the key's namespace when the key has exactly

@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 from app.deps import identify, require_agent
 from app.mcp.server import SCOPE_KEY, McpScope, build_server
 from app.settings import Settings
+from app.tools.namespaces import require_known
 from registry.card import NAMESPACE_PATTERN
 from registry.errors import NotFound
 
@@ -67,7 +68,8 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One MCP request: agent rights as on /v1 (errors rendered like /v1's), the
-        namespace from the path, else the key's, else "default"; then the SDK's transport."""
+        namespace from the path (404 if it never held a tool the key may see), else the
+        key's, else "default"; then the SDK's transport."""
         state = scope["app"].state
         services: Services = state.services
         credentials = _bearer(Headers(scope=scope))
@@ -78,6 +80,8 @@ class McpEndpoint:
             named = services.settings.mcp_key_namespaces.get(key)
         elif not re.fullmatch(NAMESPACE_PATTERN, named):
             raise NotFound(f"{named!r} is not a namespace name")
+        else:  # a namespace in the URL unknown to the key: 404, with did-you-mean
+            require_known(services.index, named, caller.namespaces)
         # The one scope rule of /v1: a key limited to namespaces gets the same 404 for any
         # other; with none named, a key limited to one works in it, others in "default".
         namespace = caller.namespace_for(named)

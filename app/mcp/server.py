@@ -34,6 +34,7 @@ from app.gateway.schemas import CallRequest
 from app.loop.validation import validate_call
 from app.mcp import arguments as args
 from app.schemas import RouteCandidate, RouteRequest, ValidateRequest
+from app.tools.namespaces import require_known
 from registry.calls import did_you_mean
 from registry.errors import ToolReachError
 from registry.formats import from_card
@@ -237,12 +238,17 @@ def build_server(services: Services) -> Server[Any]:
         if tool is None:
             known = ", ".join(META_TOOLS)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; tools: {known}")
+        where = _scope(ctx)
         try:
-            return _answer(await tool.run(services, _scope(ctx), params.arguments or {}))
+            # /mcp in a namespace that never held a tool (the key's, or default): a tool
+            # error naming it, with did-you-mean (/mcp/<namespace> was a 404 already).
+            require_known(services.index, where.namespace, where.namespaces)
+            return _answer(await tool.run(services, where, params.arguments or {}))
         except ToolInputError as exc:
             return _answer({"error": str(exc), **exc.details}, error=True)
         except ToolReachError as exc:  # e.g. overloaded: the model may retry
-            return _answer({"error": exc.message, "code": exc.code}, error=True)
+            details = exc.details if isinstance(exc.details, dict) else {}
+            return _answer({"error": exc.message, "code": exc.code, **details}, error=True)
         except MCPError:
             raise
         except Exception:  # a bug: the one error shape of /v1, never the raw Python text

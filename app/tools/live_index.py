@@ -145,7 +145,13 @@ class IndexManager:
         return self._snapshots.get(namespace)
 
     def namespaces(self) -> dict[str, int]:
+        """Every namespace that ever held a tool, with how many it holds now (0: all gone)."""
         return {ns: len(snap.cards) for ns, snap in self._snapshots.items()}
+
+    def tool_count(self, namespace: str) -> int | None:
+        """How many tools ``namespace`` holds now; None if it never held one."""
+        snapshot = self._snapshots.get(namespace)
+        return None if snapshot is None else len(snapshot.cards)
 
     def names(self, namespace: str) -> list[str]:
         snapshot = self._snapshots.get(namespace)

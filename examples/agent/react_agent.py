@@ -5,25 +5,29 @@ done or out of turns. Independent steps run at once, and one failing loses no ot
 
     python react_agent.py "what is 250 USD in EUR?"   # a chat endpoint, by environment
     python react_agent.py --scripted                   # the scripted demo model (no LLM)
+    python react_agent.py --scripted --gateway         # the tools run at demo_server.py,
+                                                       # called through ToolReach's gateway
 
 Environment: TOOLREACH_URL, TOOLREACH_API_KEY, TOOLREACH_NAMESPACE; OPENAI_BASE_URL,
 OPENAI_API_KEY, TOOLREACH_AGENT_MODEL (any OpenAI-compatible chat endpoint);
-TOOLREACH_AGENT_GATEWAY=1 runs the tools through ToolReach's gateway instead of demo_tools.
+TOOLREACH_AGENT_GATEWAY=1 as --gateway, which also needs TOOLREACH_ADMIN_KEY (to register
+the demo server as a source: gateway_demo.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
 from demo_tools import REGISTRY, ToolFailure
-from toolreach_client import AsyncStep, AsyncToolReach
+from toolreach_client import AsyncStep, AsyncToolReach, ToolReachError
 
 PLAN = (
     "You solve the user's task with tools you do not see. Reply with JSON only: "
@@ -91,11 +95,16 @@ def local_tools(client: AsyncToolReach) -> Execute:
 
 
 async def through_gateway(step: AsyncStep, name: str, arguments: dict[str, Any]) -> Outcome:
-    """Run the tool by ToolReach's gateway (the call is also the step's report)."""
+    """Run the tool by ToolReach's gateway (the call is also the step's report); an MCP
+    tool's structured result, when it gives one, is what the agent observes."""
     result = await step.call(name, arguments)
     if result.ok:
-        return True, result.result
-    return False, result.error.model_dump(exclude_none=True) if result.error else {}
+        answer = result.result
+        structured = answer.get("structuredContent") if isinstance(answer, dict) else None
+        return True, structured if structured is not None else answer
+    error = result.error.model_dump(exclude_none=True) if result.error else {}
+    error.pop("details", None)  # the raw upstream answer: the message already says it
+    return False, error
 
 
 class Agent:
@@ -192,23 +201,65 @@ class Agent:
         return None
 
 
-async def main(argv: list[str]) -> None:
-    env = os.environ
-    scripted = "--scripted" in argv
-    if scripted:
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="react_agent.py",
+        description="A ReAct agent on ToolReach (examples/agent/README.md).",
+        epilog="Environment: TOOLREACH_URL, TOOLREACH_API_KEY, TOOLREACH_NAMESPACE; "
+        "OPENAI_API_KEY, OPENAI_BASE_URL, TOOLREACH_AGENT_MODEL; TOOLREACH_AGENT_GATEWAY=1 "
+        "(as --gateway) and TOOLREACH_ADMIN_KEY.",
+    )
+    parser.add_argument("task", nargs="*", help="the task, in words (asked for if absent)")
+    parser.add_argument("--scripted", action="store_true", help="the scripted model: no LLM")
+    parser.add_argument(
+        "--gateway",
+        action="store_true",
+        default=os.environ.get("TOOLREACH_AGENT_GATEWAY") == "1",
+        help="run the tools at demo_server.py, through ToolReach's gateway",
+    )
+    return parser.parse_args(argv)
+
+
+def chat_model(env: Mapping[str, str]) -> OpenAIChat:
+    """The chat endpoint of the environment; SystemExit with what to set if there is none."""
+    key = env.get("OPENAI_API_KEY")
+    if not key:
+        raise SystemExit(
+            "react_agent.py: set OPENAI_API_KEY (and OPENAI_BASE_URL for another "
+            "OpenAI-compatible endpoint), or run with --scripted, which needs no LLM"
+        )
+    base = env.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    return OpenAIChat(base, key, env.get("TOOLREACH_AGENT_MODEL", "gpt-4.1"))
+
+
+async def run(args: argparse.Namespace, env: Mapping[str, str]) -> str:
+    model: ChatModel
+    if args.scripted:
         from scripted_model import TASK, demo_model
 
         task, model = TASK, demo_model()
     else:
-        task = " ".join(argv) or input("task: ")
-        base = env.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-        model = OpenAIChat(base, env["OPENAI_API_KEY"], env.get("TOOLREACH_AGENT_MODEL", "gpt-4.1"))
+        model = chat_model(env)
+        task = " ".join(args.task) or input("task: ")
+    print(f"task: {task}")
+    if args.gateway:
+        from gateway_demo import demo_source
+
+        async with demo_source(env) as namespace, AsyncToolReach(namespace=namespace) as client:
+            return await Agent(client, model, through_gateway).run(task)
     async with AsyncToolReach(namespace=env.get("TOOLREACH_NAMESPACE", "default")) as client:
-        gateway = env.get("TOOLREACH_AGENT_GATEWAY") == "1"
-        agent = Agent(client, model, through_gateway if gateway else None)
-        print(f"task: {task}")
-        await agent.run(task)
+        return await Agent(client, model).run(task)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    try:
+        asyncio.run(run(args, os.environ))
+    except (ToolReachError, httpx.HTTPError) as exc:  # no service there, a refused key, ...
+        print(f"react_agent.py: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))

@@ -53,6 +53,9 @@ def test_init_local_creates_a_key_once(env: Path, capsys: pytest.CaptureFixture[
     first = capsys.readouterr().out
     text = (env / ".env").read_text()
     assert "TOOLREACH_ADMIN_KEYS=trk_admin_" in text
+    assert "TOOLREACH_LOAD_DEMO=true" in text.splitlines()
+    # a source on this machine (the demo MCP server, one's own) can be registered
+    assert "TOOLREACH_OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8,::1/128" in text.splitlines()
     assert (env / ".env").stat().st_mode & 0o777 == 0o600
     assert main(["init-local"]) == 0
     assert capsys.readouterr().out == first
@@ -218,3 +221,15 @@ def test_eval_writes_a_few_progress_lines_to_a_log(
         assert len(lines) <= 12, (step, lines)
         assert lines[-1].startswith("100% ("), (step, lines)
     assert steps["routing"][-1].startswith("100% (400/400 query)")
+
+
+def test_help_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli.main import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    _usage, described = capsys.readouterr().out.split("positional arguments")[0].split("\n\n")[:2]
+    words = described.replace("-\n", "-").replace(",", " ").replace(".", " ").split()
+    assert "source" in commands
+    assert all(name in words for name in commands), described

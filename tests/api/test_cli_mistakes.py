@@ -212,6 +212,17 @@ def test_eval_says_why_each_rejected_tool_was_left_out(
     assert "rejected tools (1, not registered):\n  x: description: Field required" in out
 
 
+def test_eval_says_which_tools_it_renamed(capsys: pytest.CaptureFixture[str], env: Path) -> None:
+    mini = Path(__file__).resolve().parents[1] / "data" / "mini_routing"
+    assert main(["eval", "--data", str(mini), "--no-fit", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "renamed 1 tool(s): a tool name holds only A-Z a-z 0-9 _ . : -" in out
+    assert "'天气查询' → '_____" in out
+    assert main(["eval", "--data", str(mini), "--no-fit", "0", "--json"]) == 0
+    [(old, new)] = json.loads(capsys.readouterr().out)["renamed_tools"].items()
+    assert old == "天气查询" and new.startswith("____") and new != "____"
+
+
 def test_a_line_separator_inside_a_json_string_does_not_cut_the_line(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

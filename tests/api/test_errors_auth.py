@@ -51,7 +51,8 @@ def test_agent_endpoints_open_without_agent_keys(database_url: str) -> None:
     app = create_app(make_settings(database_url, agent_keys=()), encoder=make_encoder("fake"))
     with TestClient(app) as open_client:
         assert open_client.get("/v1/tools").status_code == 200
-        assert open_client.post("/v1/validate", json={"name": "x"}).status_code == 200
+        # Open: not a 401, but an empty registry's namespace is one that never held a tool.
+        assert_error(open_client.post("/v1/validate", json={"name": "x"}), 404, "not_found")
         assert_error(open_client.post("/v1/tools", json=weather_card()), 401, "unauthorized")
 
 
@@ -100,6 +101,31 @@ def test_malformed_json(client: TestClient, body: bytes) -> None:
     for path in ("/v1/tools", "/v1/route"):
         headers = {**ADMIN, "Content-Type": "application/json"}
         assert_error(client.post(path, content=body, headers=headers), 400, "malformed_json")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "said"),
+    [
+        ("application/x-www-form-urlencoded", "Content-Type: application/x-www-form-urlencoded"),
+        ("text/plain", "Content-Type: text/plain"),
+        (None, "no Content-Type"),
+    ],
+)
+def test_a_json_body_without_its_content_type_is_said_to_need_it(
+    client: TestClient, content_type: str | None, said: str
+) -> None:
+    """curl -d sends a form type: the 422 says what to add (and it is not read as JSON: a
+    browser may send such a body to any site without a CORS preflight)."""
+    headers = {**ADMIN, **({"Content-Type": content_type} if content_type else {})}
+    for path in ("/v1/route", "/v1/call", "/v1/tools"):
+        response = client.post(path, content=b'{"query": "x", "name": "y"}', headers=headers)
+        assert_error(response, 422, "invalid_input")
+        message = response.json()["error"]["message"]
+        assert message.startswith("the body must be JSON sent with Content-Type: application/json")
+        assert said in message and "-H 'Content-Type: application/json'" in message
+    sent = {**ADMIN, "Content-Type": "application/json; charset=utf-8"}
+    right = client.post("/v1/route", content=b'{"query": 5}', headers=sent)
+    assert right.json()["error"]["message"] == "the request does not match its schema"
 
 
 def test_wrong_types_and_unknown_fields(client: TestClient) -> None:

@@ -231,7 +231,9 @@ def test_stats_filters_are_checked(loop: TestClient) -> None:
     assert loop.get("/v1/stats", params=bad, headers=VIEWER).status_code == 422
     assert loop.get("/v1/stats?bucket=week", headers=VIEWER).status_code == 422
     assert loop.get("/v1/stats?since=yesterday", headers=VIEWER).status_code == 422
-    empty = stats(loop, namespace="nobody")
+    unknown = loop.get("/v1/stats?namespace=nobody", headers=VIEWER)
+    assert unknown.status_code == 404 and "no tools in namespace 'nobody'" in unknown.text
+    empty = stats(loop, tool="no_such_tool")
     assert empty["routes"] == 0 and empty["rates"]["hit_at_1"] is None
     assert empty["latency_ms"] == {"p50": None, "p95": None, "p99": None}
 

@@ -191,21 +191,21 @@ ENDPOINTS: dict[str, Callable[[World, str, str], Call]] = {
     ),
 }
 
-EMPTY = "200, empty"  # 200, and nothing of the namespace named (as for an unknown one)
+EMPTY = "200, empty"  # 200, and nothing of the namespace named
 # Who gets what: one column per caller, in the order of CALLERS.
 # admin · scoped admin own · scoped admin other · agent own · agent other · dashboard own
 EXPECTED: dict[str, tuple[int | str, ...]] = {
     "POST /v1/route": (200, 200, 404, 200, 404, 403),
     "POST /v1/validate": (200, 200, 404, 200, 404, 403),
     "POST /v1/feedback": (200, 200, 404, 200, 404, 403),
-    "GET /v1/tools": (200, 200, EMPTY, 200, EMPTY, 403),
+    "GET /v1/tools": (200, 200, 404, 200, 404, 403),
     "GET /v1/tools/{name}": (200, 200, 404, 200, 404, 403),
     "POST /v1/tools": (201, 201, 403, 403, 403, 403),
     "PUT /v1/tools/{name}": (201, 201, 403, 403, 403, 403),
     "POST /v1/tools/bulk": (200, 200, 403, 403, 403, 403),
     "DELETE /v1/tools/{name}": (204, 204, 403, 403, 403, 403),
-    "GET /v1/stats": (200, 200, EMPTY, 403, 403, 200),
-    "GET /v1/lookalikes": (200, 200, EMPTY, 403, 403, 200),
+    "GET /v1/stats": (200, 200, 404, 403, 403, 200),
+    "GET /v1/lookalikes": (200, 200, 404, 403, 403, 200),
     "GET /v1/keys": (200, 403, 403, 403, 403, 403),
     "POST /v1/keys": (201, 403, 403, 403, 403, 403),
     "DELETE /v1/keys/{id}": (204, 403, 403, 403, 403, 403),
@@ -293,13 +293,21 @@ def test_another_namespaces_tool_is_the_404_of_a_missing_one(world: World) -> No
 
 
 def test_another_namespace_is_answered_as_one_that_does_not_exist(world: World) -> None:
-    agent = bearer(SCOPED_AGENT)
+    """Word for word, did-you-mean included: it offers the key's own namespace only."""
+    agent, viewer = bearer(SCOPED_AGENT), bearer(SCOPED_VIEWER)
     for path, body in (
         ("/v1/route", {"query": "look up order 42"}),
+        ("/v1/route", {"query": "look up order", "format": "openai_tool_search", "call_id": "c1"}),
         ("/v1/validate", {"name": "lookup_order"}),
+        ("/v1/call", {"name": "lookup_order"}),
     ):
         hidden = world.client.post(path, json={**body, "namespace": OTHER}, headers=agent)
         nowhere = world.client.post(path, json={**body, "namespace": NOWHERE}, headers=agent)
+        same_shape(hidden, nowhere, (NOWHERE, OTHER))
+        assert hidden.json()["error"]["details"] == {"namespace": OTHER, "did_you_mean": [OWN]}
+    for path, key in (("/v1/tools", agent), ("/v1/stats", viewer), ("/v1/lookalikes", viewer)):
+        hidden = world.client.get(path, params={"namespace": OTHER}, headers=key)
+        nowhere = world.client.get(path, params={"namespace": NOWHERE}, headers=key)
         same_shape(hidden, nowhere, (NOWHERE, OTHER))
 
 
@@ -331,9 +339,9 @@ def test_another_namespaces_route_is_an_unknown_route(world: World) -> None:
 
 def test_a_stats_filter_out_of_scope_counts_as_an_unknown_namespace(world: World) -> None:
     viewer = bearer(SCOPED_VIEWER)
-    hidden = world.client.get("/v1/stats", params={"namespace": OTHER}, headers=viewer).json()
-    nowhere = world.client.get("/v1/stats", params={"namespace": NOWHERE}, headers=viewer).json()
-    assert hidden == nowhere and hidden["routes"] == 0
+    hidden = world.client.get("/v1/stats", params={"namespace": OTHER}, headers=viewer)
+    nowhere = world.client.get("/v1/stats", params={"namespace": NOWHERE}, headers=viewer)
+    same_shape(hidden, nowhere, (NOWHERE, OTHER))
     everything = world.client.get("/v1/stats", headers=viewer).json()
     assert {t["namespace"] for t in everything["tools"]} == {OWN}
     world.client.app.state.services.lookalikes.refresh()  # type: ignore[attr-defined]
@@ -348,8 +356,11 @@ def test_a_list_shows_only_the_keys_namespaces(world: World) -> None:
         assert listed["total"] > 0 and {t["namespace"] for t in listed["items"]} == {OWN}
         exported = world.client.get(
             "/v1/tools", params={"format": "openai", "namespace": OTHER}, headers=bearer(key)
-        ).json()
-        assert exported["items"] == [] and exported["total"] == 0
+        )
+        assert (
+            exported.status_code == 404
+            and OTHER not in exported.json()["error"]["details"]["did_you_mean"]
+        )
 
 
 def test_a_key_of_one_namespace_works_there_by_default(world: World) -> None:

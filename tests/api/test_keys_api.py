@@ -56,8 +56,9 @@ def test_a_new_key_works_at_once_and_a_revoked_one_stops(client: TestClient) -> 
     made = make_key(client, namespaces=["team-a"])
     key = bearer(made["key"])
     assert client.get("/v1/tools", headers=key).status_code == 200
-    routed = client.post("/v1/route", json={"query": "x"}, headers=key)
-    assert routed.status_code == 200 and routed.json()["namespace"] == "team-a"
+    routed = client.post("/v1/route", json={"query": "x"}, headers=key)  # in its namespace,
+    assert_error(routed, 404, "not_found")  # which never held a tool
+    assert routed.json()["error"]["details"]["namespace"] == "team-a"
     elsewhere = client.post("/v1/route", json={"query": "x", "namespace": "b"}, headers=key)
     assert_error(elsewhere, 404, "not_found")
     assert client.delete(f"/v1/keys/{made['id']}", headers=ADMIN).status_code == 204

@@ -75,7 +75,9 @@ def test_confusable_cards_are_reported(loop: TestClient) -> None:
     assert [p["similarity"] for p in everything] == sorted(
         (p["similarity"] for p in everything), reverse=True
     )
-    assert lookalikes(loop, namespace="nobody") == []
+    unknown = loop.get("/v1/lookalikes", params={"namespace": "alikes"}, headers=VIEWER)
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["details"] == {"namespace": "alikes", "did_you_mean": ["alike"]}
 
 
 def card(name: str, description: str, **extra: Any) -> ToolCard:

@@ -39,12 +39,21 @@ def test_metrics_expose_the_named_series(loop: TestClient) -> None:
 
 
 def test_namespaces_without_tools_share_one_label(loop: TestClient) -> None:
-    """Any agent may name any namespace: a label per invented name was a series each."""
+    """Any agent may name any namespace: a label per invented name was a series each. An
+    invented one is a 404 (never counted); one whose tools are all gone shares a label."""
+    from tests.conftest import ADMIN
+
     for i in range(3):
         body = {"query": "weather", "namespace": f"junk_{i}"}
+        assert loop.post("/v1/route", json=body, headers=AGENT).status_code == 404
+        card = {"name": "gone", "description": "Soon deleted.", "namespace": f"emptied_{i}"}
+        assert loop.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+        gone = loop.delete(f"/v1/tools/gone?namespace=emptied_{i}", headers=ADMIN)
+        assert gone.status_code == 204
+        body = {"query": "weather", "namespace": f"emptied_{i}"}
         assert loop.post("/v1/route", json=body, headers=AGENT).status_code == 200
     text = loop.get("/metrics").text
-    assert "junk_" not in text
+    assert "junk_" not in text and 'routes_total{namespace="emptied_' not in text
     assert 'toolreach_routes_total{namespace="(no tools)",result="empty"} 3.0' in text
 
 

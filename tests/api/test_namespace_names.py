@@ -52,8 +52,11 @@ def test_a_bad_namespace_name_is_refused_everywhere(
 
 @pytest.mark.parametrize("namespace", ["default", "team.billing", "a..b", "_x", "x" * 64])
 def test_names_with_inner_dots_stay_namespaces(client: TestClient, namespace: str) -> None:
+    card = {"name": "get_weather", "description": "The weather now.", "namespace": namespace}
+    assert client.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
     body = {"query": "weather", "namespace": namespace}
-    assert client.post("/v1/route", json=body, headers=ADMIN).status_code == 200
+    routed = client.post("/v1/route", json=body, headers=ADMIN)
+    assert routed.status_code == 200 and routed.json()["namespace"] == namespace
 
 
 def test_mcp_refuses_a_dot_namespace_in_its_path(client: TestClient) -> None:

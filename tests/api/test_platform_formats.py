@@ -9,7 +9,12 @@ import pytest
 from anthropic.types import ToolParam, ToolReferenceBlockParam
 from fastapi.testclient import TestClient
 from mcp.types import Tool as MCPTool
-from openai.types.responses import FunctionToolParam, ResponseToolSearchOutputItemParamParam
+from openai.types.responses import (
+    FunctionToolParam,
+    NamespaceToolParam,
+    ResponseToolSearchOutputItemParamParam,
+)
+from openai.types.responses.namespace_tool_param import ToolFunction as NamespaceFunction
 from pydantic import ConfigDict, TypeAdapter
 
 from tests.api.test_errors_auth import assert_error
@@ -34,6 +39,15 @@ MCP_TOOL = {
 def valid_list(item_type: Any, items: list[dict[str, Any]]) -> None:
     adapter = TypeAdapter(list[item_type], config=FORBID)
     assert adapter.validate_python(items) == items
+
+
+def valid_namespaces(items: list[dict[str, Any]]) -> None:
+    """OpenAI namespace tools: the outer shape by the SDK's type (its ``tools`` is a lazy
+    Iterable, which passes anything), then each function by the type of a namespace's."""
+    TypeAdapter(list[NamespaceToolParam], config=FORBID).validate_python(items)
+    for group in items:
+        assert set(group) == {"type", "name", "description", "tools"}
+        valid_list(NamespaceFunction, group["tools"])
 
 
 @pytest.fixture
@@ -81,11 +95,22 @@ def test_anthropic_tool_reference_format(routed: TestClient) -> None:
 
 
 def test_tool_search_in_an_empty_namespace_still_answers_the_call(client: TestClient) -> None:
-    answer = route(client, query="x", namespace="nobody", format="openai_tool_search", call_id="c1")
+    """A namespace whose tools are gone answers the search with nothing found; one that
+    never held a tool is the 404 of every surface, in the search shapes too."""
+    card = {"name": "gone", "description": "Soon deleted.", "namespace": "emptied"}
+    assert client.post("/v1/tools", json=card, headers=ADMIN).status_code == 201
+    assert client.delete("/v1/tools/gone?namespace=emptied", headers=ADMIN).status_code == 204
+    search = {"query": "x", "namespace": "emptied"}
+    answer = route(client, **search, format="openai_tool_search", call_id="c1")
     assert answer["tools"] == [
         {"type": "tool_search_output", "call_id": "c1", "execution": "client", "tools": []}
     ]
-    assert route(client, query="x", format="anthropic_tool_reference")["tools"] == []
+    assert route(client, **search, format="anthropic_tool_reference")["tools"] == []
+    for fmt in ({"format": "openai_tool_search", "call_id": "c1"}, {"format": "anthropic"}):
+        body = {"query": "x", "namespace": "emptyed", **fmt}
+        unknown = client.post("/v1/route", json=body, headers=AGENT)
+        assert_error(unknown, 404, "not_found")
+        assert unknown.json()["error"]["details"]["did_you_mean"] == ["emptied"]
 
 
 @pytest.mark.parametrize(
@@ -120,9 +145,10 @@ def test_deferred_export_of_a_whole_namespace_is_paged(routed: TestClient) -> No
             headers=AGENT,
         ).json()
         assert page["total"] == len(TOOLS) + 1 and page["format"] == "openai_responses"
-        seen += page["items"]
+        valid_namespaces(page["items"])  # each page groups its own cards
+        seen += [function for group in page["items"] for function in group["tools"]]
     assert len(seen) == len(TOOLS) + 1
-    valid_list(FunctionToolParam, seen)
+    valid_list(NamespaceFunction, seen)
     assert all(tool["defer_loading"] is True for tool in seen)
     anthropic = routed.get(
         "/v1/tools", params={"format": "anthropic", "defer_loading": "true"}, headers=AGENT
@@ -152,3 +178,36 @@ def test_mcp_title_annotations_and_output_schema_survive(client: TestClient) -> 
     assert again["unchanged"] == ["delete_file"]  # the same content hashes the same
     answer = route(client, query="delete the file", k=1, format="mcp")
     assert answer["tools"] == [MCP_TOOL]
+
+
+def test_deferred_openai_functions_are_grouped_in_namespace_tools(client: TestClient) -> None:
+    """OpenAI's tool search keeps a deferred schema out of the request only inside a
+    `namespace` tool (langchain PR #38573; its guide: fewer than 10 functions in each)."""
+    weather = [
+        {"name": f"weather_tool_{i:02}", "description": f"Weather tool {i}.", "tags": ["weather"]}
+        for i in range(12)
+    ]
+    plain = [{"name": "billing:refund.v2", "description": "Refund an invoice."}]
+    body = {"tools": [*weather, *plain], "namespace": "shop"}
+    assert client.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+    params = {"namespace": "shop", "format": "openai_responses", "defer_loading": "true"}
+    page = client.get("/v1/tools", params={**params, "limit": 500}, headers=AGENT).json()
+    groups = page["items"]
+    valid_namespaces(groups)
+    for group in groups:
+        assert 1 <= len(group["tools"]) < 10
+        assert all(f["defer_loading"] is True for f in group["tools"])
+        assert all(f["name"] in group["description"] for f in group["tools"])
+        assert "defer_loading" not in group  # it applies to the functions, not the namespace
+    assert [(g["name"], len(g["tools"])) for g in groups] == [
+        ("shop", 1),
+        ("weather", 9),
+        ("weather_2", 3),
+    ]
+    assert groups[0]["tools"][0]["name"] == "billing_refund_v2_be8ed0c6"  # exported, as routed
+    assert page["total"] == 13
+    anthropic = client.get(
+        "/v1/tools", params={**params, "format": "anthropic"}, headers=AGENT
+    ).json()["items"]
+    valid_list(ToolParam, anthropic)  # Anthropic's search takes them flat
+    assert all(t["defer_loading"] is True for t in anthropic)

@@ -215,9 +215,18 @@ def test_formats_and_token_estimate(routed: TestClient, fmt: str, key: str) -> N
 
 
 def test_empty_registry_and_unknown_namespace(client: TestClient) -> None:
-    assert route(client, query="anything")["candidates"] == []
-    empty = route(client, query="anything", namespace="nobody", format="openai")
-    assert empty["candidates"] == [] and empty["tools"] == []
+    for body in ({"query": "anything"}, {"query": "x", "namespace": "nobody", "format": "openai"}):
+        answer = client.post("/v1/route", json=body, headers=AGENT)
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["error"]["details"]["did_you_mean"] == []
+
+
+def test_a_namespace_whose_tools_are_gone_answers_that_nothing_fits(routed: TestClient) -> None:
+    one = {"tools": [{"name": "ping", "description": "Checks liveness."}], "namespace": "solo"}
+    assert routed.post("/v1/tools/bulk", json=one, headers=ADMIN).status_code == 200
+    assert routed.delete("/v1/tools/ping?namespace=solo", headers=ADMIN).status_code == 204
+    empty = route(routed, query="weather", namespace="solo", format="openai")
+    assert empty["candidates"] == [] and empty["tools"] == [] and empty["fit"] == "none"
 
 
 def test_namespace_with_one_tool(routed: TestClient) -> None:

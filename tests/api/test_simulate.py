@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.cli.evaluate import safe_name
 from app.cli.main import main
 from app.cli.simulate import SimulateOptions, pick_choice, simulate
 from tests.api.loop_support import VIEWER, services_of
-from tests.conftest import ADMIN_KEY, AGENT_KEY
+from tests.conftest import ADMIN_KEY, AGENT, AGENT_KEY
 
 TOOLS = [
     {"name": "WeatherNow", "description": "Current weather for a city.", "parameters": None},
@@ -63,7 +64,46 @@ def test_simulate_registers_routes_and_reports(loop: TestClient, dataset: Path) 
     stats = loop.get("/v1/stats", params={"namespace": "sim"}, headers=VIEWER).json()
     assert (stats["routes"], stats["feedback"], stats["success"]) == (10, 10, 2 * (5 - errors))
     names = {t["name"] for t in stats["tools"]}
-    assert "PDF_URLTool" in names and names <= {"WeatherNow", "PDF_URLTool", "EmailSender"}
+    pdf = "PDF_URLTool"  # its refused character made '_', and said
+    assert summary.renamed_tools == {"PDF&URLTool": pdf}
+    assert pdf in names and names <= {"WeatherNow", pdf, "EmailSender"}
+    assert "registered 3 tools (2 rejected, 1 renamed)" in summary.lines()
+
+
+def test_names_the_registry_refuses_are_renamed_apart_and_said(
+    loop: TestClient, tmp_path: Path
+) -> None:
+    """天气查询 became '____' silently, with "0 rejected"; two Chinese names of one length
+    would have been one tool."""
+    tools = [
+        {"name": "天气查询", "description": "查询城市的实时天气。"},
+        {"name": "汇率查询", "description": "查询两种货币之间的实时汇率。"},
+        {"name": "get_weather", "description": "Current weather for a city."},
+        {"name": "fx&rate", "description": "An exchange rate."},  # '_' would make it fx_rate:
+        {"name": "fx_rate", "description": "Another exchange rate."},  # kept apart by a hash
+    ]
+    (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools) + "\n")
+    asked = [("上海现在的天气怎么样", ["天气查询"]), ("美元兑人民币汇率", ["汇率查询"])]
+    lines = [json.dumps({"query": q, "relevant": r}, ensure_ascii=False) for q, r in asked]
+    (tmp_path / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    options = SimulateOptions(
+        data=tmp_path, namespace="zh", admin_key=ADMIN_KEY, agent_key=AGENT_KEY
+    )
+    summary = simulate(loop, options)
+    weather, rate = safe_name("天气查询"), safe_name("汇率查询")
+    assert weather != rate and weather.startswith("_____") and len(weather) == 13
+    fx = safe_name("fx&rate")
+    assert fx == "fx_rate" and summary.renamed_tools["fx&rate"].startswith("fx_rate_")
+    assert summary.tools == 5 and summary.rejected_tools == []
+    assert set(summary.renamed_tools) == {"天气查询", "汇率查询", "fx&rate"}
+    assert (summary.renamed_tools["天气查询"], summary.renamed_tools["汇率查询"]) == (weather, rate)
+    said = "\n".join(summary.lines())
+    assert "registered 5 tools (0 rejected, 3 renamed)" in said
+    assert f"'天气查询' → {weather!r}" in said and "A-Z a-z 0-9 _ . : -" in said
+    listed = loop.get("/v1/tools", params={"namespace": "zh"}, headers=AGENT).json()
+    registered = [weather, rate, "get_weather", "fx_rate", summary.renamed_tools["fx&rate"]]
+    assert sorted(t["name"] for t in listed["items"]) == sorted(registered)
+    assert summary.routes == 2 and sum(summary.verdicts.values()) == 2
 
 
 def test_pick_choice_prefers_an_offered_label() -> None:

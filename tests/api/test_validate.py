@@ -51,7 +51,15 @@ def test_unknown_name_with_nothing_close(registered: TestClient) -> None:
 
 
 def test_other_namespace_is_separate(registered: TestClient) -> None:
-    assert validate(registered, name="get_weather", namespace="other")["valid"] is False
+    unknown = registered.post(
+        "/v1/validate", json={"name": "get_weather", "namespace": "defualt"}, headers=AGENT
+    )
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["message"] == (
+        "no tools in namespace 'defualt'; did you mean 'default'?"
+    )
+    details = unknown.json()["error"]["details"]
+    assert details == {"namespace": "defualt", "did_you_mean": ["default"]}
 
 
 def test_missing_required_and_bad_enum(registered: TestClient) -> None:

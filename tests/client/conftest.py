@@ -71,6 +71,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         "TOOLREACH_ADMIN_KEYS": ADMIN_KEY,
         "TOOLREACH_AGENT_KEYS": AGENT_KEY,
         "TOOLREACH_LOAD_DEMO": "true",
+        # as `make run` (toolreach init-local): sources on this machine, the demo server's
+        "TOOLREACH_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
         "TOOLREACH_EVENT_FLUSH_SECONDS": "0.1",
         "TOOLREACH_LOG_LEVEL": "warning",
     }

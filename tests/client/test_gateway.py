@@ -1,5 +1,5 @@
 """``POST /v1/call`` and ``/v1/call/batch`` (the gateway): the contract as the service
-defines it (app/gateway/schemas.py), replayed; and live, once the service serves it."""
+defines it (app/gateway/schemas.py), replayed; and live."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import httpx
 import pytest
 from toolreach_client import CallRequest, ToolCallError, ToolReach
 
-from tests.client.conftest import Service, settled_stats
+from tests.client.conftest import settled_stats
 
 NOT_SHIPPED = {
     "ok": False,
@@ -92,14 +92,6 @@ def test_a_batch_keeps_every_result() -> None:
     assert [c["namespace"] for c in sent] == ["shop", "shop"]
 
 
-@pytest.fixture
-def gateway(service: Service) -> None:
-    paths = httpx.get(f"{service.url}/openapi.json").json()["paths"]
-    if "/v1/call" not in paths:
-        pytest.skip("this service has no gateway (POST /v1/call) yet")
-
-
-@pytest.mark.usefixtures("gateway")
 def test_live_gateway_answers_in_the_contract(
     agent: ToolReach, admin: ToolReach, namespace: str
 ) -> None:

@@ -127,3 +127,81 @@ def test_the_dashboard_in_a_browser(live_app: tuple[str, FastAPI], browser_page:
     assert errors == []
     assert console == []
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+
+
+# Laid out in the 1,366 px window the dashboard is drawn for: nothing wider than the window,
+# and nothing wider than the card (section) that holds it.
+OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth;
+  const page = document.documentElement.scrollWidth;
+  const out = [];
+  for (const box of document.querySelectorAll("main section.card, main table, main ul, main p")) {
+    const holder = box.closest("section.card") || document.querySelector("main");
+    const inner = holder.getBoundingClientRect();
+    for (const item of box.querySelectorAll("*")) {
+      const r = item.getBoundingClientRect();
+      if (r.width && r.right > inner.right + 1) {
+        const where = `${item.tagName}.${item.className}`;
+        out.push(`${where} ends at ${Math.round(r.right)} > ${Math.round(inner.right)}`);
+        break;
+      }
+    }
+  }
+  const table = document.querySelector("table")?.getBoundingClientRect().width ?? 0;
+  return {width, page, table, out};
+}"""
+
+
+def signed_in(page: Any, base: str) -> None:
+    page.goto(f"{base}/dashboard/login")
+    page.fill("#key", VIEWER_KEY)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/dashboard*")
+
+
+def test_wide_pages_fit_the_window(live_app: tuple[str, FastAPI], browser_page: Any) -> None:
+    """The look-alikes table was 1,877 px wide in a 1,366 px window (Differing fields and
+    Hint off-screen), and a card's query memory ran out of its box."""
+    base, app = live_app
+    services = app.state.services
+    long_name = "get_the_current_weather_conditions_for_one_city_right_now_in_metric_units"
+    alike = {
+        "name": long_name,
+        "description": "Current weather for a city right now: temperature, wind, humidity.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city_name_as_the_user_wrote_it": {"type": "string"}},
+        },
+        "tags": ["weather", "current-conditions", "temperature", "humidity", "wind-speed"],
+    }
+    with httpx.Client(base_url=base, timeout=30) as api:
+        seed(api, services.events.flush)
+        assert api.post("/v1/tools", json=alike, headers=ADMIN).status_code == 201
+        step = "weather right now in Oslo " + "and its humidity and wind " * 6
+        routed = api.post("/v1/route", json={"query": step, "k": 2}, headers=ADMIN).json()
+        report = {"route_id": routed["route_id"], "chosen": long_name, "outcome": "success"}
+        assert api.post("/v1/feedback", json=report, headers=ADMIN).status_code == 200
+    services.events.flush()
+    services.lookalikes.refresh()
+    assert services.memory is not None
+    services.memory.refresh()
+    page = browser_page
+    signed_in(page, base)
+    page.goto(f"{base}/dashboard/lookalikes?threshold=0.5&range=all")
+    assert page.locator("#lookalikes tbody tr").count() >= 2
+    laid = page.evaluate(OVERFLOW)
+    assert laid["page"] <= laid["width"] == 1366 - scrollbar(page), laid
+    assert laid["table"] <= laid["width"] and laid["out"] == [], laid
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard-lookalikes.png"), full_page=True)
+    hint = page.locator("#lookalikes th:text('Hint')").bounding_box()
+    assert hint is not None and hint["x"] + hint["width"] <= laid["width"]
+    page.goto(f"{base}/dashboard/registry/default/{long_name}")
+    assert page.locator("#tool-memory li").count() >= 1
+    laid = page.evaluate(OVERFLOW)
+    assert laid["page"] <= laid["width"] and laid["out"] == [], laid
+
+
+def scrollbar(page: Any) -> int:
+    """The width a vertical scrollbar takes from the window (0 in headless Chromium)."""
+    return int(page.evaluate("() => window.innerWidth - document.documentElement.clientWidth"))

@@ -58,7 +58,9 @@ def test_the_same_keys_as_v1(serve: Serve) -> None:
 
 def test_a_bad_namespace_in_the_path(server: str) -> None:
     assert_error(post(server, LIST, path="/mcp/a%20b", **AGENT), 404, "not_found")
-    assert post(server, LIST, path="/mcp/nobody", **AGENT).status_code == 200  # empty is fine
+    unknown = post(server, LIST, path="/mcp/nobody", **AGENT)  # a namespace with no tool ever
+    assert_error(unknown, 404, "not_found")
+    assert unknown.json()["error"]["message"].startswith("no tools in namespace 'nobody'")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,6 @@ NPM = ROOT / ".npm-tools" / "node_modules" / "@modelcontextprotocol"
 EVERYTHING = NPM / "server-everything" / "dist" / "index.js"
 MEMORY = NPM / "server-memory" / "dist" / "index.js"
 PAGED = ROOT / "tests" / "data" / "mcp" / "paged_server.py"
-BOX = Path(os.environ.get("TOOLREACH_TEST_OPENAPI", ROOT.parent / "shared" / "data" / "openapi"))
 LOOPBACK = ("127.0.0.0/8",)
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bench.openapi_steps import run
+from tests.shared_data import shared_file
 from tests.sources.cloud_document import cloud_document
-from tests.sources.conftest import BOX
 
 pytestmark = pytest.mark.model
 STEPS = Path(__file__).resolve().parents[1] / "data" / "openapi_steps"
@@ -24,10 +24,7 @@ TOKEN = frozenset({("header", "token")})
 
 
 def _shared(name: str) -> Path:
-    path = BOX / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not here (the shared OpenAPI documents)")
-    return path
+    return shared_file("openapi", name)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -178,6 +180,55 @@ def test_error_table_suggestion_is_included(arguments: dict[str, Any], table_hin
     [error] = check(arguments, make_card(ERRORS))
     assert error.suggestion is not None
     assert error.suggestion.endswith(table_hint)
+
+
+GENERAL_ABOUT_UNITS = [
+    {"code": "INVALID_ARGUMENT", "meaning": "units is not metric or imperial.",
+     "suggestion": "Use metric or imperial and retry."},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("arguments", "suggestion"),
+    [
+        # The missing city: the only general row is about units, so it says nothing here.
+        ({}, "add 'city' (string): City name, e.g. 'Paris, FR' (example: \"Paris, FR\")"),
+        ({"city": 5}, 'expected string, e.g. "Paris, FR"'),
+        # The row names units: it is the row about this problem.
+        (
+            {"city": "Oslo", "units": "kelvin"},
+            'use one of: "metric", "imperial"; INVALID_ARGUMENT: Use metric or imperial and retry.',
+        ),
+    ],
+)
+def test_a_general_row_speaks_only_of_the_argument_it_names(
+    arguments: dict[str, Any], suggestion: str
+) -> None:
+    [error] = check(arguments, make_card(GENERAL_ABOUT_UNITS))
+    assert error.suggestion == suggestion
+
+
+def test_a_general_row_naming_a_nested_argument_is_about_it() -> None:
+    row = {"code": "INVALID_INPUT", "meaning": "qty is below 1", "suggestion": "Order at least 1."}
+    [error] = check({"city": "Oslo", "items": [{"sku": "a", "qty": "x"}]}, make_card([row]))
+    assert error.suggestion == "expected integer; INVALID_INPUT: Order at least 1."
+    [missing] = check({}, make_card([row]))
+    assert missing.suggestion is not None and "Order at least" not in missing.suggestion
+
+
+def test_the_demo_weather_card_suggests_nothing_about_units_for_a_missing_location() -> None:
+    demo = Path(__file__).resolve().parents[2] / "app" / "demo" / "catalog.json"
+    [weather] = [
+        ToolCard.model_validate(c)
+        for c in json.loads(demo.read_text(encoding="utf-8"))
+        if c["name"] == "get_current_weather"
+    ]
+    [missing] = validate_arguments(weather, {})
+    assert missing.suggestion is not None and missing.suggestion.startswith("add 'location'")
+    assert "metric" not in missing.suggestion and "INVALID_ARGUMENT" not in missing.suggestion
+    [units] = validate_arguments(weather, {"location": "Paris, FR", "units": "kelvin"})
+    assert units.suggestion is not None
+    assert units.suggestion.endswith("INVALID_ARGUMENT: Use metric or imperial and retry.")
 
 
 def test_error_table_matches_camel_case_params_case_insensitively() -> None:

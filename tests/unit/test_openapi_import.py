@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -14,12 +13,11 @@ from app.sources import openapi
 from app.sources.documents import DocumentError, Documents, file_uri, load_documents, read_file
 from app.sources.fetch import _convert
 from registry.json_schema import check_schema
+from tests.shared_data import shared_file
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("TOOLREACH_TEST_OPENAPI", ROOT.parent / "shared" / "data" / "openapi"))
-BOX = SHARED / "box-platform.openapi.json"
-SLACK = SHARED / "slack-web.swagger.json"
+BOX = ("openapi", "box-platform.openapi.json")
+SLACK = ("openapi", "slack-web.swagger.json")
 
 
 def load(path: Path) -> Documents:
@@ -36,10 +34,9 @@ def convert(path: Path, **extra: object) -> openapi.Converted:
 
 @pytest.fixture(scope="module")
 def box() -> tuple[openapi.Converted, float]:
-    if not BOX.is_file():
-        pytest.skip(f"{BOX} is not here (the shared OpenAPI documents)")
+    box = shared_file(*BOX)
     started = time.perf_counter()
-    snapshot = _convert(load(BOX), options(), strict=True)  # valid: strict passes
+    snapshot = _convert(load(box), options(), strict=True)  # valid: strict passes
     result = openapi.Converted("3.0.2", 296, snapshot.cards, snapshot.refused, snapshot.notes)
     return result, time.perf_counter() - started
 
@@ -73,9 +70,7 @@ def test_box_card_shape(box: tuple[openapi.Converted, float]) -> None:
 
 
 def test_slack_swagger_2_with_its_problems() -> None:
-    if not SLACK.is_file():
-        pytest.skip(f"{SLACK} is not here")
-    documents = load(SLACK)
+    documents = load(shared_file(*SLACK))
     snapshot = _convert(documents, options(supplied=frozenset({("header", "token")})), strict=False)
     assert len(snapshot.cards) == 174 and snapshot.refused == []
     assert len(snapshot.problems) > 0  # the validator's findings are reported, not fatal

@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 THIN = ("validate.py", "tools.py", "stats.py")
 # Where service functions live: a call into any of these is a call to a service.
 SERVICE_ROOMS = ("app.tools", "app.loop", "app.route", "app.embedding", "registry")
+# Which namespace a request works in is part of reading it, like the key's scope
+# (app/tools/namespaces.py: a namespace that never held a tool is a 404 before any work).
+PARSING = ("app.tools.namespaces.",)
 # SQL and the tables: for repositories only, never for an endpoint.
 REPOSITORY_ONLY = (
     "sqlalchemy",
@@ -72,7 +75,10 @@ def service_calls(function: ast.FunctionDef, names: dict[str, str]) -> list[str]
     return [
         c
         for c in calls
-        if c and c.startswith(SERVICE_ROOMS) and not c.rpartition(".")[2][:1].isupper()
+        if c
+        and c.startswith(SERVICE_ROOMS)
+        and not c.startswith(PARSING)
+        and not c.rpartition(".")[2][:1].isupper()
     ]
 
 
