@@ -87,6 +87,15 @@ class RouterConfig:
     # Diversity in the top-k (Carbonell & Goldstein 1998); 1.0 switches MMR off.
     mmr_lambda: float = 0.8
     mmr_multi_ask_only: bool = True
+    # EXPERIMENT (cover.py): covering answers on; the covering tools' order.
+    cover: bool = True
+    cover_rank: str = "final"
+    cover_floor: float = 0.0
+    cover_rest_mmr: bool = True
+    cover_rounds: bool = False
+    cover_confidence: str = "step"
+    cover_rest: str = "mmr"
+    cover_cap: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +103,9 @@ class Candidate:
     """One routed tool: its score and each stage's additive part of it (relative: they
     explain the ranking), its confidence (absolute: the estimated chance it is the tool the
     step needs, ``confidence.py``) with the evidence it was read from, the required
-    parameters with no value, and each context value that breaks its parameter's schema as
-    ``(parameter, reason)``."""
+    parameters with no value, each context value that breaks its parameter's schema as
+    ``(parameter, reason)``, and, for a step read as several parts, the part it serves
+    (an index into the step's parts: ``parts.step_parts``)."""
 
     name: str
     score: float
@@ -104,3 +114,4 @@ class Candidate:
     confidence: float
     evidence: Evidence
     invalid_context: tuple[tuple[str, str], ...] = ()
+    part: int | None = None
