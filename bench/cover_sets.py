@@ -82,7 +82,10 @@ def parse_variant(spec: str) -> tuple[str, bool, dict[str, Any]]:
     split, overrides = True, {}
     for pair in filter(None, rest.split(",")):
         key, _, raw = pair.partition("=")
-        value: Any = json.loads(raw) if raw not in ("", "inf", "-inf") else float(raw or 0)
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:  # a bare word is a string (the shell ate its quotes)
+            value = raw
         if key == "split":
             split = bool(value)
         else:

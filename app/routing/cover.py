@@ -2,36 +2,44 @@
 first — each part's best tool — and only then add a second tool for any one of them.
 
 One ranked list for "look up tomorrow's weather in Lyon and add a reminder to pack an
-umbrella" puts a second weather tool above the reminder tool more often than not: the
-whole step's score is mostly the first part's. Each part has its own fused score of every
-tool (``fusion.fuse_parts``); the answer takes each part's best tool, then the rest of the
-pool by the whole step's score (MMR-diversified as before).
+umbrella" puts a second weather tool above the reminder tool more often than not: the whole
+step's score is mostly the first part's. Each part has its own fused score of every tool
+(``fusion.fuse_parts``); each part's best tool (its leader) comes first, the leaders in the
+order of their confidence as the tool for their part (``part_evidence.py``), then the rest
+of the pool by the whole step's score (MMR-diversified, as a several-part step was before).
 
-Pure: arrays in, positions out.
+A candidate's confidence is the chance it is the tool of the part it serves, and it never
+rises down the answer: each is at most the one above it (``non_increasing``). The leaders'
+order makes that hold among them by itself.
+
+Pure: arrays in, positions out. docs/ROUTING.md ("Steps of several parts") measures it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.routing.diversity import mmr_order, top_indices
+from app.routing.types import Candidate
 
 _EPS = 1e-9
 
 
 def relative_rows(parts: np.ndarray) -> np.ndarray:
-    """Each part's fused scores over that part's best (so each part's best tool is 1.0,
-    as ``fusion.relative_to_best`` does for the whole step); a part whose best is not
-    positive is left as it is."""
+    """Each part's fused scores over that part's best (each part's best tool is 1.0, as
+    ``fusion.relative_to_best`` makes the whole step's); a part whose best is not positive
+    is left as it is."""
     best = parts.max(axis=1, keepdims=True) if parts.size else np.ones((parts.shape[0], 1))
     return parts / np.where(best > _EPS, best, 1.0)
 
 
 def part_leaders(parts: np.ndarray, extra: np.ndarray, per_part: int) -> np.ndarray:
-    """The ``per_part`` best positions of each part by ``parts + extra`` (unique, any order):
-    what a covering answer may need beyond the whole step's pool."""
+    """The ``per_part`` best positions of each part by ``relative_rows(parts) + extra``
+    (unique, ascending): what a covering answer may need beyond the whole step's pool."""
     scores = relative_rows(parts) + extra[None, :]
     picks = [top_indices(row, per_part) for row in scores]
     return np.unique(np.concatenate(picks)) if picks else np.zeros(0, dtype=np.int64)
@@ -45,64 +53,51 @@ class Cover:
     part: np.ndarray
 
 
+def leaders(part_scores: np.ndarray) -> np.ndarray:
+    """Each part's best position by ``part_scores`` (``(parts, n)``)."""
+    return np.argmax(part_scores, axis=1)
+
+
 def cover(
     part_scores: np.ndarray,
+    confidence: Sequence[float],
     final: np.ndarray,
     vectors: np.ndarray | None,
     k: int,
     lam: float,
-    rank: str = "final",
-    rel: np.ndarray | None = None,
-    floor: float = 0.0,
-    rounds: bool = False,
 ) -> Cover:
-    """``k`` positions: each part's best by ``part_scores`` (``(parts, n)``), in the order of
-    ``final`` (the whole step's score, ``(n,)``), then the rest by ``final`` (MMR with
-    ``lam`` over ``vectors`` when given, the parts' tools counting as picked already).
+    """``k`` positions: each part's leader (``leaders(part_scores)``), most confident first
+    (``confidence[s]``: part ``s``'s leader's, as the tool for that part; ties by
+    ``final``), then the rest by ``final``, the whole step's score (MMR with ``lam`` over
+    ``vectors`` when given, the leaders counting as picked already).
 
-    Two parts with the same best tool are both served by it. With fewer than ``parts``
-    slots, the parts' tools with the best ``final`` are kept."""
+    A tool that leads several parts serves the one it is most confident for; with fewer
+    slots than leaders, the most confident leaders are kept."""
     n = final.size
     k = min(k, n)
-    serves = np.argmax(part_scores, axis=0) if n else np.zeros(0, dtype=np.int64)
-    leaders: dict[int, int] = {}
-    strength: dict[int, float] = {}
-    for index, row in enumerate(part_scores):
-        best = int(np.argmax(row))
-        value = float(rel[index, best]) if rel is not None else float(row[best])
-        if floor > 0 and value < floor:
-            continue
-        leaders.setdefault(best, index)
-        strength[best] = max(strength.get(best, -1e9), value)
-    if rank == "step":
-        chosen = sorted(leaders, key=lambda p: leaders[p])[:k]
-    elif rank == "part":
-        chosen = sorted(leaders, key=lambda p: (-strength[p], p))[:k]
-    else:
-        chosen = sorted(leaders, key=lambda p: (-final[p], p))[:k]
-    part = {p: leaders[p] for p in chosen}
-    rest = np.setdiff1d(np.arange(n), chosen)
-    if rounds:
-        ranked = [np.argsort(-row, kind="stable").tolist() for row in part_scores]
-        while len(chosen) < k:
-            picks: dict[int, int] = {}
-            for s_, order in enumerate(ranked):
-                nxt = next((p for p in order if p not in part and p not in picks), None)
-                if nxt is not None:
-                    picks[nxt] = s_
-            if not picks:
-                break
-            for p in sorted(picks, key=lambda q: -final[q])[: k - len(chosen)]:
-                part[p] = picks[p]
-                chosen.append(p)
-        rest = np.setdiff1d(np.arange(n), chosen)
-    if k > len(chosen) and rest.size:
-        more = k - len(chosen)
+    serves = np.argmax(part_scores, axis=0)
+    part: dict[int, int] = {}
+    for s, p in enumerate(leaders(part_scores).tolist()):
+        if p not in part or confidence[s] > confidence[part[p]]:
+            part[p] = s
+    chosen = sorted(part, key=lambda p: (-confidence[part[p]], -final[p], p))[:k]
+    part = {p: part[p] for p in chosen}
+    if len(chosen) < k:
         if vectors is not None and lam < 1.0:
-            picked = mmr_order(final, vectors, len(chosen) + more, lam, first=chosen)
-            chosen = [int(p) for p in picked]
+            chosen = mmr_order(final, vectors, k, lam, first=chosen).tolist()
         else:
-            chosen += rest[top_indices(final[rest], more)].tolist()
-    order = np.asarray(chosen, dtype=np.int64)
-    served = np.asarray([part.get(p, int(serves[p])) for p in chosen], dtype=np.int64)
-    return Cover(order, served)
+            rest = np.setdiff1d(np.arange(n), chosen)
+            chosen += rest[top_indices(final[rest], k - len(chosen))].tolist()
+    served = [part.get(p, int(serves[p])) for p in chosen]
+    return Cover(np.asarray(chosen, dtype=np.int64), np.asarray(served, dtype=np.int64))
+
+
+def non_increasing(answer: list[Candidate]) -> list[Candidate]:
+    """The answer with each confidence at most the one above it (a running minimum)."""
+    out, low = [], 1.0
+    for candidate in answer:
+        if candidate.confidence > low:
+            candidate = dataclasses.replace(candidate, confidence=low)
+        low = candidate.confidence
+        out.append(candidate)
+    return out

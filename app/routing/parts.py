@@ -18,7 +18,6 @@ Each part is a piece of the step's own text (``step_parts_spans`` gives where).
 
 from __future__ import annotations
 
-import os  # EXPERIMENT: TOOLREACH_EXPERIMENT_GLUE_DETAILS
 import re
 
 from app.routing.text import analyse
@@ -87,15 +86,6 @@ _OPENS_REQUEST = re.compile(
     rf"(?:(?:then|next|also|finally|lastly|after\s+that)\W+)?(?:{_VERB})\W*\w",
     re.IGNORECASE,
 )
-_GLUE_DETAILS = os.environ.get("TOOLREACH_EXPERIMENT_GLUE_DETAILS") == "1"
-_ASKS = re.compile(
-    r"[?？\u4e00-\u9fff]|^\W*(?:additionally|also|finally|lastly|next|then|furthermore|"
-    r"moreover|after|first|second|third|besides|plus)\b|\b(?:interested|please|can you|"
-    r"could you|would you|i need|i want|i'd like|i would like|i'm looking|help me|"
-    r"let me know|tell me|remind me)\b|"
-    rf"^\W*(?:\w+,\s*)?(?:{_VERB})",
-    re.IGNORECASE,
-)
 MAX_PARTS = 8
 _MIN_TOKENS = 2
 
@@ -143,14 +133,6 @@ def step_parts_spans(text: str, *, min_tokens: int = _MIN_TOKENS) -> list[Span]:
             glued.append((begin, end))
     if len(glued) > 1 and _too_short(text[glued[0][0] : glued[0][1]], min_tokens):
         glued[0:2] = [(glued[0][0], glued[1][1])]
-    if _GLUE_DETAILS and len(glued) > 1:
-        kept: list[Span] = []
-        for b, e in glued:
-            if kept and not _ASKS.search(text[b:e]):
-                kept[-1] = (kept[-1][0], e)
-            else:
-                kept.append((b, e))
-        glued = kept
     if len(glued) > MAX_PARTS:
         glued = [*glued[: MAX_PARTS - 1], (glued[MAX_PARTS - 1][0], glued[-1][1])]
     return glued

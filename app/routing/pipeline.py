@@ -35,7 +35,14 @@ import numpy as np
 from app.routing.bm25 import matched_in
 from app.routing.confidence import ConfidenceModel, Evidence
 from app.routing.confidence_fit import CONFIDENCE_MODEL
-from app.routing.cover import Cover, cover, part_leaders, relative_rows
+from app.routing.cover import (
+    Cover,
+    cover,
+    leaders,
+    non_increasing,
+    part_leaders,
+    relative_rows,
+)
 from app.routing.diversity import mmr_order, top_indices
 from app.routing.examples import example_dim, examples_part
 from app.routing.fusion import (
@@ -439,12 +446,11 @@ def candidates(
     verdicts: Sequence[Verdict],
     step: Step,
     served: Sequence[int] | None = None,
-    config_part: bool = False,
 ) -> list[Candidate]:
     """One :class:`Candidate` per position, in the given order; ``served``: the part each
-    serves (a step of several parts)."""
+    serves (a covering answer), whose evidence its confidence is read from."""
     out = []
-    if served is not None and config_part:
+    if served is not None:  # a covering answer: each for the part it serves
         seen_all = part_evidence(index, scores, step, positions, pen, served)
     else:
         seen_all = evidence(scores, step, positions, pen)
@@ -520,7 +526,7 @@ def route(
     scores = with_memory(index, scores, memory, query_vec, config)
     scores = with_examples(index, scores, examples, query_vec, config, stages)
     total = scores.total()
-    covering = scores.parts is not None and config.cover
+    covering = scores.parts is not None
     if scores.signal:
         pool = top_indices(total, depth)
         if covering:
@@ -546,30 +552,16 @@ def route(
         return confident(fallback, min_confidence)
     served: list[int] | None = None
     if covering:
-        found = covering_answer(
-            index, scores, pool[keep], pen[keep], final[keep], k, lam, config, step
-        )
+        found = covering_answer(index, scores, step, pool[keep], pen[keep], final[keep], k, lam)
         order, served = keep[found.order], found.part.tolist()
     elif lam >= 1.0 or k <= 1:  # plain top k: no vectors to read
         order = keep[top_indices(final[keep], k)]
     else:
         order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
     checked = [verdicts[i] for i in order]
-    answer = candidates(
-        index,
-        scores,
-        pool[order],
-        pen[order],
-        checked,
-        step,
-        served,
-        config.cover_confidence == "part",
-    )
-    if served is not None and config.cover_cap:
-        low = 1.0
-        for j, c in enumerate(answer):
-            low = min(low, c.confidence)
-            answer[j] = dataclasses.replace(c, confidence=low)
+    answer = candidates(index, scores, pool[order], pen[order], checked, step, served)
+    if served is not None:
+        answer = non_increasing(answer)
     return confident(answer, min_confidence)
 
 
@@ -590,41 +582,24 @@ def with_leaders(pool: np.ndarray, scores: Scores, total: np.ndarray) -> np.ndar
 def covering_answer(
     index: RouterIndex,
     scores: Scores,
+    step: Step,
     positions: np.ndarray,
     pen: np.ndarray,
     final: np.ndarray,
     k: int,
     lam: float,
-    config: RouterConfig,
-    step: Step,
 ) -> Cover:
-    """The covering order of the checked ``positions`` (``cover.py``): each part's score of
-    a tool is its relevance to that part (the part's best is 1.0) plus its prior and its
-    penalty, on the scale of the whole step's."""
+    """The covering order of the checked ``positions`` (``cover.py``). A tool's score for a
+    part is its relevance to that part (the part's best is 1.0) plus its prior and its
+    penalty, as the whole step's; each part's leader is ranked by its confidence as the
+    tool for that part (``part_evidence.py``)."""
     assert scores.parts is not None
     part_scores = relative_rows(scores.parts)[:, positions] + scores.prior[positions] + pen
+    best = leaders(part_scores)
+    seen = part_evidence(index, scores, step, positions[best], pen[best], range(best.size))
+    confidence = [step.model.confidence(e) for e in seen]
     vectors = index.embeddings[scores.cols[positions]] if lam < 1.0 else None
-    if not config.cover_rest_mmr:
-        vectors = None
-    rel = scores.parts[:, positions]
-    rank = config.cover_rank
-    if rank == "conf":
-        leaders = np.argmax(part_scores, axis=1)
-        seen = part_evidence(
-            index, scores, step, positions[leaders], pen[leaders], list(range(len(leaders)))
-        )
-        rel = np.full(part_scores.shape, -1e9)
-        for s_, (p, e) in enumerate(zip(leaders, seen, strict=False)):
-            rel[s_, p] = step.model.confidence(e)
-        rank = "part"
-    if config.cover_rest == "conf":
-        served = np.argmax(part_scores, axis=0).tolist()
-        seen = part_evidence(index, scores, step, positions, pen, served)
-        final = np.asarray([step.model.confidence(e) for e in seen]) + 1e-6 * final
-        vectors = None
-    return cover(
-        part_scores, final, vectors, k, lam, rank, rel, config.cover_floor, config.cover_rounds
-    )
+    return cover(part_scores, confidence, final, vectors, k, lam)
 
 
 def confident(answer: list[Candidate], min_confidence: float | None) -> list[Candidate]:

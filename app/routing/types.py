@@ -87,15 +87,6 @@ class RouterConfig:
     # Diversity in the top-k (Carbonell & Goldstein 1998); 1.0 switches MMR off.
     mmr_lambda: float = 0.8
     mmr_multi_ask_only: bool = True
-    # EXPERIMENT (cover.py): covering answers on; the covering tools' order.
-    cover: bool = True
-    cover_rank: str = "final"
-    cover_floor: float = 0.0
-    cover_rest_mmr: bool = True
-    cover_rounds: bool = False
-    cover_confidence: str = "step"
-    cover_rest: str = "mmr"
-    cover_cap: bool = False
 
 
 @dataclass(frozen=True, slots=True)
