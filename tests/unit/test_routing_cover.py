@@ -154,7 +154,7 @@ def test_non_increasing_is_a_running_minimum() -> None:
     seen = Evidence(0.5, 0.5, 1.0, 0.5, 1.0, 0.0, 0.0, 10, 2, 0.0)
     answer = [
         Candidate(name, 1.0, {}, (), value, seen)
-        for name, value in zip("abcd", (0.9, 0.4, 0.7, 0.1))
+        for name, value in zip("abcd", (0.9, 0.4, 0.7, 0.1), strict=True)
     ]
     assert [c.confidence for c in non_increasing(answer)] == [0.9, 0.4, 0.4, 0.1]
     assert [c.name for c in non_increasing(answer)] == list("abcd")
