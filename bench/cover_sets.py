@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import inspect
+import itertools
 import json
 import pickle
 import sys
@@ -31,8 +33,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import itertools
-
 from app.cli.completeness import completeness, format_completeness, step_scores
 from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
 from app.cli.no_fit import auroc, expected_calibration_error
@@ -42,6 +42,10 @@ from app.routing import query_texts, route
 from app.services import build_encoder
 from app.settings import Settings
 from app.tools.catalog import parse_batch, write_cards
+
+# Whether this router reads a step's parts (``split``); main's before it did not, and this
+# script also measures it (copied into a checkout of main: docs/ROUTING.md).
+SPLITS = "split" in inspect.signature(route).parameters
 
 
 class CachedEncoder:
@@ -117,8 +121,9 @@ def run_variants(args: argparse.Namespace, queries: list[Query], tools: list[dic
             config = dataclasses.replace(base, **overrides) if overrides else base
             rows, seen = [], []
             for query in queries:
-                texts = query_texts(query.text, split=split)
+                texts = query_texts(query.text, split=split) if SPLITS else query_texts(query.text)
                 vectors = encoder.encode(texts)
+                options = {"split": split} if SPLITS else {}  # (a router before parts had none)
                 ranked = route(
                     snapshot.index,
                     query.text,
@@ -128,7 +133,7 @@ def run_variants(args: argparse.Namespace, queries: list[Query], tools: list[dic
                     cosines=services.cosines,
                     texts=texts,
                     examples=examples,
-                    split=split,
+                    **options,
                 )
                 rows.append(step_scores([c.name for c in ranked], query.relevant))
                 if len(texts) > 1 and len(query.relevant) > 1:

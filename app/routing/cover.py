@@ -4,13 +4,15 @@ first — each part's best tool — and only then add a second tool for any one 
 One ranked list for "look up tomorrow's weather in Lyon and add a reminder to pack an
 umbrella" puts a second weather tool above the reminder tool more often than not: the whole
 step's score is mostly the first part's. Each part has its own fused score of every tool
-(``fusion.fuse_parts``); each part's best tool (its leader) comes first, the leaders in the
-order of their confidence as the tool for their part (``part_evidence.py``), then the rest
-of the pool by the whole step's score (MMR-diversified, as a several-part step was before).
+(``fusion.fuse_parts``). The answer opens with the tool one ranked list would put first
+(the best by the whole step's score), then each other part's best tool (its leader), the
+leaders in the order of their confidence as the tool for their part (``part_evidence.py``),
+then the rest of the pool by the whole step's score (MMR-diversified, as a step of several
+parts was before). A step's first tool is thus the same whether it is covered or not.
 
 A candidate's confidence is the chance it is the tool of the part it serves, and it never
-rises down the answer: each is at most the one above it (``non_increasing``). The leaders'
-order makes that hold among them by itself.
+rises down the answer: each is at most the one above it (``non_increasing``). After the
+first, the leaders' order makes that hold among them by itself.
 
 Pure: arrays in, positions out. docs/ROUTING.md ("Steps of several parts") measures it.
 """
@@ -66,13 +68,15 @@ def cover(
     k: int,
     lam: float,
 ) -> Cover:
-    """``k`` positions: each part's leader (``leaders(part_scores)``), most confident first
-    (``confidence[s]``: part ``s``'s leader's, as the tool for that part; ties by
-    ``final``), then the rest by ``final``, the whole step's score (MMR with ``lam`` over
-    ``vectors`` when given, the leaders counting as picked already).
+    """``k`` positions: the best by ``final`` (the whole step's score), then each part's
+    leader (``leaders(part_scores)``), most confident first (``confidence[s]``: part
+    ``s``'s leader's, as the tool for that part; ties by ``final``), then the rest by
+    ``final`` (MMR with ``lam`` over ``vectors`` when given, the leaders counting as picked
+    already).
 
-    A tool that leads several parts serves the one it is most confident for; with fewer
-    slots than leaders, the most confident leaders are kept."""
+    A tool that leads several parts serves the one it is most confident for (the first
+    tool, if it leads none, the part it scores best in); with fewer slots than leaders,
+    the most confident leaders are kept."""
     n = final.size
     k = min(k, n)
     serves = np.argmax(part_scores, axis=0)
@@ -80,7 +84,10 @@ def cover(
     for s, p in enumerate(leaders(part_scores).tolist()):
         if p not in part or confidence[s] > confidence[part[p]]:
             part[p] = s
-    chosen = sorted(part, key=lambda p: (-confidence[part[p]], -final[p], p))[:k]
+    top = int(np.argmax(final))  # the one list's first stays first
+    part.setdefault(top, int(serves[top]))
+    others = sorted(set(part) - {top}, key=lambda p: (-confidence[part[p]], -final[p], p))
+    chosen = [top, *others][:k]
     part = {p: part[p] for p in chosen}
     if len(chosen) < k:
         if vectors is not None and lam < 1.0:

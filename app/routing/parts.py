@@ -93,7 +93,7 @@ Span = tuple[int, int]
 
 
 def _pieces(text: str) -> list[Span]:
-    """The spans between boundaries, stripped, empty ones left out."""
+    """The spans between boundaries, stripped (and of a trailing comma), empty ones left out."""
     spans: list[Span] = []
     start = 0
     for found in _BOUNDARY.finditer(text):
@@ -110,7 +110,7 @@ def _pieces(text: str) -> list[Span]:
     out = []
     for begin, end in spans:
         piece = text[begin:end]
-        stripped = piece.strip()
+        stripped = piece.strip().rstrip(",，、 \t\n")
         if stripped:
             begin += len(piece) - len(piece.lstrip())
             out.append((begin, begin + len(stripped)))

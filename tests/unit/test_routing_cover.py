@@ -113,26 +113,29 @@ def test_min_confidence_and_k_one_still_cover(index: RouterIndex) -> None:
 # The covering order, by hand.
 
 
-def test_cover_leaders_by_confidence_then_the_rest_by_score() -> None:
+def test_cover_the_first_then_the_leaders_by_confidence_then_the_rest_by_score() -> None:
     part_scores = np.array(
         [
-            [1.0, 0.9, 0.1, 0.0, 0.2],  # part 0: position 0 leads
-            [0.0, 0.1, 0.3, 1.0, 0.2],  # part 1: position 3 leads
+            [1.0, 0.9, 0.1, 0.0, 0.2, 0.0],  # part 0: position 0 leads
+            [0.0, 0.1, 0.3, 1.0, 0.2, 0.0],  # part 1: position 3 leads
+            [0.0, 0.0, 0.2, 0.1, 0.0, 1.0],  # part 2: position 5 leads
         ]
     )
-    final = np.array([1.0, 0.95, 0.5, 0.4, 0.6])
-    found = cover(part_scores, [0.6, 0.9], final, None, 4, 1.0)
-    assert found.order.tolist() == [3, 0, 1, 4]  # leaders (more confident first), then final
-    assert found.part.tolist() == [1, 0, 0, 0]  # the rest: the part each scores best in
+    final = np.array([1.0, 0.95, 0.5, 0.4, 0.6, 0.3])
+    found = cover(part_scores, [0.6, 0.7, 0.9], final, None, 5, 1.0)
+    # the one list's first; the other leaders, more confident first; then by final
+    assert found.order.tolist() == [0, 5, 3, 1, 4]
+    assert found.part.tolist() == [0, 2, 1, 0, 0]  # the rest: the part each scores best in
 
 
 def test_cover_a_shared_leader_and_fewer_slots_than_parts() -> None:
     part_scores = np.array([[1.0, 0.0, 0.5], [1.0, 0.2, 0.1], [0.0, 1.0, 0.3]])
     final = np.array([0.9, 0.5, 1.0])
     found = cover(part_scores, [0.4, 0.8, 0.7], final, None, 3, 1.0)
-    assert found.order.tolist() == [0, 1, 2]
-    assert found.part.tolist() == [1, 2, 0]  # position 0 serves the part it is surer of
-    assert cover(part_scores, [0.4, 0.8, 0.7], final, None, 1, 1.0).order.tolist() == [0]
+    assert found.order.tolist() == [2, 0, 1]  # 2 leads no part: first as the one list's best
+    assert found.part.tolist() == [0, 1, 2]  # position 0 serves the part it is surer of
+    assert cover(part_scores, [0.4, 0.8, 0.7], final, None, 1, 1.0).order.tolist() == [2]
+    assert cover(part_scores, [0.4, 0.8, 0.7], final, None, 2, 1.0).order.tolist() == [2, 0]
 
 
 def test_cover_fills_the_rest_by_mmr_after_the_leaders() -> None:
