@@ -8,8 +8,9 @@ Run it before and after a change that must not change an answer, then compare:
     ... change ...
     python bench/route_answers.py --data DIR --out after.jsonl --compare before.jsonl
 
-It speaks only to ``app.main.create_app`` and HTTP, so it survives any reorganisation of the
-service's inside. The default encoder is the service's default (the real model).
+It speaks only to ``app.main.create_app`` and HTTP (and, once the tools are written, waits
+for the cards' examples to be built), so it survives any reorganisation of the service's
+inside. The default encoder is the service's default (the real model).
 
 An answer that read its step as several parts also keeps its ``parts``; ``--one-part``
 compares only the steps the run read as one part (a step read as several is answered by
@@ -54,6 +55,15 @@ def register(client: TestClient, tools: list[dict[str, Any]]) -> None:
             sys.exit(f"bulk import failed: {response.status_code} {response.text[:500]}")
 
 
+def settle(client: TestClient) -> None:
+    """Wait for what a write builds in the background before routing: the cards' examples
+    as vectors (app/tools/examples.py). Routed before they are, a set whose cards have
+    examples got answers with or without the examples' votes, by timing."""
+    examples = client.app.state.services.examples  # type: ignore[attr-defined]
+    if examples is not None:
+        examples.refresh()
+
+
 def answer(client: TestClient, query: str, k: int) -> dict[str, Any]:
     body = {"query": query, "namespace": NAMESPACE, "k": k, "format": "raw"}
     response = client.post("/v1/route", json=body, headers=HEADERS)
@@ -83,6 +93,7 @@ def run(data: Path, k: int, limit: int | None) -> list[dict[str, Any]]:
         )
         with TestClient(create_app(settings), raise_server_exceptions=False) as client:
             register(client, tools)
+            settle(client)
             rows = []
             for number, item in enumerate(queries):
                 rows.append(
