@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    StrictBool,
     field_validator,
     model_validator,
 )
@@ -333,6 +334,14 @@ class RouteRequest(Strict):
         default=None,
         description="with format openai_tool_search (only): the tool_search_call's call_id",
     )
+    split: StrictBool = Field(
+        default=True,
+        description=(
+            "read a step that asks for several things as its parts and cover each part "
+            "before a second tool for any of them (the answer's `parts`); false reads the "
+            "step as one request, for an agent that plans its own steps"
+        ),
+    )
 
     @field_validator("query")
     @classmethod
@@ -396,6 +405,13 @@ class RouteCandidate(BaseModel):
             "is in missing_required unless the step holds a value for it"
         ),
     )
+    part: int | None = Field(
+        default=None,
+        description=(
+            "only when the step was read as several parts: the part this tool serves best "
+            "(its index in the answer's `parts`, from 0)"
+        ),
+    )
 
 
 class TokenEstimate(BaseModel):
@@ -436,6 +452,13 @@ class RouteResponse(BaseModel):
         default=None,
         description="only for a step longer than the router reads whole: the part it read",
     )
+    parts: list[str] | None = Field(
+        default=None,
+        description=(
+            "only when the step was read as several requests: each part as read, in order; "
+            'the candidates cover the parts first (docs/ROUTING.md, "Steps of several parts")'
+        ),
+    )
     tools: list[dict[str, Any]] | None = None
     tool_names: dict[str, str] | None = Field(
         default=None,
@@ -445,6 +468,26 @@ class RouteResponse(BaseModel):
         ),
     )
     tokens: TokenEstimate | None = None
+
+
+# Steps one batch may hold (openclaw's tool search caps its queries at 16).
+MAX_BATCH_STEPS = 16
+
+
+class RouteBatchRequest(Strict):
+    """Several steps at once: each is routed, answered and recorded on its own."""
+
+    steps: list[RouteRequest] = Field(
+        min_length=1,
+        max_length=MAX_BATCH_STEPS,
+        description=f"the steps, each a route request (1 to {MAX_BATCH_STEPS})",
+    )
+
+
+class RouteBatchResponse(BaseModel):
+    answers: list[RouteResponse] = Field(
+        description="one answer per step, in the order of the steps, each with its route_id"
+    )
 
 
 Outcome = Literal["success", "error", "unknown"]

@@ -1,4 +1,4 @@
-"""POST /v1/route: the top-k tools for one agent step."""
+"""POST /v1/route: the top-k tools for one agent step; POST /v1/route/batch: several."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep
 from app.errors import Unavailable
-from app.schemas import RouteRequest, RouteResponse
+from app.schemas import RouteBatchRequest, RouteBatchResponse, RouteRequest, RouteResponse
 from app.tools.namespaces import in_namespace
 
 router = APIRouter(prefix="/v1", tags=["route"])
@@ -33,3 +33,25 @@ async def route_tools(
         raise Unavailable("the router is not running")
     request = in_namespace(caller, request, services.index)
     return await services.router.route(request)  # batched with others
+
+
+@router.post(
+    "/route/batch",
+    response_model=RouteBatchResponse,
+    response_model_exclude_none=True,
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422, 503)},
+)
+async def route_batch(
+    batch: RouteBatchRequest, services: ServicesDep, caller: AgentDep
+) -> RouteBatchResponse:
+    """Rank the tools for several steps at once (up to 16): one answer per step, in order.
+
+    Each step is routed as `POST /v1/route` routes it and recorded on its own (its own
+    `route_id`); the steps share one model call. A step in a namespace outside the key's
+    scope, or one that never held a tool, makes the whole batch a 404, before anything is
+    ranked.
+    """
+    if services.router is None:
+        raise Unavailable("the router is not running")
+    steps = [in_namespace(caller, step, services.index) for step in batch.steps]
+    return RouteBatchResponse(answers=await services.router.route_many(steps))

@@ -5,9 +5,11 @@ The dataset format is that of the public benchmarks (MetaTool, Seal-Tools): ``to
 go through the same write path as the admin API (parse, check, embed, store) into a temporary
 SQLite file, the index is loaded from it as the service loads it, and each query is ranked by
 the same ``route`` call as ``POST /v1/route`` — once for the full pipeline and once per
-ablation. The full pipeline's top confidence is then measured (``no_fit.py``): its
-calibration, and how it separates these queries from the same ones asked of the namespace
-without their labelled tools.
+ablation, and once more with the step read as one part (``one_part``: ``split: false``).
+Each variant is also scored for completeness (``completeness.py``): all@k and recall@k of the
+steps that need several tools, hit@1 of those that need one. The full pipeline's top
+confidence is then measured (``no_fit.py``): its calibration, and how it separates these
+queries from the same ones asked of the namespace without their labelled tools.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from app.cli.completeness import completeness, format_completeness, step_scores
 from app.cli.jsonl import JsonlError, read_lines
 from app.cli.no_fit import (
     NO_FIT_SAMPLE,
@@ -54,6 +57,7 @@ VARIANTS: dict[str, frozenset[str]] = {
     "embedding_only": frozenset({"embedding", "prior", "penalty"}),
     "no_prior": frozenset({"keyword", "embedding", "penalty"}),
     "no_penalty": frozenset({"keyword", "embedding", "prior"}),
+    "one_part": frozenset({"keyword", "embedding", "prior", "penalty"}),  # split: false
 }
 METRICS = ("hit@1", "recall@3", "recall@5", "ndcg@10")
 SHOWN_REJECTIONS = 10  # rejected tools the table explains; --json has them all
@@ -282,6 +286,7 @@ def evaluate(
             raise RuntimeError("the evaluation registry is empty after writing its tools")
         vectors = _encode_queries(services.encoder, [q.text for q in queries])
         per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+        complete: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
         in_scope: list[Asked] = []
         for query, vector in progress_iter(
             list(zip(queries, vectors, strict=True)), "routing", unit="query"
@@ -296,8 +301,11 @@ def evaluate(
                     stages=stages,
                     cosines=services.cosines,  # the service's product (int8 on large sets)
                     examples=examples,
+                    split=variant != "one_part",
                 )
-                per_variant[variant].append(score([c.name for c in ranked], query.relevant))
+                names = [c.name for c in ranked]
+                per_variant[variant].append(score(names, query.relevant))
+                complete[variant].append(step_scores(names, query.relevant))
                 if variant == "full":
                     in_scope.append(top_of(ranked, query.relevant))
         left_out = no_fit_test(services, snapshot, queries, vectors, no_fit)
@@ -311,6 +319,7 @@ def evaluate(
         "queries_naming_unregistered_tools": unknown,
         "model": services.encoder.name,
         "results": {variant: mean_scores(rows) for variant, rows in per_variant.items()},
+        "completeness": {variant: completeness(rows) for variant, rows in complete.items()},
         "confidence": confidence_report(in_scope, left_out, RECOMMENDED_MIN_CONFIDENCE),
     }
 
@@ -357,6 +366,8 @@ def format_table(report: dict[str, Any]) -> str:
     ]
     for variant, values in report["results"].items():
         lines.append(f"{variant:<16}" + "".join(f"{values[m]:>10.3f}" for m in METRICS))
+    if "completeness" in report:
+        lines += format_completeness(report["completeness"])
     if "confidence" in report:
         lines += format_confidence(report["confidence"])
     if report.get("renamed_tools"):

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
 
-from app.schemas import RouteRequest
+from app.schemas import MAX_BATCH_STEPS, RouteRequest
 
 _Name = Annotated[str, Field(min_length=1, max_length=256)]
 _RouteId = Annotated[str, Field(min_length=1, max_length=64)]
@@ -19,9 +27,26 @@ class _Arguments(BaseModel):
 
 
 class SearchArguments(_Arguments):
-    query: str  # its limits are RouteRequest's, checked there
+    """One step (``query``) or several (``queries``, hermes-agent's and openclaw's shape):
+    exactly one of them."""
+
+    query: str | None = None  # its limits are RouteRequest's, checked there
+    queries: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_STEPS)
     k: int = RouteRequest.model_fields["k"].default
     context: dict[str, Any] = Field(default_factory=dict)
+    split: StrictBool = RouteRequest.model_fields["split"].default
+
+    @model_validator(mode="after")
+    def _one_of_query_or_queries(self) -> SearchArguments:
+        if (self.query is None) == (self.queries is None):
+            raise ValueError("give either query (one step) or queries (several), not both")
+        return self
+
+    def steps(self) -> list[dict[str, Any]]:
+        """Each step as the fields of a route request."""
+        texts = [self.query] if self.query is not None else list(self.queries or [])
+        common = {"k": self.k, "context": self.context, "split": self.split}
+        return [{"query": text, **common} for text in texts]
 
 
 class NameArguments(_Arguments):
@@ -57,13 +82,24 @@ SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "query": {"type": "string", "description": "the step to do next, in words"},
+        "queries": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "maxItems": MAX_BATCH_STEPS,
+            "description": "instead of query: several steps at once, each answered on its own",
+        },
         "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 3},
         "context": {
             "type": "object",
             "description": 'argument values already known (e.g. {"city": "Paris"})',
         },
+        "split": {
+            "type": "boolean",
+            "default": True,
+            "description": "read a step that asks for several things as its parts (default)",
+        },
     },
-    "required": ["query"],
 }
 NAME_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -1,9 +1,11 @@
 """The MCP server: ToolReach's meta-tools, each a thin call to the service /v1 uses.
 
-- ``search_tools {query, k?, context?}``: the route of ``POST /v1/route`` (batched, ranked and
-  recorded by the same executor); answers with full MCP tool definitions, each with its
-  ``score``, ``missing_required`` (and ``confidence`` when the route gives one), so one call
-  is enough; the ``route_id`` lets ``validate_call`` record which tool was used.
+- ``search_tools {query | queries, k?, context?, split?}``: the route of ``POST /v1/route``
+  (batched, ranked and recorded by the same executor); answers with full MCP tool
+  definitions, each with its ``score``, ``missing_required`` (and ``confidence`` when the
+  route gives one, ``part`` for a step read as several parts, whose ``parts`` the answer
+  lists), so one call is enough; the ``route_id`` lets ``validate_call`` record which tool
+  was used. ``queries`` (up to 16 steps) is ``POST /v1/route/batch``: one result per step.
 - ``describe_tool {name}``: one tool's MCP definition and its error table.
 - ``validate_call {name, arguments, route_id?}``: ``/v1/validate``, with did-you-mean.
 
@@ -33,7 +35,7 @@ from app.errors import Unavailable
 from app.gateway.schemas import CallRequest
 from app.loop.validation import validate_call
 from app.mcp import arguments as args
-from app.schemas import RouteCandidate, RouteRequest, ValidateRequest
+from app.schemas import RouteCandidate, RouteRequest, RouteResponse, ValidateRequest
 from app.tools.namespaces import require_known
 from registry.calls import did_you_mean
 from registry.errors import ToolReachError
@@ -46,7 +48,7 @@ log = logging.getLogger("toolreach.mcp")
 SCOPE_KEY = "toolreach.mcp"
 INTERNAL_MESSAGE = "an internal error occurred; it has been logged"
 # What search_tools adds to each definition from the route's candidate (those present).
-CANDIDATE_FACTS = ("score", "confidence", "missing_required")
+CANDIDATE_FACTS = ("score", "confidence", "missing_required", "part")
 INSTRUCTIONS = (
     "ToolReach finds the tools for a step. Call search_tools with the step in words; it "
     "returns the few tools that fit, each a full definition with its inputSchema. Check a "
@@ -92,17 +94,28 @@ def parse(model: type[Parsed], arguments: dict[str, Any]) -> Parsed:
 
 async def search_tools(services: Services, where: McpScope, arguments: dict[str, Any]) -> Result:
     found = parse(args.SearchArguments, arguments)
-    request = parse(
-        RouteRequest, {**found.model_dump(), "namespace": where.namespace, "format": "mcp"}
-    )
+    requests = [
+        parse(RouteRequest, {**step, "namespace": where.namespace, "format": "mcp"})
+        for step in found.steps()
+    ]
     if services.router is None:
         raise Unavailable("the router is not running")
-    response = await services.router.route(request)
+    answers = [_result(r) for r in await services.router.route_many(requests)]
+    if found.queries is None:
+        return answers[0]
+    return {"results": [{"query": q, **a} for q, a in zip(found.queries, answers, strict=True)]}
+
+
+def _result(response: RouteResponse) -> Result:
+    """One step's search result: its route, and its tools with the route's facts."""
     tools = [
         {**tool, **_facts(candidate)}
         for tool, candidate in zip(response.tools or [], response.candidates, strict=True)
     ]
-    return {"route_id": response.route_id, "namespace": response.namespace, "tools": tools}
+    result: Result = {"route_id": response.route_id, "namespace": response.namespace}
+    if response.parts:
+        result["parts"] = response.parts
+    return {**result, "tools": tools}
 
 
 def _facts(candidate: RouteCandidate) -> dict[str, Any]:
@@ -164,10 +177,12 @@ META_TOOLS: dict[str, MetaTool] = {
     "search_tools": MetaTool(
         _tool(
             "search_tools",
-            "Find the tools for one step of your task. Give the step in words (`query`) and "
-            "any argument values you already know (`context`). Returns the best `k` tools "
-            "(default 3) as full definitions (name, description, inputSchema) with a score "
-            "and the required arguments still missing.",
+            "Find the tools for one step of your task. Give the step in words (`query`), or "
+            "several steps at once (`queries`, up to 16), and any argument values you already "
+            "know (`context`). Returns the best `k` tools (default 3) as full definitions "
+            "(name, description, inputSchema) with a score and the required arguments still "
+            "missing. A step that asks for several things is read as its `parts`, and the "
+            "tools cover each part (each tool's `part`).",
             args.SEARCH_SCHEMA,
         ),
         search_tools,

@@ -97,6 +97,7 @@ def _answer_candidate(candidate: Candidate, summary: str) -> RouteCandidate:
         invalid_context=[
             InvalidContext(parameter=p, reason=r) for p, r in candidate.invalid_context
         ],
+        part=candidate.part,
     )
 
 
@@ -129,9 +130,14 @@ def _add_tools(
 
 
 def route_response(
-    request: RouteRequest, snapshot: Snapshot | None, candidates: list[Candidate], model: str
+    request: RouteRequest,
+    snapshot: Snapshot | None,
+    candidates: list[Candidate],
+    model: str,
+    parts: list[str] | None = None,
 ) -> RouteResponse:
-    """The API's answer for the ranked ``candidates`` of ``snapshot`` (None: no namespace)."""
+    """The API's answer for the ranked ``candidates`` of ``snapshot`` (None: no namespace);
+    ``parts``: the step's parts as read, when it was read as several."""
     summaries = snapshot.summaries if snapshot else {}
     response = RouteResponse(
         route_id=new_route_id(),
@@ -140,6 +146,7 @@ def route_response(
         fit="ok" if candidates else "none",
         candidates=[_answer_candidate(c, summaries[c.name]) for c in candidates],
         step_read=StepRead.of(request.query),
+        parts=parts,
     )
     if request.format != "raw":
         _add_tools(response, snapshot, candidates, request)

@@ -15,6 +15,10 @@ the threads are the event loop plus ``workers``, and the queue is the batch. Mea
 The queue is bounded (``max_queue``): past it a step is refused at once with 503
 ``overloaded`` and ``Retry-After``, instead of every later step waiting longer and longer
 while the clients time out. A refused step did no work, so a retry is safe.
+
+``route_many`` queues several steps of one request (``POST /v1/route/batch``, MCP
+``search_tools`` with ``queries``) as one group: a worker takes a group whole, so its steps
+share one model call, and each is still answered and recorded on its own.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class _Job:
     future: asyncio.Future[RouteResponse]
     loop: asyncio.AbstractEventLoop
     started: float
+    group: object | None = None  # the steps of one batch request share one
 
 
 def _settle(job: _Job, response: RouteResponse | None, error: BaseException | None) -> None:
@@ -88,21 +93,41 @@ class RouteExecutor:
 
     async def route(self, request: RouteRequest) -> RouteResponse:
         """The answer to one step, from the next batch a worker takes."""
+        return (await self.route_many([request]))[0]
+
+    async def route_many(self, requests: list[RouteRequest]) -> list[RouteResponse]:
+        """The answers to several steps, in order, from one batch (one model call): each
+        step is ranked and recorded on its own. Refused whole when the queue cannot take
+        them all."""
         loop = asyncio.get_running_loop()
-        job = _Job(request, loop.create_future(), loop, time.perf_counter())
+        started, group = time.perf_counter(), object() if len(requests) > 1 else None
+        jobs = [_Job(r, loop.create_future(), loop, started, group) for r in requests]
         with self._cond:
             if self._stopping or not self._threads:
                 raise Unavailable("the router is not running")
             waiting = len(self._queue)
-            if self.max_queue and waiting >= self.max_queue:
-                self._parts.metrics.routes_refused.inc()
+            if self.max_queue and waiting + len(jobs) > self.max_queue:
+                self._parts.metrics.routes_refused.inc(len(jobs))
                 raise Overloaded(
                     f"the route queue is full (limit {self.max_queue}); retry shortly",
                     {"waiting": waiting, "limit": self.max_queue},
                 )
-            self._queue.append(job)
+            self._queue.extend(jobs)
             self._cond.notify()
-        return await job.future
+        try:
+            return list(await asyncio.gather(*(job.future for job in jobs)))
+        finally:
+            for job in jobs:  # the client left, or a step failed: the others need no answer
+                job.future.cancel()
+
+    def _batch_size(self) -> int:
+        """``max_batch`` steps, or more so as not to split a group (its steps share one
+        model call)."""
+        size = min(self.max_batch, len(self._queue))
+        last = self._queue[size - 1].group
+        while last is not None and size < len(self._queue) and self._queue[size].group is last:
+            size += 1
+        return size
 
     def waiting(self) -> int:
         """Steps queued and not yet taken by a worker."""
@@ -115,8 +140,9 @@ class RouteExecutor:
                     self._cond.wait()
                 if not self._queue:
                     return
-                batch = self._queue[: self.max_batch]
-                del self._queue[: self.max_batch]
+                size = self._batch_size()
+                batch = self._queue[:size]
+                del self._queue[:size]
             # A client that went away while its step waited: no model call, no route event.
             batch = [job for job in batch if not job.future.cancelled()]
             if batch:

@@ -46,12 +46,12 @@ class RouteResult:
 
 
 def step_texts(request: RouteRequest, index: IndexManager) -> list[str]:
-    """What to embed for this step: the whole query, then each ask (none for an empty
-    namespace, which is answered without a model call)."""
+    """What to embed for this step: the whole step, then each of its parts (none for an
+    empty namespace, which is answered without a model call)."""
     snapshot = index.get(request.namespace)
     if snapshot is None or not len(snapshot.cards):
         return []
-    return query_texts(request.query)
+    return query_texts(request.query, split=request.split)
 
 
 def route_step(
@@ -108,9 +108,11 @@ def rank_step(request: RouteRequest, parts: RouteParts, step: EmbeddedStep) -> R
             texts=step.texts or None,
             memory=None if parts.memory is None else parts.memory.get(request.namespace),
             examples=None if parts.examples is None else parts.examples.get(request.namespace),
+            split=request.split,
         )
         timings = {"embed": step.seconds, "rank": time.perf_counter() - started}
-    response = route_response(request, snapshot, candidates, parts.encoder.name)
+    read = list(step.texts[1:]) if len(step.texts) > 1 else None
+    response = route_response(request, snapshot, candidates, parts.encoder.name, read)
     return RouteResult(response, candidates, timings)
 
 

@@ -5,8 +5,8 @@
 """
 
 from app.routing.index import RouterIndex
+from app.routing.parts import query_texts, step_parts
 from app.routing.pipeline import route
-from app.routing.segment import query_segments, query_texts
 from app.routing.text import embedding_text
 from app.routing.types import ALL_STAGES, Candidate, FieldWeights, RouterConfig, ToolDoc
 from app.routing.window import step_window
@@ -19,8 +19,8 @@ __all__ = [
     "RouterIndex",
     "ToolDoc",
     "embedding_text",
-    "query_segments",
     "query_texts",
     "route",
+    "step_parts",
     "step_window",
 ]

@@ -7,6 +7,8 @@ scores stay as computed. ``λ = 1`` (the default) keeps the plain score order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -19,16 +21,23 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.argsort(-scores[part], kind="stable")]
 
 
-def mmr_order(scores: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> np.ndarray:
-    """Positions (into ``scores``) of ``k`` candidates in MMR order; ``vectors`` unit rows."""
+def mmr_order(
+    scores: np.ndarray, vectors: np.ndarray, k: int, lam: float, first: Sequence[int] = ()
+) -> np.ndarray:
+    """Positions (into ``scores``) of ``k`` candidates in MMR order; ``vectors`` unit rows.
+    ``first``: positions picked before the others, in that order (``cover.py``)."""
     k = min(k, scores.size)
-    if lam >= 1.0 or k <= 1 or vectors.shape[1] == 0:
+    if not first and (lam >= 1.0 or k <= 1 or vectors.shape[1] == 0):
         return top_indices(scores, k)
     similarity = vectors @ vectors.T
     redundancy = np.full(scores.size, -np.inf)
     available = np.ones(scores.size, dtype=bool)
     picked: list[int] = []
-    for _ in range(k):
+    for best in first[:k]:
+        picked.append(int(best))
+        available[best] = False
+        redundancy = np.maximum(redundancy, similarity[best])
+    for _ in range(k - len(picked)):
         penalty = np.where(np.isfinite(redundancy), redundancy, 0.0)
         value = np.where(available, lam * scores - (1.0 - lam) * penalty, -np.inf)
         best = int(np.argmax(value))

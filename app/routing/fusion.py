@@ -9,9 +9,10 @@ so each score row is first normalised over the eligible tools, then weighted and
 * ``minmax`` — ``(x - min) / (max - min)``; one outlier squeezes everyone else.
 * ``rrf`` — ``1 / (rrf_k + rank)`` (Cormack et al. 2009); throws the score margins away.
 
-Multi-ask queries (see ``segment.py``) add, per tool, its best segment's fused score times
-``segment_weight``; a tool serving any one ask well climbs even when the whole-query
-score is dominated by another ask.
+A step read as several parts (see ``parts.py``) adds, per tool, its best part's fused score
+times ``segment_weight``; a tool serving any one part well climbs even when the whole step's
+score is dominated by another part. ``fuse_parts`` also gives each part's own fused scores,
+from which the answer covers the parts (``cover.py``).
 
 Across languages (``language.py``) the weights are per step–card pair: each signal counts as
 far as it can read the pair, the multilingual cosine takes what the others lose
@@ -166,22 +167,28 @@ def language_parts(
     return kw.astype(np.float32), emb.astype(np.float32)
 
 
-def best_segment(
-    kw: np.ndarray | None, emb: np.ndarray | None
+def part_rows(kw: np.ndarray | None, emb: np.ndarray | None) -> np.ndarray:
+    """Each part's fused score of every tool, ``(parts, tools)``: its keyword and embedding
+    rows (1…) added (a lone embedding row stands for every part)."""
+    kw_part = kw[1:] if kw is not None else None
+    emb_part = None if emb is None else (emb[1:] if emb.shape[0] > 1 else emb[0])
+    total = (0.0 if kw_part is None else kw_part) + (0.0 if emb_part is None else emb_part)
+    return np.atleast_2d(np.asarray(total, dtype=np.float32))
+
+
+def best_part(
+    kw: np.ndarray | None, emb: np.ndarray | None, parts: np.ndarray
 ) -> tuple[np.ndarray | float, np.ndarray | float]:
-    """Each tool's keyword and embedding parts in its best segment (rows 1…; a lone
-    embedding row stands for every segment)."""
-    kw_seg = kw[1:] if kw is not None else None
-    emb_seg = None if emb is None else (emb[1:] if emb.shape[0] > 1 else emb[0])
-    total = (0.0 if kw_seg is None else kw_seg) + (0.0 if emb_seg is None else emb_seg)
-    best = np.argmax(np.atleast_2d(total), axis=0)[None]
+    """Each tool's keyword and embedding parts in its best part (``parts``: ``part_rows``)."""
+    best = np.argmax(parts, axis=0)[None]
 
-    def pick(part: np.ndarray | None) -> np.ndarray | float:
-        if part is None:
+    def pick(rows: np.ndarray | None) -> np.ndarray | float:
+        if rows is None:
             return 0.0
-        return part if part.ndim == 1 else np.take_along_axis(part, best, axis=0)[0]
+        rows = rows[1:] if rows.shape[0] > 1 else rows
+        return rows[0] if rows.shape[0] == 1 else np.take_along_axis(rows, best, axis=0)[0]
 
-    return pick(kw_seg), pick(emb_seg)
+    return pick(kw), pick(emb)
 
 
 def fuse(
@@ -191,14 +198,28 @@ def fuse(
     embedding_moments: np.ndarray | None = None,
     languages: LanguageView | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-tool keyword and embedding parts of the fused score.
+    """Per-tool keyword and embedding parts of the fused score (``fuse_parts`` less the
+    parts' own rows)."""
+    kw, emb, _ = fuse_parts(keyword, embedding, config, embedding_moments, languages)
+    return kw, emb
 
-    ``keyword`` is ``(1 + segments, tools)`` BM25 rows (row 0 = whole query), ``embedding``
-    the same shape or a single whole-query row; ``None`` for a stage that is off. Returns two
+
+def fuse_parts(
+    keyword: np.ndarray | None,
+    embedding: np.ndarray | None,
+    config: RouterConfig,
+    embedding_moments: np.ndarray | None = None,
+    languages: LanguageView | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per-tool keyword and embedding parts of the fused score, and each part's own.
+
+    ``keyword`` is ``(1 + parts, tools)`` BM25 rows (row 0 = whole step), ``embedding``
+    the same shape or a single whole-step row; ``None`` for a stage that is off. Returns two
     ``(tools,)`` arrays whose sum ranks tools: ``part(row 0) + segment_weight · part(best
-    segment)``, each tool's best segment being the one with the highest keyword + embedding.
-    ``languages``: weigh each pair by what each signal can read (``language_parts``; needs
-    the embedding rows).
+    part)``, each tool's best part being the one with the highest keyword + embedding, and
+    the ``(parts, tools)`` fused scores of each part (``part_rows``; ``None`` for a step of
+    one part). ``languages``: weigh each pair by what each signal can read
+    (``language_parts``; needs the embedding rows).
     """
     present = keyword if keyword is not None else embedding
     if present is None:
@@ -214,10 +235,11 @@ def fuse(
     kw_whole = zeros if kw is None else kw[0]
     emb_whole = zeros if emb is None else emb[0]
     if max(0 if x is None else x.shape[0] for x in (kw, emb)) < 2:
-        return kw_whole, emb_whole
-    kw_best, emb_best = best_segment(kw, emb)
+        return kw_whole, emb_whole, None
+    parts = part_rows(kw, emb)
+    kw_best, emb_best = best_part(kw, emb, parts)
     beta = config.segment_weight
-    return kw_whole + beta * kw_best, emb_whole + beta * emb_best
+    return kw_whole + beta * kw_best, emb_whole + beta * emb_best, parts
 
 
 def best_fused(keyword: np.ndarray, embedding: np.ndarray) -> float:

@@ -1,12 +1,14 @@
 """``route``: the three stages end to end, for one query against one :class:`RouterIndex`.
 
-1. keyword — BM25 of the whole query and of each of its asks (``segment.py``) over all tools;
-2. embedding — cosine of the query (and ask) vectors with every tool's vector; both fused by
+1. keyword — BM25 of the whole step and of each of its parts (``parts.py``) over all tools;
+2. embedding — cosine of the step (and part) vectors with every tool's vector; both fused by
    ``fusion.fuse`` and rescaled so the best tool's fused score is 1.0; plus the usage prior;
    the top ``pool_size`` tools go on. When the step or a card is in CJK script and the
    encoder has a multilingual part, the weights are per step–card pair (``language.py``);
 3. penalty — ``-missing_param_penalty`` per required parameter that neither the query nor the
-   context can supply (``penalty.py``); then the top ``k`` (optionally MMR-diversified).
+   context can supply (``penalty.py``); then the top ``k`` (optionally MMR-diversified). A
+   step read as several parts gets a covering answer (``cover.py``): each part's best tool
+   first, then the rest.
 
 Each candidate's ``stages`` holds these four additive parts; they sum to its ``score``.
 When the query matches no keyword, pinned default tools get ``pinned_boost`` in their prior
@@ -33,12 +35,20 @@ import numpy as np
 from app.routing.bm25 import matched_in
 from app.routing.confidence import ConfidenceModel, Evidence
 from app.routing.confidence_fit import CONFIDENCE_MODEL
+from app.routing.cover import (
+    Cover,
+    cover,
+    leaders,
+    non_increasing,
+    part_leaders,
+    relative_rows,
+)
 from app.routing.diversity import mmr_order, top_indices
 from app.routing.examples import example_dim, examples_part
 from app.routing.fusion import (
     LanguageView,
     best_fused,
-    fuse,
+    fuse_parts,
     relative_to_best,
     sparse_zscore_stats,
     zscore_stats,
@@ -46,6 +56,7 @@ from app.routing.fusion import (
 from app.routing.index import RouterIndex
 from app.routing.language import all_visible, cjk_share, pair_visibility, with_lead
 from app.routing.memory import QueryMemory, memory_part
+from app.routing.part_evidence import part_evidence
 from app.routing.penalty import (
     NOTHING_MISSING,
     QueryEvidence,
@@ -127,8 +138,9 @@ def check_stages(stages: frozenset[str]) -> None:
 class Scores:
     """Stage 1–2 parts for the eligible tools ``cols`` (all arrays aligned with ``cols``),
     and the raw evidence behind them that the confidence reads: the whole step's BM25, the
-    cosine rows (whole step, then each ask; ``None`` without an embedding) and ``scale``,
-    the best fused score the parts were divided by (``fusion.best_fused``)."""
+    cosine rows (whole step, then each part; ``None`` without an embedding) and ``scale``,
+    the best fused score the parts were divided by (``fusion.best_fused``); for a step of
+    several parts, each part's fused scores (``fusion.fuse_parts``, z-score units)."""
 
     cols: np.ndarray
     keyword: np.ndarray
@@ -140,6 +152,7 @@ class Scores:
     scale: float
     memory: np.ndarray | None = None  # query memory's part; None: the namespace has none
     examples: np.ndarray | None = None  # card examples' part; None: no card has any
+    parts: np.ndarray | None = None  # (parts, cols) each part's fused score; None: one part
 
     def total(self) -> np.ndarray:
         """Score before the rule check."""
@@ -254,8 +267,9 @@ def stage_scores(
                 languages = language_view(index, shares, found.unit, select)
     signal = (kw_rows is not None and keyword_hit) or emb_rows is not None
     keyword, embedding, scale = np.zeros(cols.size), np.zeros(cols.size), 1.0
+    parts = None
     if signal:
-        keyword, embedding = fuse(kw_rows, emb_rows, config, moments, languages)
+        keyword, embedding, parts = fuse_parts(kw_rows, emb_rows, config, moments, languages)
         scale = best_fused(keyword, embedding)
         keyword, embedding = relative_to_best(keyword, embedding, scale)
     boost = np.zeros(cols.size)
@@ -264,7 +278,7 @@ def stage_scores(
         if not keyword_hit and index.pinned.size:
             boost = boost + config.pinned_boost * np.isin(cols, index.pinned)
     bm25 = query.keyword[0, select]
-    return Scores(cols, keyword, embedding, boost, signal, bm25, emb_rows, scale)
+    return Scores(cols, keyword, embedding, boost, signal, bm25, emb_rows, scale, parts=parts)
 
 
 def candidate_scores(
@@ -431,10 +445,15 @@ def candidates(
     pen: np.ndarray,
     verdicts: Sequence[Verdict],
     step: Step,
+    served: Sequence[int] | None = None,
 ) -> list[Candidate]:
-    """One :class:`Candidate` per position, in the given order."""
+    """One :class:`Candidate` per position, in the given order; ``served``: the part each
+    serves (a covering answer), whose evidence its confidence is read from."""
     out = []
-    seen_all = evidence(scores, step, positions, pen)
+    if served is not None:  # a covering answer: each for the part it serves
+        seen_all = part_evidence(index, scores, step, positions, pen, served)
+    else:
+        seen_all = evidence(scores, step, positions, pen)
     for j, (p, seen) in enumerate(zip(positions, seen_all, strict=True)):
         parts = {
             "keyword": float(scores.keyword[p]),
@@ -458,6 +477,7 @@ def candidates(
                 confidence,
                 seen,
                 found.invalid_context,
+                None if served is None else int(served[j]),
             )
         )
     return out
@@ -481,6 +501,7 @@ def route(
     confidence: ConfidenceModel = CONFIDENCE_MODEL,
     memory: QueryMemory | None = None,
     examples: QueryMemory | None = None,
+    split: bool = True,
 ) -> list[Candidate]:
     """The top-``k`` tools for ``query``, each with its score explained stage by stage and
     its confidence (``confidence.py``); those below ``min_confidence`` are left out.
@@ -490,6 +511,8 @@ def route(
     ``texts``: ``query_texts(query)``, when the caller has segmented the query already.
     ``memory``: the namespace's query memory (``memory.py``), ``None`` when it has none;
     ``examples``: its cards' examples (``examples.py``, ``card_examples``), likewise.
+    ``split``: read the step as its parts (``parts.py``) and cover them; ``False`` reads it
+    as one part.
     """
     check_stages(stages)
     eligible = index.eligible(tags)
@@ -497,14 +520,17 @@ def route(
         return []
     if min_score is not None:  # a score shown as 0.9 (0.89999998 in float32) passes 0.9
         min_score -= 0.5 * 10.0**-SCORE_DECIMALS
-    rows = analyse_query(index, query, texts)
+    rows = analyse_query(index, query, texts, split)
     depth = max(config.pool_size, k)
     scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines, depth)
     scores = with_memory(index, scores, memory, query_vec, config)
     scores = with_examples(index, scores, examples, query_vec, config, stages)
     total = scores.total()
+    covering = scores.parts is not None
     if scores.signal:
         pool = top_indices(total, depth)
+        if covering:
+            pool = with_leaders(pool, scores, total)
     else:  # nothing to go on: the pinned defaults and the most used tools only
         pool = top_indices(total, k)
         pool = pool[total[pool] > 0]
@@ -513,7 +539,7 @@ def route(
     diversify = len(rows.texts) > 1 or not config.mmr_multi_ask_only
     lam = config.mmr_lambda if diversify else 1.0
     # Plain top-k (no MMR): the pool, best first, is checked only as far as it can matter.
-    until = (k, min_score) if lam >= 1.0 or k <= 1 else None
+    until = (k, min_score) if (lam >= 1.0 or k <= 1) and not covering else None
     rules = RuleCheck.of(index, rows, context) if "penalty" in stages else None
     pool, pen, verdicts = rule_check(index, scores, pool, rules, config, stages, until)
     final = total[pool] + pen
@@ -524,12 +550,56 @@ def route(
         fallback = candidates(index, scores, pool, pen, verdicts, step)
         fallback = [c for c in fallback if min_score is None or c.score >= min_score]
         return confident(fallback, min_confidence)
-    if lam >= 1.0 or k <= 1:  # plain top k: no vectors to read
+    served: list[int] | None = None
+    if covering:
+        found = covering_answer(index, scores, step, pool[keep], pen[keep], final[keep], k, lam)
+        order, served = keep[found.order], found.part.tolist()
+    elif lam >= 1.0 or k <= 1:  # plain top k: no vectors to read
         order = keep[top_indices(final[keep], k)]
     else:
         order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
-    answer = candidates(index, scores, pool[order], pen[order], [verdicts[i] for i in order], step)
+    checked = [verdicts[i] for i in order]
+    answer = candidates(index, scores, pool[order], pen[order], checked, step, served)
+    if served is not None:
+        answer = non_increasing(answer)
     return confident(answer, min_confidence)
+
+
+# A covering answer may need a part's best tools beyond the whole step's pool: this many.
+PART_LEADERS = 3
+
+
+def with_leaders(pool: np.ndarray, scores: Scores, total: np.ndarray) -> np.ndarray:
+    """The pool and each part's ``PART_LEADERS`` best tools, best ``total`` first."""
+    assert scores.parts is not None
+    extra = np.setdiff1d(part_leaders(scores.parts, scores.prior, PART_LEADERS), pool)
+    if not extra.size:
+        return pool
+    both = np.concatenate([pool, extra])
+    return both[np.argsort(-total[both], kind="stable")]
+
+
+def covering_answer(
+    index: RouterIndex,
+    scores: Scores,
+    step: Step,
+    positions: np.ndarray,
+    pen: np.ndarray,
+    final: np.ndarray,
+    k: int,
+    lam: float,
+) -> Cover:
+    """The covering order of the checked ``positions`` (``cover.py``). A tool's score for a
+    part is its relevance to that part (the part's best is 1.0) plus its prior and its
+    penalty, as the whole step's; each part's leader is ranked by its confidence as the
+    tool for that part (``part_evidence.py``)."""
+    assert scores.parts is not None
+    part_scores = relative_rows(scores.parts)[:, positions] + scores.prior[positions] + pen
+    best = leaders(part_scores)
+    seen = part_evidence(index, scores, step, positions[best], pen[best], range(best.size))
+    confidence = [step.model.confidence(e) for e in seen]
+    vectors = index.embeddings[scores.cols[positions]] if lam < 1.0 else None
+    return cover(part_scores, confidence, final, vectors, k, lam)
 
 
 def confident(answer: list[Candidate], min_confidence: float | None) -> list[Candidate]:

@@ -1,7 +1,7 @@
 """The raw per-tool signals of one query: BM25 rows, cosine rows, usage prior.
 
 Rows cover every tool of the index (tag filtering selects columns afterwards): row 0 is the
-whole query, rows 1… its asks when ``segment.query_segments`` finds several.
+whole step, rows 1… its parts when ``parts.step_parts`` reads several.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from app.routing.bm25 import bm25_row, bm25_scores
 from app.routing.index import RouterIndex
-from app.routing.segment import query_segments
+from app.routing.parts import step_parts
 from app.routing.text import analyse
 from app.routing.types import RouterConfig
 from app.routing.window import step_window
@@ -28,25 +28,29 @@ RESCORED = 64
 
 @dataclass(frozen=True, slots=True)
 class QueryRows:
-    """A query analysed once: its texts (whole query, then each ask), tokens and BM25 rows,
-    and the tools the whole query's terms touch (``bm25_row``: one entry per term and tool)."""
+    """A query analysed once: its texts (whole step, then each part), tokens and BM25 rows,
+    and the tools the whole step's terms touch (``bm25_row``: one entry per term and tool)."""
 
     text: str
     texts: list[str]
     tokens: list[str]
     keyword: np.ndarray
     touched: np.ndarray
+    part_tokens: tuple[list[str], ...] = ()  # each part's tokens (none for one part)
 
 
-def analyse_query(index: RouterIndex, query: str, texts: Sequence[str] | None = None) -> QueryRows:
-    """Segment, tokenise and BM25-score the query (one row per text, over all tools).
+def analyse_query(
+    index: RouterIndex, query: str, texts: Sequence[str] | None = None, split: bool = True
+) -> QueryRows:
+    """Read the step as its parts, tokenise and BM25-score it (one row per text, over all
+    tools); ``split=False`` reads it as one part.
 
-    ``texts``: the query's texts as ``query_texts(query)`` gives them, if the caller has them
-    already (a service segments a step once, to embed it)."""
+    ``texts``: the step's texts as ``query_texts(query, split=split)`` gives them, if the
+    caller has them already (a service reads a step once, to embed it)."""
     text = step_window(query or "")
-    if texts is None or (texts and texts[0] != text):
-        segments = query_segments(text)
-        texts = [text] if len(segments) < 2 else [text, *segments]
+    if texts is None or (texts and texts[0] != text) or (not split and len(texts) > 1):
+        parts = step_parts(text) if split else [text]
+        texts = [text] if len(parts) < 2 else [text, *parts]
     texts = list(texts) or [text]
     tokens = [analyse(t) for t in texts]
     whole, touched = bm25_row(index.keyword, tokens[0])
@@ -55,7 +59,7 @@ def analyse_query(index: RouterIndex, query: str, texts: Sequence[str] | None = 
         if len(tokens) == 1
         else np.stack([whole, *(bm25_scores(index.keyword, t) for t in tokens[1:])])
     )
-    return QueryRows(text, texts, tokens[0], rows, touched)
+    return QueryRows(text, texts, tokens[0], rows, touched, tuple(tokens[1:]))
 
 
 Cosines = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -94,8 +94,9 @@ class Candidate:
     """One routed tool: its score and each stage's additive part of it (relative: they
     explain the ranking), its confidence (absolute: the estimated chance it is the tool the
     step needs, ``confidence.py``) with the evidence it was read from, the required
-    parameters with no value, and each context value that breaks its parameter's schema as
-    ``(parameter, reason)``."""
+    parameters with no value, each context value that breaks its parameter's schema as
+    ``(parameter, reason)``, and, for a step read as several parts, the part it serves
+    (an index into the step's parts: ``parts.step_parts``)."""
 
     name: str
     score: float
@@ -104,3 +105,4 @@ class Candidate:
     confidence: float
     evidence: Evidence
     invalid_context: tuple[tuple[str, str], ...] = ()
+    part: int | None = None

@@ -116,6 +116,11 @@ ENDPOINTS: dict[str, Callable[[World, str, str], Call]] = {
         "/v1/route",
         {"json": {"query": "look up order 42", "namespace": ns}},
     ),
+    "POST /v1/route/batch": lambda w, c, ns: (
+        "post",
+        "/v1/route/batch",
+        {"json": {"steps": [{"query": "look up order 42", "namespace": ns}]}},
+    ),
     "POST /v1/validate": lambda w, c, ns: (
         "post",
         "/v1/validate",
@@ -196,6 +201,7 @@ EMPTY = "200, empty"  # 200, and nothing of the namespace named
 # admin · scoped admin own · scoped admin other · agent own · agent other · dashboard own
 EXPECTED: dict[str, tuple[int | str, ...]] = {
     "POST /v1/route": (200, 200, 404, 200, 404, 403),
+    "POST /v1/route/batch": (200, 200, 404, 200, 404, 403),
     "POST /v1/validate": (200, 200, 404, 200, 404, 403),
     "POST /v1/feedback": (200, 200, 404, 200, 404, 403),
     "GET /v1/tools": (200, 200, 404, 200, 404, 403),

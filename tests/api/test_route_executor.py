@@ -18,7 +18,7 @@ import app.route.executor as route_executor
 from app.db import unit_of_work
 from app.embedding.cosines import Int8Matrix
 from app.embedding.encoders import FakeEncoder
-from app.errors import Unavailable
+from app.errors import Overloaded, Unavailable
 from app.main import create_app
 from app.route.executor import RouteExecutor
 from app.route.service import route_step
@@ -265,3 +265,49 @@ def test_past_the_queue_limit_a_step_is_refused_at_once_with_503_and_retry_after
     assert "toolreach_route_queue 1.0" in metrics
     assert [answers[s].status_code for s in STEPS[:2]] == [200, 200]  # nothing lost
     assert encoder.calls == [[STEPS[0]], [STEPS[1]]]  # the refused step never reached the model
+
+
+def test_the_steps_of_one_batch_share_one_model_call_past_max_batch(
+    services: tuple[Services, GatedEncoder],
+) -> None:
+    built, encoder = services
+    encoder.release.set()
+    executor = RouteExecutor(built, workers=1, max_batch=2)
+    executor.start()
+    try:
+        answers = asyncio.run(executor.route_many([RouteRequest(query=s) for s in STEPS]))
+    finally:
+        executor.stop()
+    assert encoder.calls == [STEPS]  # one call for the five, though a batch is 2
+    assert len({a.route_id for a in answers}) == len(STEPS)
+    for step, answer in zip(STEPS, answers, strict=True):  # each as if routed alone
+        alone = route_step(RouteRequest(query=step), built)
+        assert [c.name for c in answer.candidates] == [c.name for c in alone.candidates]
+    built.events.flush()
+    assert built.events.written == 2 * len(STEPS)  # each recorded on its own (and alone)
+
+
+def test_a_batch_the_queue_cannot_take_whole_is_refused_whole(
+    services: tuple[Services, GatedEncoder],
+) -> None:
+    built, encoder = services
+    executor = RouteExecutor(built, workers=1, max_batch=8, max_queue=3)
+    executor.start()
+
+    async def scenario() -> None:
+        first = await held(executor, encoder, STEPS[0])
+        with pytest.raises(Overloaded):
+            await executor.route_many([RouteRequest(query=s) for s in STEPS[1:]])
+        assert executor.waiting() == 0  # none of the four was queued
+        three = asyncio.create_task(
+            executor.route_many([RouteRequest(query=s) for s in STEPS[1:4]])
+        )
+        await asyncio.sleep(0.05)
+        encoder.release.set()
+        assert (await first).candidates and len(await three) == 3
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        executor.stop()
+    assert encoder.calls == [[STEPS[0]], STEPS[1:4]]

@@ -152,6 +152,7 @@ def test_the_selection_node_binds_only_the_routed_tools(service: Service, namesp
             {"messages": [HumanMessage("what's the weather in Paris now")]}
         )
         assert state["routed_tools"][0] == "get_current_weather"
+        assert state["routed_parts"] == [] and state["routed_part_of"] == {}
         assert llm.bound == [[n for n in state["routed_tools"] if n in registry]]
         assert state["messages"][-1].tool_calls[0]["name"] == "get_current_weather"
         assert client.feedback(state["route_id"], "get_current_weather").verdict == "hit_at_1"
@@ -181,6 +182,14 @@ def test_openai_tool_search_call_is_answered(service: Service, namespace: str) -
         assert search.step.validate("convert_currency", {"amount": 250}).valid is False
         as_dict = call.model_dump() | {"arguments": '{"query": "convert dollars to euros"}'}
         assert openai_adapter.tool_search_output(client, as_dict).output["call_id"] == "call_7"
+        # Several queries: each a part of the step, each covered, the item still the SDK's.
+        queries = ["convert 250 US dollars to euros", "translate text to German"]
+        many = call.model_dump() | {"arguments": {"queries": queries}}
+        search = openai_adapter.tool_search_output(client, many, k=2)
+        TypeAdapter(list[ResponseToolSearchOutputItemParamParam]).validate_python([search.output])
+        assert search.step.parts == ["convert 250 US dollars to euros;", "translate text to German"]
+        assert {t["name"] for t in search.output["tools"]} == {"convert_currency", "translate_text"}
+        assert search.step.for_part(1) == ["translate_text"]
 
 
 def test_anthropic_custom_tool_search_answers_tool_references(

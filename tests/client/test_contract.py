@@ -16,6 +16,8 @@ from tests.client.conftest import Service
 PAIRS: list[tuple[type[BaseModel], str]] = [
     (m.RouteRequest, "RouteRequest"),
     (m.RouteAnswer, "RouteResponse"),
+    (m.RouteBatchRequest, "RouteBatchRequest"),
+    (m.RouteBatchAnswer, "RouteBatchResponse"),
     (m.Candidate, "RouteCandidate"),
     (m.TokenEstimate, "TokenEstimate"),
     (m.ValidateRequest, "ValidateRequest"),

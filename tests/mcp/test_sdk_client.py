@@ -68,7 +68,8 @@ def test_initialize_and_list_the_meta_tools(server: str) -> None:
         "call_tool",
     ]
     schemas = {t.name: t.input_schema for t in tools}
-    assert schemas["search_tools"]["required"] == ["query"]
+    assert "required" not in schemas["search_tools"]  # query, or queries
+    assert {"query", "queries", "split"} <= set(schemas["search_tools"]["properties"])
     assert set(schemas["validate_call"]["properties"]) == {"name", "arguments", "route_id"}
     assert all(t.annotations is not None for t in tools)
     read_only = {t.name: t.annotations.read_only_hint for t in tools if t.annotations}
@@ -96,6 +97,35 @@ def test_search_tools_answers_with_full_definitions_in_one_call(server: str) -> 
     known = {"query": query, "k": 4, "context": {"order_id": "o42"}}
     tools = structured(call(f"{server}/mcp", "search_tools", known))["tools"]
     assert {t["name"]: t for t in tools}["get_order_details"]["missing_required"] == []
+
+
+def test_a_step_of_several_parts_is_covered_and_says_its_parts(server: str) -> None:
+    step = "what is the weather in Paris and show the detail of order o123"
+    answer = structured(call(f"{server}/mcp", "search_tools", {"query": step, "k": 2}))
+    assert answer["parts"] == ["what is the weather in Paris", "show the detail of order o123"]
+    assert {(t["name"], t["part"]) for t in answer["tools"]} == {
+        ("get_weather", 0),
+        ("get_order_details", 1),
+    }
+    whole = structured(call(f"{server}/mcp", "search_tools", {"query": step, "split": False}))
+    assert "parts" not in whole and all("part" not in t for t in whole["tools"])
+
+
+def test_several_queries_are_answered_one_result_each(server: str) -> None:
+    queries = ["weather in Paris", "show the detail of order o123", "weather in Paris"]
+    answer = structured(call(f"{server}/mcp", "search_tools", {"queries": queries, "k": 1}))
+    results = answer["results"]
+    assert [r["query"] for r in results] == queries
+    assert [r["tools"][0]["name"] for r in results] == [
+        "get_weather",
+        "get_order_details",
+        "get_weather",
+    ]
+    assert len({r["route_id"] for r in results}) == 3  # each a route of its own
+    for result in results:
+        one = structured(call(f"{server}/mcp", "search_tools", {"query": result["query"], "k": 1}))
+        assert one["tools"] == result["tools"]
+        assert "inputSchema" in result["tools"][0] and result["namespace"] == "default"
 
 
 def test_search_is_routed_and_recorded_like_v1_route(server: str) -> None:
@@ -137,7 +167,11 @@ def test_describe_tool_and_an_unknown_name(server: str) -> None:
 
 def test_wrong_arguments_are_a_tool_error_the_model_can_correct(server: str) -> None:
     for tool, arguments, says in (
-        ("search_tools", {}, "query: Field required"),
+        ("search_tools", {}, "give either query (one step) or queries (several)"),
+        ("search_tools", {"query": "x", "queries": ["y"]}, "give either query"),
+        ("search_tools", {"queries": ["x"] * 17}, "queries: List should have at most 16"),
+        ("search_tools", {"queries": []}, "queries: List should have at least 1"),
+        ("search_tools", {"query": "x", "split": "no"}, "split: Input should be a valid boolean"),
         ("search_tools", {"query": "x", "limit": 3}, "limit: Extra inputs are not permitted"),
         ("search_tools", {"query": "x", "k": 0}, "k: Input should be greater than or equal"),
         ("validate_call", {"arguments": {}}, "name: Field required"),

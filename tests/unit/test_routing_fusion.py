@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.routing.diversity import mmr_order, top_indices
-from app.routing.fusion import fuse, normalise, relative_to_best
+from app.routing.fusion import fuse, fuse_parts, normalise, relative_to_best, zscore
 from app.routing.types import RouterConfig
 
 
@@ -46,17 +46,36 @@ def test_fuse_whole_query_is_a_weighted_sum_of_zscores() -> None:
     np.testing.assert_allclose(emb, 0.75 * np.array([-1.22474487, 0.0, 1.22474487]), atol=1e-6)
 
 
-def test_fuse_adds_each_tools_best_segment() -> None:
+def test_fuse_adds_each_tools_best_part() -> None:
     config = RouterConfig(keyword_weight=1.0, embedding_weight=0.0, segment_weight=0.5)
-    # row 0 whole query; rows 1-2 two asks: tool 0 serves the first, tool 1 the second,
-    # tool 2 is a weak all-rounder that the whole-query row prefers to tool 1
+    # row 0 whole step; rows 1-2 two parts: tool 0 serves the first, tool 1 the second,
+    # tool 2 is a weak all-rounder that the whole step's row prefers to tool 1
     keyword = np.array([[4.0, 2.0, 2.5], [4.0, 0.0, 1.5], [0.0, 2.0, 1.0]])
     kw, emb = fuse(keyword, None, config)
     z_whole = np.array([1.37281295, -0.98058068, -0.39223227])
-    z_best = np.array([1.31319831, 1.22474487, 0.0])  # tool 2's best ask is ask 2 (z 0)
+    z_best = np.array([1.31319831, 1.22474487, 0.0])  # tool 2's best part is part 2 (z 0)
     np.testing.assert_allclose(kw, z_whole + 0.5 * z_best, rtol=1e-5)
     assert not emb.any()
-    assert kw[1] > kw[2]  # the second ask's tool overtakes the all-rounder
+    assert kw[1] > kw[2]  # the second part's tool overtakes the all-rounder
+
+
+def test_fuse_parts_gives_each_parts_own_fused_scores() -> None:
+    config = RouterConfig(keyword_weight=0.5, embedding_weight=0.5)
+    keyword = np.array([[4.0, 2.0, 2.5], [4.0, 0.0, 1.5], [0.0, 2.0, 1.0]])
+    embedding = np.array([[0.3, 0.2, 0.1], [0.5, 0.1, 0.0], [0.1, 0.4, 0.1]])
+    kw, emb, parts = fuse_parts(keyword, embedding, config)
+    assert parts is not None and parts.shape == (2, 3)
+    np.testing.assert_allclose(
+        parts, 0.5 * zscore(keyword)[1:] + 0.5 * zscore(embedding)[1:], rtol=1e-5
+    )
+    np.testing.assert_allclose((kw, emb), fuse(keyword, embedding, config))
+    # one text, or a lone embedding row for every part
+    assert fuse_parts(keyword[:1], embedding[:1], config)[2] is None
+    _, _, shared = fuse_parts(keyword, embedding[:1], config)
+    assert shared is not None
+    np.testing.assert_allclose(
+        shared, 0.5 * zscore(keyword)[1:] + 0.5 * zscore(embedding[:1]), atol=1e-6
+    )
 
 
 def test_fuse_needs_some_scores() -> None:

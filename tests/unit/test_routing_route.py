@@ -7,7 +7,7 @@ import pytest
 
 from app.embedding.encoders import FakeEncoder
 from app.routing import ALL_STAGES, RouterConfig, RouterIndex, ToolDoc, embedding_text, route
-from app.routing.segment import query_texts
+from app.routing.parts import query_texts
 
 ENCODER = FakeEncoder(dim=128)
 CONFIG = RouterConfig()

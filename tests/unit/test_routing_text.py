@@ -1,10 +1,11 @@
-"""Tokenizer, identifier splitting, CJK bigrams, stemming, segmentation, embedded text."""
+"""Tokenizer, identifier splitting, CJK bigrams, stemming, embedded text (the parts of a
+step: test_routing_parts.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.routing import ToolDoc, embedding_text, query_segments, query_texts
+from app.routing import ToolDoc, embedding_text
 from app.routing.text import analyse, cjk_bigrams, parameter_text, required_params, words
 
 
@@ -46,42 +47,6 @@ def test_schema_helpers_tolerate_malformed_schemas() -> None:
     assert required_params(schema) == ("cityName",)
     assert parameter_text({"properties": []}) == ("", "")
     assert required_params({"required": "x"}) == ()
-
-
-def test_sentences_and_chained_requests_are_segments() -> None:
-    query = (
-        "Scan example.com for vulnerabilities. Next, monitor the CPU of 192.168.1.7, "
-        "and also compute the mutual information of 'a' and 'b'."
-    )
-    assert query_segments(query) == [
-        "Scan example.com for vulnerabilities.",
-        "Next, monitor the CPU of 192.168.1.7",
-        "also compute the mutual information of 'a' and 'b'.",
-    ]
-
-
-def test_lists_numbers_and_short_sentences_are_not_split() -> None:
-    assert query_segments("Compare apples, pears, and bananas.") == [
-        "Compare apples, pears, and bananas."
-    ]
-    assert query_segments("Convert 3.5 kg to pounds") == ["Convert 3.5 kg to pounds"]
-    assert query_segments("Hello! I need a QR code for my site.") == [
-        "Hello! I need a QR code for my site."
-    ]
-
-
-def test_chinese_sentences_are_segments() -> None:
-    assert query_segments("查一下北京的天气。另外，把这句话翻译成英文") == [
-        "查一下北京的天气。",
-        "另外，把这句话翻译成英文",
-    ]
-
-
-def test_query_texts_adds_segments_only_for_multi_ask_queries() -> None:
-    assert query_texts("weather in Paris") == ["weather in Paris"]
-    multi = "Get the weather in Paris. Then book a table for two tonight."
-    assert query_texts(multi) == [multi, *query_segments(multi)]
-    assert len(query_texts(multi)) == 3
 
 
 def test_embedding_text_reads_like_a_card() -> None:

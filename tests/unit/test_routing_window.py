@@ -6,7 +6,7 @@ import numpy as np
 
 from app.embedding.encoders import FakeEncoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
-from app.routing.segment import query_texts
+from app.routing.parts import query_texts
 from app.routing.signals import analyse_query
 from app.routing.window import STEP_HEAD, STEP_TAIL, STEP_WHOLE, step_window, window_bounds
 

@@ -57,6 +57,10 @@ def route(request: m.RouteRequest) -> ApiCall[m.RouteAnswer]:
     return ApiCall("POST", "/v1/route", _model(m.RouteAnswer), json=request.body())
 
 
+def route_batch(request: m.RouteBatchRequest) -> ApiCall[m.RouteBatchAnswer]:
+    return ApiCall("POST", "/v1/route/batch", _model(m.RouteBatchAnswer), json=request.body())
+
+
 def validate(request: m.ValidateRequest) -> ApiCall[m.Validation]:
     return ApiCall("POST", "/v1/validate", _model(m.Validation), json=request.body())
 

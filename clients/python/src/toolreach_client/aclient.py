@@ -11,7 +11,7 @@ import httpx
 from toolreach_client import _api as api
 from toolreach_client import models as m
 from toolreach_client._send import Tries
-from toolreach_client.client import call_requests, http_options
+from toolreach_client.client import batch_request, call_requests, http_options
 from toolreach_client.errors import Conflict
 from toolreach_client.retry import RetryPolicy
 from toolreach_client.step import AsyncStep
@@ -77,6 +77,7 @@ class AsyncToolReach:
         min_confidence: float | None = None,
         namespace: str | None = None,
         call_id: str | None = None,
+        split: bool | None = None,
     ) -> AsyncStep:
         """As ``ToolReach.route``."""
         request = m.RouteRequest(
@@ -89,8 +90,17 @@ class AsyncToolReach:
             min_confidence=min_confidence,
             namespace=namespace or self.namespace,
             call_id=call_id,
+            split=split,
         )
         return AsyncStep(self, await self.send(api.route(request)))
+
+    async def route_batch(
+        self, steps: Iterable[str | m.RouteRequest | Mapping[str, Any]], **common: Any
+    ) -> list[AsyncStep]:
+        """As ``ToolReach.route_batch``."""
+        request = batch_request(steps, self.namespace, common)
+        answer = await self.send(api.route_batch(request))
+        return [AsyncStep(self, a) for a in answer.answers]
 
     async def validate(
         self,

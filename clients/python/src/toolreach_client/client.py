@@ -28,6 +28,24 @@ def http_options(base_url: str | None, api_key: str | None, timeout: float) -> d
     return {"base_url": url, "headers": headers, "timeout": timeout}
 
 
+def batch_request(
+    steps: Iterable[str | m.RouteRequest | Mapping[str, Any]],
+    namespace: str | None,
+    common: Mapping[str, Any],
+) -> m.RouteBatchRequest:
+    """The steps of a batch as route requests: a string is a query with ``common``'s fields
+    and the client's namespace; a mapping is a route request's fields."""
+
+    def request(step: str | m.RouteRequest | Mapping[str, Any]) -> m.RouteRequest:
+        if isinstance(step, m.RouteRequest):
+            return step
+        fields = {"query": step, **common} if isinstance(step, str) else dict(step)
+        fields.setdefault("namespace", namespace)
+        return m.RouteRequest.model_validate(fields)
+
+    return m.RouteBatchRequest(steps=[request(s) for s in steps])
+
+
 def call_requests(calls: Iterable[m.CallRequest | Mapping[str, Any]]) -> list[m.CallRequest]:
     return [c if isinstance(c, m.CallRequest) else m.CallRequest.model_validate(c) for c in calls]
 
@@ -91,8 +109,11 @@ class ToolReach:
         min_confidence: float | None = None,
         namespace: str | None = None,
         call_id: str | None = None,
+        split: bool | None = None,
     ) -> Step:
-        """The top-k tools for one step; the ``Step`` validates, calls and reports."""
+        """The top-k tools for one step; the ``Step`` validates, calls and reports. A step
+        that asks for several things is read as its parts (``Step.parts``) and the tools
+        cover them; ``split=False`` reads it as one request."""
         request = m.RouteRequest(
             query=query,
             k=k,
@@ -103,8 +124,17 @@ class ToolReach:
             min_confidence=min_confidence,
             namespace=namespace or self.namespace,
             call_id=call_id,
+            split=split,
         )
         return Step(self, self.send(api.route(request)))
+
+    def route_batch(
+        self, steps: Iterable[str | m.RouteRequest | Mapping[str, Any]], **common: Any
+    ) -> list[Step]:
+        """Several steps in one request (up to 16), each routed and recorded on its own;
+        ``common``: route fields every step given as a string takes (``k``, ``format``…)."""
+        request = batch_request(steps, self.namespace, common)
+        return [Step(self, a) for a in self.send(api.route_batch(request)).answers]
 
     def validate(
         self,

@@ -48,6 +48,11 @@ class RouteRequest(Request):
     min_confidence: float | None = Field(default=None, ge=0, le=1)
     format: RouteFormat = "raw"
     call_id: str | None = None
+    split: bool | None = None  # None: the service's default (read a step as its parts)
+
+
+class RouteBatchRequest(Request):
+    steps: list[RouteRequest] = Field(min_length=1, max_length=16)
 
 
 class Candidate(Answer):
@@ -57,6 +62,7 @@ class Candidate(Answer):
     stages: dict[str, float]
     confidence: float | None = None  # calibrated: the chance this is the tool (None: older server)
     missing_required: list[str]
+    part: int | None = None  # the step's part it serves best (a step read as several parts)
 
 
 class TokenEstimate(Answer):
@@ -72,9 +78,14 @@ class RouteAnswer(Answer):
     model: str
     fit: Literal["ok", "none"] = "ok"  # "none": nothing reached min_confidence
     candidates: list[Candidate]
+    parts: list[str] | None = None  # the step's parts as read, when it asked for several things
     tools: list[dict[str, Any]] | None = None
     tool_names: dict[str, str] | None = None
     tokens: TokenEstimate | None = None
+
+
+class RouteBatchAnswer(Answer):
+    answers: list[RouteAnswer]
 
 
 class ValidateRequest(Request):

@@ -48,6 +48,16 @@ class _Routed:
         return [c.name for c in self.answer.candidates]
 
     @property
+    def parts(self) -> list[str]:
+        """The step's parts as the service read them (``[]`` for a step of one request)."""
+        return self.answer.parts or []
+
+    def for_part(self, part: int) -> list[str]:
+        """The names of the candidates that serve part ``part`` (an index into ``parts``),
+        best first."""
+        return [c.name for c in self.answer.candidates if c.part == part]
+
+    @property
     def tools(self) -> list[dict[str, Any]]:
         """The definitions for the model's request (empty with format ``raw``)."""
         return self.answer.tools or []

@@ -27,8 +27,9 @@ class ToolSearch:
 
 
 def search_query(arguments: Any) -> str:
-    """The query of a search tool's arguments: ``{"query": ...}`` (or ``queries``, a list),
-    also as a JSON string."""
+    """The query of a search tool's arguments: ``{"query": ...}`` (or ``queries``, a list,
+    joined by "; ": the service reads each as a part of the step and covers them all),
+    also as a JSON string. ``ToolSearch.step.parts`` holds the parts as read."""
     import json
 
     if isinstance(arguments, str):

@@ -94,10 +94,13 @@ def gateway_tools(step: Step) -> list[BaseTool]:
 
 
 class RoutedState(MessagesState, total=False):
-    """The messages, and what the selection node adds: its route and the routed names."""
+    """The messages, and what the selection node adds: its route, the routed names and,
+    for a step that asked for several things, its parts and the part each name serves."""
 
     route_id: str
     routed_tools: list[str]
+    routed_parts: list[str]
+    routed_part_of: dict[str, int]
 
 
 def last_human_text(messages: list[AnyMessage]) -> str:
@@ -130,6 +133,12 @@ def tool_selection_node(
             step = client.route(query(messages), k=k, namespace=namespace)
             bound = [tools[name] for name in step.names if name in tools]
         response = model.bind_tools(bound).invoke(messages)
-        return {"messages": [response], "route_id": step.route_id, "routed_tools": step.names}
+        return {
+            "messages": [response],
+            "route_id": step.route_id,
+            "routed_tools": step.names,
+            "routed_parts": step.parts,
+            "routed_part_of": {c.name: c.part for c in step.candidates if c.part is not None},
+        }
 
     return select_tools
