@@ -33,13 +33,12 @@ from typing import Any
 import numpy as np
 
 from app.routing.bm25 import matched_in
-from app.routing.confidence import ConfidenceModel, Evidence
+from app.routing.confidence import ConfidenceModel, Evidence, non_increasing
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.routing.cover import (
     Cover,
     cover,
     leaders,
-    non_increasing,
     part_leaders,
     relative_rows,
 )
@@ -559,7 +558,7 @@ def route(
         pool, pen, verdicts = rule_check(index, scores, pool, rules, config, stages)
         fallback = candidates(index, scores, pool, pen, verdicts, step)
         fallback = [c for c in fallback if min_score is None or c.score >= min_score]
-        return confident(fallback, min_confidence)
+        return confident(non_increasing(fallback), min_confidence)
     served: list[int] | None = None
     if covering:
         found = covering_answer(index, scores, step, pool[keep], pen[keep], final[keep], k, lam)
@@ -570,9 +569,7 @@ def route(
         order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
     checked = [verdicts[i] for i in order]
     answer = candidates(index, scores, pool[order], pen[order], checked, step, served)
-    if served is not None:
-        answer = non_increasing(answer)
-    return confident(answer, min_confidence)
+    return confident(non_increasing(answer), min_confidence)
 
 
 # A covering answer may need a part's best tools beyond the whole step's pool: this many.
