@@ -245,13 +245,14 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     )
     index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
-    prior = PriorCache(factory, settings.prior_half_life_days)
+    prior = PriorCache(factory, settings.prior_half_life_days, settings.trust_keys)
     memory = MemoryCache(
         factory,
         encoder,
         settings.prior_half_life_days,
         index.has_tool,
         dims=settings.router.memory_dims,
+        needed=settings.trust_keys,
     )
     validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
     metrics = make_metrics(index, events)

@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     # request path every refresh interval.
     prior_half_life_days: float = Field(default=14.0, gt=0, le=3650)
     prior_refresh_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    # Bounded influence (app/loop/trust.py): a key's reports weigh fully in its own routes,
+    # and in other keys' at min(1, agreeing keys / trust_keys); 1: every report for all.
+    trust_keys: int = Field(default=3, ge=1, le=1000)
     # /metrics is open (it carries no query text or tool names); false: a viewer key is needed.
     metrics_public: bool = True
     # /mcp answers only requests whose Host (and Origin, when a browser sends one) is listed:

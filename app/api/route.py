@@ -32,7 +32,7 @@ async def route_tools(
     if services.router is None:
         raise Unavailable("the router is not running")
     request = in_namespace(caller, request, services.index)
-    return await services.router.route(request)  # batched with others
+    return await services.router.route(request, caller.key_id)  # batched with others
 
 
 @router.post(
@@ -54,4 +54,4 @@ async def route_batch(
     if services.router is None:
         raise Unavailable("the router is not running")
     steps = [in_namespace(caller, step, services.index) for step in batch.steps]
-    return RouteBatchResponse(answers=await services.router.route_many(steps))
+    return RouteBatchResponse(answers=await services.router.route_many(steps, caller.key_id))

@@ -82,6 +82,7 @@ class RouteEventRecord:
     model: str
     candidates: tuple[RouteEventCandidateRecord, ...]
     weights: Mapping[str, Any] = field(default_factory=dict)
+    key_id: str | None = None  # the key that asked for the route
 
     @property
     def candidate_names(self) -> tuple[str, ...]:
@@ -97,6 +98,7 @@ class RouteEventRecord:
             "latency_ms": self.latency_ms,
             "model": self.model,
             "weights": dict(self.weights),
+            "key_id": self.key_id,
         }
 
     def candidate_rows(self) -> list[dict[str, Any]]:

@@ -17,7 +17,8 @@ memory"):
   are remembered as usual;
 * a step an admin forgot, or any step of a tool forgotten whole before the mark, is gone.
 
-Each report's weight halves every ``half_life_days`` (the prior's). Then the caps:
+Each report is the evidence of one key (``app/loop/trust.py``). Its weight halves every
+``half_life_days`` (the prior's). Then the caps:
 
 * one step text (normalised) counts at most 1 per tool, however often it is reported: a
   flood of identical reports moves nothing more than one;
@@ -25,6 +26,11 @@ Each report's weight halves every ``half_life_days`` (the prior's). Then the cap
   its texts, one client cannot spread a tool's memory over every kind of step. (A step's
   vote is its best match, never a sum, so what one key adds to a tool is bounded by
   ``memory_weight`` in any case: ``app/routing/memory.py``.)
+* bounded influence: a step counts at its full weight in the routes of the keys that
+  reported it; in any other key's at ``min(1, keys / trust_keys)`` of it (``keys``: the
+  distinct keys that reported that tool for that step). ``MemoryCache.get`` is the memory
+  every key sees; ``MemoryCache.own`` a key's unconfirmed steps at full weight, which its
+  routes vote with too (the better vote counts).
 
 :class:`MemoryCache` rebuilds every namespace's :class:`QueryMemory` in the background and
 swaps it in whole; step vectors are embedded in batches with the service's encoder and kept
@@ -37,7 +43,7 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from types import MappingProxyType
@@ -51,6 +57,7 @@ from app.keys.scope import require_writable
 from app.loop import repository as event_repository
 from app.loop.prior import HORIZON_HALF_LIVES, decay
 from app.loop.repository import ForgetMark, MemoryReport
+from app.loop.trust import ANONYMOUS, agreement, evidence_key, normalise_text
 from app.routing.memory import QueryMemory
 from app.tools.catalog import text_hash
 from app.tools.examples import TextEncoder as Encoder
@@ -67,7 +74,8 @@ TEXT_CAP = 1.0  # one step text weighs at most this much for one tool
 @dataclass(frozen=True, slots=True)
 class RememberedStep:
     """One distinct step text remembered for a tool: its weight after decay and caps, how
-    many reports back it, the newest one's route id and time."""
+    many reports back it, the newest one's route id and time, and the keys whose evidence
+    it is (``trust.evidence_key``)."""
 
     tool: str
     text: str
@@ -75,11 +83,11 @@ class RememberedStep:
     reports: int
     route_id: str
     last_seen: datetime
+    keys: frozenset[str] = frozenset()
 
-
-def normalise_text(text: str) -> str:
-    """What makes two step texts the same one: case and spacing do not count."""
-    return " ".join(text.lower().split())
+    def shared(self, needed: int) -> float:
+        """Its weight in the routes of a key that did not report it (``trust.agreement``)."""
+        return self.weight * agreement(len(self.keys), needed)
 
 
 def step_hash(text: str) -> str:
@@ -136,6 +144,7 @@ def remembered_steps(
     weight: dict[tuple[str, str], float] = defaultdict(float)
     by_key: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     count: dict[tuple[str, str], int] = defaultdict(int)
+    keys: dict[tuple[str, str], set[str]] = defaultdict(set)
     newest: dict[tuple[str, str], MemoryReport] = {}
     for report in reports:
         if report.query.startswith("sha256:") or not live(report.chosen):
@@ -149,14 +158,16 @@ def remembered_steps(
             continue
         at = (report.chosen, text)
         age = (now - report.created_at).total_seconds() / 86_400
-        by_key[(report.chosen, report.key_id or "")][text] += decay(age, half_life_days)
+        key = evidence_key(report.key_id, None)
+        by_key[(report.chosen, key)][text] += decay(age, half_life_days)
         count[at] += 1
         if at not in newest or report.created_at > newest[at].created_at:
             newest[at] = report
-    for (tool, _), texts in by_key.items():
+    for (tool, key), texts in by_key.items():
         heaviest = sorted(texts.items(), key=lambda item: (-item[1], item[0]))[:KEY_STEPS]
         for text, w in heaviest:
             weight[(tool, text)] += min(w, TEXT_CAP)
+            keys[(tool, text)].add(key)
     return [
         RememberedStep(
             tool,
@@ -165,6 +176,7 @@ def remembered_steps(
             count[(tool, text)],
             newest[(tool, text)].route_id,
             newest[(tool, text)].created_at,
+            frozenset(keys[(tool, text)]),
         )
         for (tool, text), w in sorted(weight.items())
         if w > 0
@@ -187,6 +199,31 @@ class NamespaceMemory:
 
     memory: QueryMemory | None
     steps: tuple[RememberedStep, ...]
+    own: Mapping[str, QueryMemory] = field(default_factory=dict)  # key → unconfirmed steps
+
+
+def build_memory(
+    steps: Sequence[RememberedStep], vectors: np.ndarray, dims: int, needed: int
+) -> NamespaceMemory:
+    """The memory every key sees (each step at its ``shared`` weight) and, for each key
+    with steps fewer than ``needed`` keys confirm, those steps at full weight, on the
+    same basis (``QueryMemory.build``)."""
+    tools = [s.tool for s in steps]
+    shared = np.array([s.shared(needed) for s in steps], dtype=np.float32)
+    memory = QueryMemory.build(tools, vectors, shared, dims)
+    basis = None if memory is None else memory.basis
+    rows: dict[str, list[int]] = defaultdict(list)
+    for i, step in enumerate(steps):
+        if shared[i] < step.weight:
+            for key in step.keys:
+                rows[key].append(i)
+    own = {}
+    for key, picked in rows.items():
+        full = np.array([steps[i].weight for i in picked], dtype=np.float32)
+        mine = QueryMemory.build([tools[i] for i in picked], vectors[picked], full, 0, basis)
+        if mine is not None:
+            own[key] = mine
+    return NamespaceMemory(memory, tuple(steps), MappingProxyType(own))
 
 
 class MemoryCache:
@@ -199,9 +236,11 @@ class MemoryCache:
         half_life_days: float,
         live: Callable[[str, str], bool],
         dims: int = 0,
+        needed: int = 1,
     ) -> None:
         self._factory = session_factory
         self.dims = dims  # principal directions the steps are kept on (0: every one)
+        self.needed = needed  # trust_keys: keys that confirm a step for every key
         self._encoder = encoder
         self.half_life_days = half_life_days
         self._live = live  # (namespace, tool) → the tool exists
@@ -211,8 +250,14 @@ class MemoryCache:
         self._thread: threading.Thread | None = None
 
     def get(self, namespace: str) -> QueryMemory | None:
+        """The namespace's memory as every key sees it (``RememberedStep.shared``)."""
         found = self._memories.get(namespace)
         return None if found is None else found.memory
+
+    def own(self, namespace: str, key: str | None) -> QueryMemory | None:
+        """``key``'s unconfirmed steps at full weight (None: no key, ``ANONYMOUS``)."""
+        found = self._memories.get(namespace)
+        return None if found is None else found.own.get(key or ANONYMOUS)
 
     def steps(self, namespace: str) -> tuple[RememberedStep, ...]:
         found = self._memories.get(namespace)
@@ -241,10 +286,11 @@ class MemoryCache:
                 )
                 if not steps:
                     continue
-                vectors = text_vectors(session, self._encoder, [s.text for s in steps])
-                weights = np.array([s.weight for s in steps], dtype=np.float32)
-                memory = QueryMemory.build([s.tool for s in steps], vectors, weights, self.dims)
-                built[namespace] = NamespaceMemory(memory, tuple(steps))
+                vectors = np.asarray(
+                    text_vectors(session, self._encoder, [s.text for s in steps]),
+                    dtype=np.float32,
+                )
+                built[namespace] = build_memory(steps, vectors, self.dims, self.needed)
         self._memories = MappingProxyType(built)
 
     def start(self, interval: float) -> None:

@@ -35,6 +35,9 @@ class RouteEvent(Base):
     latency_ms: Mapped[float] = mapped_column(Float)
     model: Mapped[str] = mapped_column(String(128))
     weights: Mapped[dict[str, Any]] = mapped_column(JSON)  # the router config in force
+    # The key that asked (None: before 0010, or no key): a report without a key of its own
+    # (the gateway's, a validated call) is this key's evidence (app/loop/trust.py).
+    key_id: Mapped[str | None] = mapped_column(String(32), default=None)
 
 
 class RouteEventCandidate(Base):
@@ -69,8 +72,8 @@ class Feedback(Base):
     from_validate: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    # The key that reported it (None: before 0008, or the gateway): query memory caps the
-    # weight of any one key (app/loop/memory.py).
+    # The key that reported it (None: before 0008, or the gateway and validated calls,
+    # whose key is then the route's): app/loop/trust.py weighs each key's evidence.
     key_id: Mapped[str | None] = mapped_column(String(32), default=None)
 
 

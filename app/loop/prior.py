@@ -6,6 +6,11 @@ unknown 0.5, error 0), halved for every ``half_life_days`` of age:
     uses(t) = Σ weight(outcome) · 2^(−age / half_life)
     prior(t) = uses(t) / (uses(t) + SATURATION)            ∈ [0, 1)
 
+Who made the reports counts (``app/loop/trust.py``): the same key, step and tool count once
+(the newest), and a key's routes see its own uses whole, another key's at the agreement of
+the keys that used the tool (``min(1, keys / trust_keys)``). ``PriorCache.get(namespace)``
+is the prior of a key that made none of them; ``get(namespace, key)`` the key's own.
+
 The saturating form keeps one lucky report from counting like a hundred, and bounds the
 prior however popular a tool is; the router then adds ``prior_weight · min(prior, prior_cap)``
 to the score, so a popular tool cannot crowd out a better match. A namespace without
@@ -20,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
@@ -29,6 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import unit_of_work
 from app.loop import repository as event_repository
 from app.loop.repository import UsageRow
+from app.loop.trust import Use, distinct_uses, tool_keys, unconfirmed, use_weights
 
 log = logging.getLogger("toolreach.prior")
 
@@ -63,17 +69,56 @@ def usage_priors(
     }
 
 
+def weighted_rows(uses: Sequence[Use], weights: Sequence[float]) -> list[UsageRow]:
+    """Each use as a row of ``usage_priors``, counted at its weight."""
+    return [
+        UsageRow(u.namespace, u.tool, u.outcome, u.at, w)
+        for u, w in zip(uses, weights, strict=True)
+        if w > 0
+    ]
+
+
+def keyed_priors(
+    uses: Iterable[Use], now: datetime, half_life_days: float, needed: int
+) -> tuple[dict[str, dict[str, float]], dict[tuple[str, str], dict[str, float]]]:
+    """(namespace → the prior every key sees; (namespace, key) → that key's own prior, for
+    a key whose uses of some tool are not confirmed by ``needed`` keys), from the uses
+    (``app/loop/trust.py``)."""
+    distinct = distinct_uses(uses)
+    keys = tool_keys(distinct)
+    shared = usage_priors(
+        weighted_rows(distinct, use_weights(distinct, keys, needed)), now, half_life_days
+    )
+    own: dict[tuple[str, str], dict[str, float]] = {}
+    for key, tools in unconfirmed(keys, needed).items():
+        mine = [u for u in distinct if (u.namespace, u.tool) in tools]
+        rows = weighted_rows(mine, use_weights(mine, keys, needed, key))
+        for namespace, priors in usage_priors(rows, now, half_life_days).items():
+            own[(namespace, key)] = {**shared.get(namespace, {}), **priors}
+    return shared, own
+
+
 class PriorCache:
     """Per-namespace priors, recomputed off the request path; reads never block."""
 
-    def __init__(self, session_factory: sessionmaker[Session], half_life_days: float) -> None:
+    def __init__(
+        self, session_factory: sessionmaker[Session], half_life_days: float, needed: int = 1
+    ) -> None:
         self._factory = session_factory
         self.half_life_days = half_life_days
+        self.needed = needed  # trust_keys: keys that confirm a tool for every key
         self._priors: Mapping[str, Prior] = MappingProxyType({})
+        self._own: Mapping[tuple[str, str], Prior] = MappingProxyType({})
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def get(self, namespace: str) -> Prior | None:
+    def get(self, namespace: str, key: str | None = None) -> Prior | None:
+        """The namespace's prior for the routes of ``key`` (None: a key that reported
+        nothing there)."""
+        if key is not None:
+            own = self._own.get((namespace, key))
+            if own is not None:
+                return own
         return self._priors.get(namespace)
 
     def namespaces(self) -> list[str]:
@@ -84,11 +129,10 @@ class PriorCache:
         now = now or datetime.now(UTC)
         since = now - timedelta(days=self.half_life_days * HORIZON_HALF_LIVES)
         with unit_of_work(self._factory) as session:
-            rows = event_repository.usage_by_day(session, since)
-        priors = usage_priors(rows, now, self.half_life_days)
-        self._priors = MappingProxyType(
-            {ns: MappingProxyType(tools) for ns, tools in priors.items()}
-        )
+            uses = event_repository.keyed_uses(session, since)
+        shared, own = keyed_priors(uses, now, self.half_life_days, self.needed)
+        self._priors = MappingProxyType({ns: MappingProxyType(t) for ns, t in shared.items()})
+        self._own = MappingProxyType({at: MappingProxyType(t) for at, t in own.items()})
 
     def start(self, interval: float) -> None:
         """Refresh now and every `interval` seconds, in a background thread."""

@@ -11,7 +11,8 @@ from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.orm import Session
 
 from app.loop.models import Feedback, MemoryForget, RouteEvent, RouteEventCandidate
-from app.loop.sqltime import as_utc, bucket_start
+from app.loop.sqltime import as_utc
+from app.loop.trust import Use, evidence_key, normalise_text
 from registry.models import insert_new
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class UsageRow:
     chosen: str
     outcome: str
     day: datetime
-    count: int
+    count: float  # reports, or their weight (app/loop/trust.py)
 
 
 def insert_events(session: Session, records: Sequence[RouteEventRecord]) -> int:
@@ -92,20 +93,35 @@ def add_feedback(session: Session, feedback: Feedback) -> bool:
     return session.execute(statement.returning(Feedback.route_id)).first() is not None
 
 
-def usage_by_day(session: Session, since: datetime) -> list[UsageRow]:
-    """Feedback naming a tool, since `since`, counted per namespace, tool, outcome and day."""
-    day = bucket_start(session, Feedback.created_at, "day").label("day")
+def keyed_uses(session: Session, since: datetime) -> list[Use]:
+    """Feedback naming a tool since ``since``, one per namespace, tool, outcome, step and
+    key (the newest): the step is the route's stored text (normalised), or the route's id
+    when its event is not there; the key the report's, else the route's (``evidence_key``)."""
+    key = func.coalesce(Feedback.key_id, RouteEvent.key_id)
+    step = func.coalesce(RouteEvent.query, Feedback.route_id)
     rows = session.execute(
-        select(Feedback.namespace, Feedback.chosen, Feedback.outcome, day, func.count())
+        select(
+            Feedback.namespace,
+            Feedback.chosen,
+            Feedback.outcome,
+            step,
+            key,
+            func.max(Feedback.created_at),
+        )
+        .outerjoin(RouteEvent, RouteEvent.id == Feedback.route_id)
         .where(Feedback.chosen.is_not(None), Feedback.created_at >= since)
-        .group_by(Feedback.namespace, Feedback.chosen, Feedback.outcome, day)
+        .group_by(Feedback.namespace, Feedback.chosen, Feedback.outcome, step, key)
     )
-    return [UsageRow(ns, str(chosen), outcome, as_utc(d), n) for ns, chosen, outcome, d, n in rows]
+    return [
+        Use(ns, str(chosen), outcome, normalise_text(text), evidence_key(who, None), as_utc(at))
+        for ns, chosen, outcome, text, who, at in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryReport:
-    """A report query memory may remember: the step's stored text and who reported it."""
+    """A report query memory may remember: the step's stored text and whose evidence it is
+    (the reporting key, else the key that routed: ``trust.evidence_key``)."""
 
     namespace: str
     chosen: str
@@ -138,7 +154,7 @@ def memory_reports(session: Session, since: datetime) -> list[MemoryReport]:
             Feedback.namespace,
             Feedback.chosen,
             RouteEvent.query,
-            Feedback.key_id,
+            func.coalesce(Feedback.key_id, RouteEvent.key_id),
             Feedback.route_id,
             Feedback.created_at,
         )

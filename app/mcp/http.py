@@ -91,7 +91,12 @@ class McpEndpoint:
             # server answer both with 405.
             raise HTTPException(405, "/mcp takes POST only: it is stateless", {"Allow": "POST"})
         sessions: StreamableHTTPSessionManager = state.mcp_sessions
-        where = McpScope(namespace=namespace, role=caller.role, namespaces=caller.namespaces)
+        where = McpScope(
+            namespace=namespace,
+            role=caller.role,
+            namespaces=caller.namespaces,
+            key_id=caller.key_id,
+        )
         scope = {**scope, SCOPE_KEY: where}
         await sessions.handle_request(scope, receive, send)
 

@@ -63,6 +63,7 @@ class McpScope:
     namespace: str
     role: str
     namespaces: frozenset[str] | None = None  # a scoped key's namespaces; None: every one
+    key_id: str | None = None  # the caller's key (its own reports weigh fully: loop/trust.py)
 
 
 class ToolInputError(Exception):
@@ -100,7 +101,7 @@ async def search_tools(services: Services, where: McpScope, arguments: dict[str,
     ]
     if services.router is None:
         raise Unavailable("the router is not running")
-    answers = [_result(r) for r in await services.router.route_many(requests)]
+    answers = [_result(r) for r in await services.router.route_many(requests, where.key_id)]
     if found.queries is None:
         return answers[0]
     return {"results": [{"query": q, **a} for q, a in zip(found.queries, answers, strict=True)]}

@@ -48,6 +48,7 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     started: float
     group: object | None = None  # the steps of one batch request share one
+    key_id: str | None = None  # the caller's key (app/loop/trust.py)
 
 
 def _settle(job: _Job, response: RouteResponse | None, error: BaseException | None) -> None:
@@ -91,17 +92,20 @@ class RouteExecutor:
             thread.join(timeout=30)
         self._threads = []
 
-    async def route(self, request: RouteRequest) -> RouteResponse:
-        """The answer to one step, from the next batch a worker takes."""
-        return (await self.route_many([request]))[0]
+    async def route(self, request: RouteRequest, key_id: str | None = None) -> RouteResponse:
+        """The answer to one step, from the next batch a worker takes; ``key_id``: the
+        caller's key (its own reports weigh fully: app/loop/trust.py)."""
+        return (await self.route_many([request], key_id))[0]
 
-    async def route_many(self, requests: list[RouteRequest]) -> list[RouteResponse]:
+    async def route_many(
+        self, requests: list[RouteRequest], key_id: str | None = None
+    ) -> list[RouteResponse]:
         """The answers to several steps, in order, from one batch (one model call): each
         step is ranked and recorded on its own. Refused whole when the queue cannot take
         them all."""
         loop = asyncio.get_running_loop()
         started, group = time.perf_counter(), object() if len(requests) > 1 else None
-        jobs = [_Job(r, loop.create_future(), loop, started, group) for r in requests]
+        jobs = [_Job(r, loop.create_future(), loop, started, group, key_id) for r in requests]
         with self._cond:
             if self._stopping or not self._threads:
                 raise Unavailable("the router is not running")
@@ -171,7 +175,9 @@ class RouteExecutor:
         for i, job in enumerate(batch):
             try:
                 step = EmbeddedStep(texts[i], vectors[i], embed, products.get(i))
-                response = route_step(job.request, self._parts, step=step, started=job.started)
+                response = route_step(
+                    job.request, self._parts, step=step, started=job.started, key_id=job.key_id
+                )
             except BaseException as exc:  # this request's failure only
                 self._post(job, None, exc)
             else:

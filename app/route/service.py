@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from app.loop.events import RouteEventCandidateRecord, RouteEventRecord, stored_query
+from app.loop.trust import ANONYMOUS
 from app.route.answer import route_response
 from app.route.parts import RouteParts
 from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
@@ -60,17 +61,19 @@ def route_step(
     *,
     step: EmbeddedStep | None = None,
     started: float | None = None,
+    key_id: str | None = None,
 ) -> RouteResponse:
     """The top-k tools for one step, its event handed to the background writer and counted.
 
     ``step``: the step's vectors if the caller already made them (else it is embedded here).
     ``started``: when the request arrived (``time.perf_counter``; default now), so a wait
-    in a queue counts as latency.
+    in a queue counts as latency. ``key_id``: the caller's key: its own reports weigh
+    fully in its routes, other keys' as far as keys agree (app/loop/trust.py); recorded.
     """
     started = time.perf_counter() if started is None else started
     step = _embed_step(request, parts) if step is None else step
-    result = rank_step(request, parts, step)
-    _record(request, result, started, parts)
+    result = rank_step(request, parts, step, key_id)
+    _record(request, result, started, parts, key_id)
     return result.response
 
 
@@ -82,10 +85,14 @@ def _embed_step(request: RouteRequest, parts: RouteParts) -> EmbeddedStep:
     return EmbeddedStep(texts, vectors, time.perf_counter() - started)
 
 
-def rank_step(request: RouteRequest, parts: RouteParts, step: EmbeddedStep) -> RouteResult:
+def rank_step(
+    request: RouteRequest, parts: RouteParts, step: EmbeddedStep, key_id: str | None = None
+) -> RouteResult:
     """Rank and shape the answer of an embedded step, recording nothing: the part of
-    ``route_step`` that benchmarks time alone. Never touches the database."""
+    ``route_step`` that benchmarks time alone. Never touches the database: the prior and
+    the memory ``key_id`` sees are the caches' (app/loop/trust.py)."""
     snapshot = parts.index.get(request.namespace)
+    memory = parts.memory
     candidates: list[Candidate] = []
     timings: dict[str, float] = {}
     # A snapshot swapped in since step_texts (a first card registered meanwhile) is ranked
@@ -101,12 +108,13 @@ def rank_step(request: RouteRequest, parts: RouteParts, step: EmbeddedStep) -> R
             tags=request.tags,
             min_score=request.min_score,
             min_confidence=request.min_confidence,
-            prior=parts.prior.get(request.namespace),
+            prior=parts.prior.get(request.namespace, key_id or ANONYMOUS),
             config=parts.index.config,
             stages=ALL_STAGES,
             cosines=parts.cosines if step.cosines is None else step.cosines,
             texts=step.texts or None,
-            memory=None if parts.memory is None else parts.memory.get(request.namespace),
+            memory=None if memory is None else memory.get(request.namespace),
+            own_memory=None if memory is None else memory.own(request.namespace, key_id),
             examples=None if parts.examples is None else parts.examples.get(request.namespace),
             split=request.split,
         )
@@ -123,7 +131,11 @@ def _config_weights(config: RouterConfig) -> dict[str, Any]:
 
 
 def _event_record(
-    request: RouteRequest, result: RouteResult, seconds: float, parts: RouteParts
+    request: RouteRequest,
+    result: RouteResult,
+    seconds: float,
+    parts: RouteParts,
+    key_id: str | None = None,
 ) -> RouteEventRecord:
     response = result.response
     return RouteEventRecord(
@@ -138,11 +150,18 @@ def _event_record(
             RouteEventCandidateRecord(c.name, c.score, dict(c.stages)) for c in response.candidates
         ),
         weights=_config_weights(parts.index.config),
+        key_id=key_id,
     )
 
 
-def _record(request: RouteRequest, result: RouteResult, started: float, parts: RouteParts) -> None:
+def _record(
+    request: RouteRequest,
+    result: RouteResult,
+    started: float,
+    parts: RouteParts,
+    key_id: str | None = None,
+) -> None:
     """Hand the route's event to the background writer and count it."""
     seconds = time.perf_counter() - started
-    parts.events.submit(_event_record(request, result, seconds, parts))
+    parts.events.submit(_event_record(request, result, seconds, parts, key_id))
     parts.metrics.observe_route(request.namespace, seconds, result.timings, bool(result.candidates))

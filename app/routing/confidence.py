@@ -16,10 +16,15 @@ Everything here is a few float operations per candidate on arrays the route alre
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.routing.types import Candidate
 
 # A fit on a few thousand steps cannot tell 0.9999 from 0.999: confidences stay inside these,
 # so min_confidence 1.0 always empties an answer and 0 never does.
@@ -199,4 +204,18 @@ def pieces(
     for value in values:
         x = min(max(value, low), high)
         out.append([min(max(x - a, 0.0), b - a) for a, b in itertools.pairwise(edges)])
+    return out
+
+
+def non_increasing(answer: list[Candidate]) -> list[Candidate]:
+    """The answer with each confidence at most the one above it (a running minimum): every
+    answer's confidence falls or holds down the ranking, by construction. The first
+    candidate's stays the fitted model's; a lower one the model rates above it is shown at
+    the one above's (docs/ROUTING.md, "Confidence")."""
+    out, low = [], 1.0
+    for candidate in answer:
+        if candidate.confidence > low:
+            candidate = dataclasses.replace(candidate, confidence=low)
+        low = candidate.confidence
+        out.append(candidate)
     return out

@@ -11,7 +11,8 @@ then the rest of the pool by the whole step's score (MMR-diversified, as a step 
 parts was before). A step's first tool is thus the same whether it is covered or not.
 
 A candidate's confidence is the chance it is the tool of the part it serves, and it never
-rises down the answer: each is at most the one above it (``non_increasing``). After the
+rises down the answer: each is at most the one above it (``confidence.non_increasing``,
+which every answer passes through). After the
 first, the leaders' order makes that hold among them by itself.
 
 Pure: arrays in, positions out. docs/ROUTING.md ("Steps of several parts") measures it.
@@ -19,14 +20,12 @@ Pure: arrays in, positions out. docs/ROUTING.md ("Steps of several parts") measu
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.routing.diversity import mmr_order, top_indices
-from app.routing.types import Candidate
 
 _EPS = 1e-9
 
@@ -97,14 +96,3 @@ def cover(
             chosen += rest[top_indices(final[rest], k - len(chosen))].tolist()
     served = [part.get(p, int(serves[p])) for p in chosen]
     return Cover(np.asarray(chosen, dtype=np.int64), np.asarray(served, dtype=np.int64))
-
-
-def non_increasing(answer: list[Candidate]) -> list[Candidate]:
-    """The answer with each confidence at most the one above it (a running minimum)."""
-    out, low = [], 1.0
-    for candidate in answer:
-        if candidate.confidence > low:
-            candidate = dataclasses.replace(candidate, confidence=low)
-        low = candidate.confidence
-        out.append(candidate)
-    return out

@@ -33,13 +33,12 @@ from typing import Any
 import numpy as np
 
 from app.routing.bm25 import matched_in
-from app.routing.confidence import ConfidenceModel, Evidence
+from app.routing.confidence import ConfidenceModel, Evidence, non_increasing
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.routing.cover import (
     Cover,
     cover,
     leaders,
-    non_increasing,
     part_leaders,
     relative_rows,
 )
@@ -186,14 +185,21 @@ def with_memory(
     memory: QueryMemory | None,
     query_vec: np.ndarray | None,
     config: RouterConfig,
+    own: QueryMemory | None = None,
 ) -> Scores:
     """``scores`` with query memory's part (``memory.py``) when the namespace has a memory;
-    unchanged (no ``memory`` part at all) when it has none."""
+    unchanged (no ``memory`` part at all) when it has none. ``own``: the routing key's
+    unconfirmed steps at full weight (app/loop/trust.py); a tool's part is the better of
+    the two votes, over the same pool."""
     if memory is None:
         return scores
     part = np.zeros(scores.cols.size, dtype=np.float32)
     if query_vec is not None and scores.signal and memory.dim == index.embeddings.shape[1]:
-        part = memory_part(memory, index.names, scores.cols, scores.total(), query_vec, config)
+        total = scores.total()
+        part = memory_part(memory, index.names, scores.cols, total, query_vec, config)
+        if own is not None and own.dim == memory.dim:
+            mine = memory_part(own, index.names, scores.cols, total, query_vec, config)
+            np.maximum(part, mine, out=part)
     return dataclasses.replace(scores, memory=part)
 
 
@@ -502,6 +508,7 @@ def route(
     memory: QueryMemory | None = None,
     examples: QueryMemory | None = None,
     split: bool = True,
+    own_memory: QueryMemory | None = None,
 ) -> list[Candidate]:
     """The top-``k`` tools for ``query``, each with its score explained stage by stage and
     its confidence (``confidence.py``); those below ``min_confidence`` are left out.
@@ -511,6 +518,8 @@ def route(
     ``texts``: ``query_texts(query)``, when the caller has segmented the query already.
     ``memory``: the namespace's query memory (``memory.py``), ``None`` when it has none;
     ``examples``: its cards' examples (``examples.py``, ``card_examples``), likewise.
+    ``own_memory``: the routing key's own steps that other keys have not confirmed, at full
+    weight (app/loop/trust.py; ``memory`` holds them at the weight every key sees).
     ``split``: read the step as its parts (``parts.py``) and cover them; ``False`` reads it
     as one part.
     """
@@ -523,7 +532,7 @@ def route(
     rows = analyse_query(index, query, texts, split)
     depth = max(config.pool_size, k)
     scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines, depth)
-    scores = with_memory(index, scores, memory, query_vec, config)
+    scores = with_memory(index, scores, memory, query_vec, config, own_memory)
     scores = with_examples(index, scores, examples, query_vec, config, stages)
     total = scores.total()
     covering = scores.parts is not None
@@ -549,7 +558,7 @@ def route(
         pool, pen, verdicts = rule_check(index, scores, pool, rules, config, stages)
         fallback = candidates(index, scores, pool, pen, verdicts, step)
         fallback = [c for c in fallback if min_score is None or c.score >= min_score]
-        return confident(fallback, min_confidence)
+        return confident(non_increasing(fallback), min_confidence)
     served: list[int] | None = None
     if covering:
         found = covering_answer(index, scores, step, pool[keep], pen[keep], final[keep], k, lam)
@@ -560,9 +569,7 @@ def route(
         order = keep[mmr_order(final[keep], index.embeddings[scores.cols[pool[keep]]], k, lam)]
     checked = [verdicts[i] for i in order]
     answer = candidates(index, scores, pool[order], pen[order], checked, step, served)
-    if served is not None:
-        answer = non_increasing(answer)
-    return confident(answer, min_confidence)
+    return confident(non_increasing(answer), min_confidence)
 
 
 # A covering answer may need a part's best tools beyond the whole step's pool: this many.

@@ -10,8 +10,8 @@ import pytest
 
 from app.embedding.encoders import FakeEncoder
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, query_texts, route
-from app.routing.confidence import Evidence
-from app.routing.cover import cover, non_increasing, relative_rows
+from app.routing.confidence import Evidence, non_increasing
+from app.routing.cover import cover, relative_rows
 from app.routing.diversity import mmr_order
 from app.routing.types import Candidate
 

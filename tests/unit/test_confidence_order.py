@@ -1,0 +1,46 @@
+"""Confidence never rises down an answer (issue 29 item 5), whatever the evidence: a property
+test over random tools, steps, vectors, priors and memories through the pure pipeline."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.routing import RouterConfig, RouterIndex, ToolDoc, route
+from app.routing.memory import QueryMemory
+
+WORDS = ["weather", "rain", "email", "send", "music", "play", "city", "pay", "file", "remind"]
+CONFIG = RouterConfig()
+DIM = 8
+
+words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+vectors = st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM)
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[RouterIndex, str, np.ndarray, dict, QueryMemory | None, int]:  # type: ignore[type-arg]
+    n = draw(st.integers(1, 8))
+    tools = [ToolDoc(name=f"t{i}", summary=draw(words), description=draw(words)) for i in range(n)]
+    matrix = np.array([draw(vectors) for _ in range(n)], dtype=np.float32)
+    index = RouterIndex.build(tools, matrix, CONFIG)
+    step = draw(st.lists(st.sampled_from([*WORDS, "and", "then"]), min_size=1, max_size=12))
+    query = np.array([draw(vectors)], dtype=np.float32)
+    prior = {f"t{i}": draw(st.floats(0, 1)) for i in draw(st.sets(st.integers(0, n - 1)))}
+    memory = None
+    if draw(st.booleans()):
+        rows = np.array([draw(vectors) for _ in range(n)], dtype=np.float32)
+        weights = np.array([draw(st.floats(0, 1)) for _ in range(n)], dtype=np.float32)
+        memory = QueryMemory.build([f"t{i}" for i in range(n)], rows, weights)
+    return index, " ".join(step), query, prior, memory, draw(st.integers(1, 10))
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases(), st.booleans())
+def test_confidence_never_rises_down_an_answer(case: tuple, split: bool) -> None:  # type: ignore[type-arg]
+    index, step, query, prior, memory, k = case
+    answer = route(index, step, query, k=k, config=CONFIG, prior=prior, memory=memory, split=split)
+    shown = [c.confidence for c in answer]
+    assert all(b <= a for a, b in itertools.pairwise(shown)), shown
