@@ -8,7 +8,8 @@ reports its own CPU time so the share it took is visible.
 
     python bench/load_client.py PORT [--clients 16] [--seconds 30] [--queries FILE]
 
-``--queries``: one step per line (default: the ten of QUERIES); client n starts at step n.
+``--queries``: one step per line (default: the ten of QUERIES); client n starts at step
+n × (steps ÷ clients), so the clients send different steps until they wrap around.
 
 Prints one JSON object: routes_per_s, p50_ms, p99_ms, errors, requests, client_cpu_s.
 """
@@ -88,7 +89,10 @@ def run(
 
     async def main() -> None:
         stop_at = time.perf_counter() + seconds
-        await asyncio.gather(*(_client(port, n, stop_at, requests, out) for n in range(clients)))
+        spread = max(1, len(requests) // clients)  # each client its own stretch of the steps
+        await asyncio.gather(
+            *(_client(port, n * spread, stop_at, requests, out) for n in range(clients))
+        )
 
     asyncio.run(main())
     usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -337,6 +337,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, help="per load run (default 6; --full: 30)")
     parser.add_argument("--rounds", type=int, help="load runs per build (default 1; --full: 3)")
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        help="only the first N steps, sent over and over (repeated steps; default: all 4,143)",
+    )
     parser.add_argument("--sequential", type=int, default=200, help="sequential routes")
     parser.add_argument("--baseline", type=Path, help="another checkout, run side by side")
     parser.add_argument(
@@ -350,7 +355,7 @@ def main() -> None:
     rounds = args.rounds or (3 if args.full else 1)
     args.workdir.mkdir(parents=True, exist_ok=True)
     data = shared_data()
-    tools, queries = catalog(data, size), steps(data)
+    tools, queries = catalog(data, size), steps(data)[: args.distinct]
     queries_file = args.workdir / "steps.txt"
     queries_file.write_text("".join(q.replace("\n", " ") + "\n" for q in queries))
     extra = dict(item.split("=", 1) for item in args.env)

@@ -208,9 +208,11 @@ def database() -> Iterator[str]:
 
 
 def toolreach_env(url: str, extra: Mapping[str, str]) -> dict[str, str]:
+    # bench/heap_hook's sitecustomize only acts when --trace sets its folder.
+    hook = f":{ROOT / 'bench' / 'heap_hook'}" if "BENCH_TRACE_DIR" in extra else ""
     return {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": f"{ROOT}{hook}",
         "HF_HUB_OFFLINE": "1",
         "TOOLREACH_DATABASE_URL": url,
         "TOOLREACH_ADMIN_KEYS": KEY,
@@ -506,6 +508,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cards = read_jsonl(args.data / "tools.jsonl")
     queries = [q["query"] for q in read_jsonl(args.data / "queries.jsonl")]
     env_extra = dict(item.split("=", 1) for item in args.env)
+    if args.trace is not None:  # tracemalloc in each replica, snapshots every --trace-every s
+        args.trace.mkdir(parents=True, exist_ok=True)
+        env_extra["BENCH_TRACE_DIR"] = str(args.trace.resolve())
+        env_extra["BENCH_TRACE_EVERY"] = str(args.trace_every)
     report: dict[str, Any] = {
         "replicas": args.replicas,
         "mix": args.mix,
@@ -591,6 +597,10 @@ def main() -> None:
         help="a setting for every replica (repeatable)",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, help="also write the JSON report here")
+    parser.add_argument(
+        "--trace", type=Path, help="tracemalloc in each replica: snapshots into this folder"
+    )
+    parser.add_argument("--trace-every", type=float, default=60, help="seconds between snapshots")
     args = parser.parse_args()
     stop_on_signals()
     try:
