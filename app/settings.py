@@ -111,6 +111,8 @@ class Settings(BaseSettings):
     # to the system when freed (glibc's mmap threshold, fixed: app/capacity/malloc.py); each
     # write's new index otherwise stays in the heap once freed. 0: glibc's dynamic threshold.
     malloc_mmap_threshold: int = Field(default=4 * 1024 * 1024, ge=0, le=32 * 1024 * 1024)
+    # `toolreach serve`: at most this many malloc arenas (app/capacity/malloc.py); 0: glibc's.
+    malloc_arena_max: int = Field(default=2, ge=0, le=1024)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

@@ -135,9 +135,11 @@ def load() -> str:
 
 
 def code_hash(build: Path) -> str:
-    """The build's application code, so a filled database is reused only by the same code."""
+    """The build's code that writes cards (the model, the import, the tables), so a filled
+    database is reused only by a build that would write the same one."""
     digest = hashlib.sha256()
-    for path in sorted((build / "app").rglob("*.py")) + sorted((build / "registry").rglob("*.py")):
+    parts = ("app/embedding", "app/tools", "registry", "migrations")
+    for path in sorted(p for part in parts for p in (build / part).rglob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
