@@ -48,6 +48,52 @@ class _StateCollector(Collector):
         )
 
 
+class _EncoderCollector(Collector):
+    """The encoder's counters, read at scrape time: model calls and the texts they embedded
+    (by kind: route texts or bulk card writes), and the route-text cache's hits and misses."""
+
+    def __init__(self, encoder: object) -> None:
+        self._encoder = encoder
+
+    def collect(self) -> Iterator[Metric]:
+        calls = getattr(self._encoder, "model_calls", None)
+        texts = getattr(self._encoder, "model_texts", None)
+        if calls is not None and texts is not None:
+            family = CounterMetricFamily(
+                "toolreach_model_calls",
+                "Calls of the embedding model, by kind (route texts or bulk card writes)",
+                labels=["kind"],
+            )
+            for kind, value in sorted(calls.items()):
+                family.add_metric([kind], value)
+            yield family
+            family = CounterMetricFamily(
+                "toolreach_model_texts",
+                "Texts embedded by the model, by kind (a route embeds its step and its parts)",
+                labels=["kind"],
+            )
+            for kind, value in sorted(texts.items()):
+                family.add_metric([kind], value)
+            yield family
+        cache = getattr(self._encoder, "cache", None)
+        if cache is not None:
+            yield CounterMetricFamily(
+                "toolreach_embedding_cache_hits",
+                "Route texts found in the embedding cache (no model call for them)",
+                value=cache.hits,
+            )
+            yield CounterMetricFamily(
+                "toolreach_embedding_cache_misses",
+                "Route texts not in the embedding cache (embedded, then held)",
+                value=cache.misses,
+            )
+            yield GaugeMetricFamily(
+                "toolreach_embedding_cache_entries",
+                "Route texts held by the embedding cache (at most TOOLREACH_EMBEDDING_CACHE_SIZE)",
+                value=len(cache),
+            )
+
+
 # The namespace label of a route or a report in a namespace that has no tools. Any caller
 # may name any namespace; a label per name would let one add series without limit.
 NO_TOOLS = "(no tools)"
@@ -135,6 +181,10 @@ class Metrics:
         tools (``has_tools``), the others as ``NO_TOOLS``."""
         self.registry.register(_StateCollector(index_sizes, events))
         self._has_tools = has_tools
+
+    def watch_encoder(self, encoder: object) -> None:
+        """Expose the encoder's model-call counts and its cache's (app/embedding/batching.py)."""
+        self.registry.register(_EncoderCollector(encoder))
 
     def _namespace(self, namespace: str) -> str:
         return namespace if self._has_tools(namespace) else NO_TOOLS

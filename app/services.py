@@ -230,6 +230,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         query_threads=settings.encoder_threads,
         bulk_threads=settings.encoder_bulk_threads,
         parallel=settings.encoder_parallel_batches,
+        cache_size=settings.embedding_cache_size,
     )
     if encoder.name != CONFIDENCE_MODEL.encoder:  # it reads that encoder's raw cosines
         log.warning(
@@ -256,6 +257,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     )
     validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
     metrics = make_metrics(index, events)
+    metrics.watch_encoder(encoder)
     keys = KeyStore.from_settings(settings, factory)
     keys.refresh()  # the table's keys before the first request
     metrics.database_reachable.set_function(lambda: float(health.state.reachable))

@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     # Model calls that may run at once, for encoders that allow it (ONNX, USE: batching.py);
     # bulk chunks take all but one, so a route finds a slot during an import.
     encoder_parallel_batches: int = Field(default=2, ge=1, le=64)
+    # Route texts (a step and its parts) whose embedding is kept, by exact text, so a repeated
+    # step costs no model call (app/embedding/cache.py; ~3.5 KB each at 896 dims); 0: off.
+    embedding_cache_size: int = Field(default=4096, ge=0, le=1_000_000)
     # POST /v1/route: worker threads, and the most requests one takes (and embeds) at once.
     route_workers: int = Field(default=2, ge=1, le=64)
     route_max_batch: int = Field(default=8, ge=1, le=256)
@@ -108,6 +111,8 @@ class Settings(BaseSettings):
     # to the system when freed (glibc's mmap threshold, fixed: app/capacity/malloc.py); each
     # write's new index otherwise stays in the heap once freed. 0: glibc's dynamic threshold.
     malloc_mmap_threshold: int = Field(default=4 * 1024 * 1024, ge=0, le=32 * 1024 * 1024)
+    # `toolreach serve`: at most this many malloc arenas (app/capacity/malloc.py); 0: glibc's.
+    malloc_arena_max: int = Field(default=2, ge=0, le=1024)
     # Seconds between checks for cards written by another replica.
     index_poll_seconds: float = Field(default=2.0, gt=0, le=3600)
     load_demo: bool = False

@@ -6,7 +6,10 @@ contends for one interpreter lock; this client is one asyncio loop in its own pr
 prepared HTTP/1.1 requests on raw sockets (~0.02 ms per request), like wrk or hey would, and
 reports its own CPU time so the share it took is visible.
 
-    python bench/load_client.py PORT [--clients 16] [--seconds 30]
+    python bench/load_client.py PORT [--clients 16] [--seconds 30] [--queries FILE]
+
+``--queries``: one step per line (default: the ten of QUERIES); client n starts at step
+n × (steps ÷ clients), so the clients send different steps until they wrap around.
 
 Prints one JSON object: routes_per_s, p50_ms, p99_ms, errors, requests, client_cpu_s.
 """
@@ -74,13 +77,22 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else 0.0
 
 
-def run(port: int, clients: int, seconds: float, headers: dict[str, str]) -> dict[str, float]:
-    requests = [route_request(q, headers) for q in QUERIES]
+def run(
+    port: int,
+    clients: int,
+    seconds: float,
+    headers: dict[str, str],
+    queries: Sequence[str] = QUERIES,
+) -> dict[str, float]:
+    requests = [route_request(q, headers) for q in queries]
     out: dict[str, list[float]] = {"ok": [], "error": []}
 
     async def main() -> None:
         stop_at = time.perf_counter() + seconds
-        await asyncio.gather(*(_client(port, n, stop_at, requests, out) for n in range(clients)))
+        spread = max(1, len(requests) // clients)  # each client its own stretch of the steps
+        await asyncio.gather(
+            *(_client(port, n * spread, stop_at, requests, out) for n in range(clients))
+        )
 
     asyncio.run(main())
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -101,9 +113,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--bearer", help="agent key, if the server requires one")
+    parser.add_argument("--queries", help="a file of steps, one a line")
     args = parser.parse_args()
     headers = {"Authorization": f"Bearer {args.bearer}"} if args.bearer else {}
-    print(json.dumps(run(args.port, args.clients, args.seconds, headers)))
+    queries = QUERIES
+    if args.queries:
+        with open(args.queries, encoding="utf-8") as lines:
+            queries = [line.rstrip("\n") for line in lines if line.strip()]
+    print(json.dumps(run(args.port, args.clients, args.seconds, headers, queries)))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ CPU seconds at the start and the end, ERROR lines in the replicas' logs, and the
 as a table (stdout) and JSON (``--out``). Every replica is stopped and the database dropped on
 the way out, also on Ctrl-C, SIGTERM or an error.
 
-    .venv/bin/python bench/soak.py [--replicas 2] [--duration 600] [--mix default|write-heavy]
+    .venv/bin/python bench/soak.py [--replicas 2] [--duration 600]
+        [--mix default|write-heavy|write-steady] [--trace DIR]
         [--concurrency 16] [--data /work/shared/data/seal-tools] [--out FILE]
 """
 
@@ -54,8 +55,12 @@ KINDS = ("route", "validate", "feedback", "write")
 MIXES: dict[str, dict[str, int]] = {
     "default": {"route": 90, "validate": 5, "feedback": 4, "write": 1},
     "write-heavy": {"route": 65, "validate": 5, "feedback": 10, "write": 20},
+    # As write-heavy, but the writes are a POST, a PUT and a DELETE in turn, so the catalog
+    # keeps its size: what memory does over time with the data it holds unchanged.
+    "write-steady": {"route": 65, "validate": 5, "feedback": 10, "write": 20},
 }
-EXPECTED = {"route": 200, "validate": 200, "feedback": 200, "post": 201, "put": 200}
+STEADY = ("write-steady",)
+EXPECTED = {"route": 200, "validate": 200, "feedback": 200, "post": 201, "put": 200, "delete": 204}
 REQUEST_TIMEOUT_S = 30.0
 
 
@@ -208,9 +213,11 @@ def database() -> Iterator[str]:
 
 
 def toolreach_env(url: str, extra: Mapping[str, str]) -> dict[str, str]:
+    # bench/heap_hook's sitecustomize only acts when --trace sets its folder.
+    hook = f":{ROOT / 'bench' / 'heap_hook'}" if "BENCH_TRACE_DIR" in extra else ""
     return {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": f"{ROOT}{hook}",
         "HF_HUB_OFFLINE": "1",
         "TOOLREACH_DATABASE_URL": url,
         "TOOLREACH_ADMIN_KEYS": KEY,
@@ -321,6 +328,7 @@ class Traffic:
     )
     written: list[dict[str, Any]] = field(default_factory=list)
     writes: int = 0
+    steady: bool = False  # POST, PUT, DELETE in turn (the "write-steady" mix)
 
     def next_request(self) -> tuple[str, bytes]:
         """The kind and bytes of the next request."""
@@ -342,9 +350,17 @@ class Traffic:
         return self.next_write()
 
     def next_write(self) -> tuple[str, bytes]:
-        """A POST of a new card and a PUT of one written before, in turn."""
+        """A POST of a new card and a PUT of one written before, in turn (steady: then a
+        DELETE of the oldest card written, once 50 are, and PUTs of the newest)."""
         self.writes += 1
-        if self.writes % 2 == 0 and self.written:
+        if self.steady and self.writes % 3 == 0 and len(self.written) > 50:
+            card = self.written.pop(0)
+            return "delete", http_request("DELETE", f"/v1/tools/{card['name']}", None)
+        if self.steady and self.writes % 3 == 2 and self.written:
+            card = self.written[-1]
+            changed = {**card, "description": f"{card['description']} Revised {self.writes}."}
+            return "put", http_request("PUT", f"/v1/tools/{card['name']}", changed)
+        if not self.steady and self.writes % 2 == 0 and self.written:
             card = random.Random(self.writes).choice(self.written)
             changed = {**card, "description": f"{card['description']} Revised {self.writes}."}
             return "put", http_request("PUT", f"/v1/tools/{card['name']}", changed)
@@ -506,6 +522,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cards = read_jsonl(args.data / "tools.jsonl")
     queries = [q["query"] for q in read_jsonl(args.data / "queries.jsonl")]
     env_extra = dict(item.split("=", 1) for item in args.env)
+    if args.trace is not None:  # tracemalloc in each replica, snapshots every --trace-every s
+        args.trace.mkdir(parents=True, exist_ok=True)
+        env_extra["BENCH_TRACE_DIR"] = str(args.trace.resolve())
+        env_extra["BENCH_TRACE_EVERY"] = str(args.trace_every)
     report: dict[str, Any] = {
         "replicas": args.replicas,
         "mix": args.mix,
@@ -527,7 +547,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             replicas.wait_ready()
             print(f"{args.replicas} replicas ready: {replicas.ports}", file=sys.stderr, flush=True)
             rss_start, cpu_start = replicas.rss(), replicas.cpu()
-            traffic = Traffic(schedule(MIXES[args.mix]), queries, cards)
+            traffic = Traffic(schedule(MIXES[args.mix]), queries, cards, steady=args.mix in STEADY)
             usage = resource.getrusage(resource.RUSAGE_SELF)
             started = time.perf_counter()
             tally = asyncio.run(
@@ -591,6 +611,10 @@ def main() -> None:
         help="a setting for every replica (repeatable)",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, help="also write the JSON report here")
+    parser.add_argument(
+        "--trace", type=Path, help="tracemalloc in each replica: snapshots into this folder"
+    )
+    parser.add_argument("--trace-every", type=float, default=60, help="seconds between snapshots")
     args = parser.parse_args()
     stop_on_signals()
     try:

@@ -23,10 +23,35 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+from typing import Any
 
 log = logging.getLogger("toolreach.malloc")
 
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+M_ARENA_MAX = -8
+
+
+def _mallopt() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to set
+        log.info("no mallopt in this C library; the allocator keeps its own settings")
+        return None
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return mallopt
+
+
+def limit_arenas(arenas: int) -> bool:
+    """At most ``arenas`` malloc arenas (``0``: glibc's default, 8 per core). Each thread that
+    allocates gets an arena of its own up to that number (the route workers, the model's
+    calls, the event writer, the index merges, the event loop), and memory freed in one arena
+    serves only that arena's later blocks, so a process of many threads holds more than it
+    uses. Whether it was set (false where the C library is not glibc)."""
+    if arenas <= 0:
+        return False
+    mallopt = _mallopt()
+    return mallopt is not None and bool(mallopt(M_ARENA_MAX, arenas))
 
 
 def fix_mmap_threshold(threshold: int) -> bool:
@@ -35,11 +60,5 @@ def fix_mmap_threshold(threshold: int) -> bool:
     the C library is not glibc, or refused the value (above 32 MiB on 64-bit)."""
     if threshold <= 0:
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to set
-        log.info("no mallopt in this C library; the allocator keeps its own threshold")
-        return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, threshold))
+    mallopt = _mallopt()
+    return mallopt is not None and bool(mallopt(M_MMAP_THRESHOLD, threshold))

@@ -66,7 +66,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.api.parser_limits import protocol_class
     from app.capacity.connections import server_options
-    from app.capacity.malloc import fix_mmap_threshold
+    from app.capacity.malloc import fix_mmap_threshold, limit_arenas
     from app.main import create_app
 
     _check_port_free(args.host, args.port)
@@ -74,6 +74,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     # A missing model the encoder runs is built here, with a clear error if it cannot be.
     _build_models(settings, force=False, encoder=settings.encoder)
     fix_mmap_threshold(settings.malloc_mmap_threshold)  # each write's old index given back
+    limit_arenas(settings.malloc_arena_max)  # before the service's threads start
 
     uvicorn.run(
         create_app(settings, freeze_gc=True),

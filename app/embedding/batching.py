@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from app.embedding.cache import EmbeddingCache
 from app.embedding.encoders import Encoder, multilingual_dims
 
 # A call with more texts than this is a bulk write; a route sends its step and at most 8 asks.
@@ -104,6 +105,7 @@ class BatchingEncoder(LeaderFollower):
         query_threads: int | None = None,
         bulk_threads: int | None = None,
         parallel: int = 1,
+        cache_size: int = 0,
     ) -> None:
         super().__init__()
         self.inner = inner
@@ -118,13 +120,39 @@ class BatchingEncoder(LeaderFollower):
         self._queue: list[_Slot] = []  # route texts, in arrival order
         self._bulk: list[_Slot] = []  # bulk texts, in arrival order
         self._bulk_running = 0  # bulk chunks being run now
+        # Route texts by exact text (``interactive=True`` callers only); see cache.py.
+        self.cache = EmbeddingCache(cache_size)
+        # Calls of the inner encoder and the texts they embedded, by kind ("route", "bulk"):
+        # /metrics shows them, so a route's model calls are counted, not guessed.
+        self.model_calls = {"route": 0, "bulk": 0}
+        self.model_texts = {"route": 0, "bulk": 0}
+        self._counts = threading.Lock()
 
     def encode(self, texts: Sequence[str], interactive: bool | None = None) -> np.ndarray:
         """Rows for `texts`, computed in whatever batches the current load makes.
 
         ``interactive`` says whether they are route texts (first in line) or a bulk write;
-        by default a call with more than ``INTERACTIVE_TEXTS`` texts is bulk.
+        by default a call with more than ``INTERACTIVE_TEXTS`` texts is bulk. Route texts
+        (``interactive=True``) are looked up in the cache first, and the others added to it.
         """
+        if interactive and self.cache.size and texts:
+            return self._cached(texts)
+        return self._encode(texts, interactive)
+
+    def _cached(self, texts: Sequence[str]) -> np.ndarray:
+        """Rows of held texts from the cache; the others embedded (one call) and held."""
+        held = [self.cache.get(text) for text in texts]
+        missing = [i for i, row in enumerate(held) if row is None]
+        if missing:
+            unique = list(dict.fromkeys(texts[i] for i in missing))
+            rows = dict(zip(unique, self._encode(unique, True), strict=True))
+            for text, row in rows.items():
+                self.cache.put(text, row)
+            for i in missing:
+                held[i] = rows[texts[i]]
+        return np.stack([row for row in held if row is not None]).astype(np.float32)
+
+    def _encode(self, texts: Sequence[str], interactive: bool | None) -> np.ndarray:
         bulk = len(texts) > INTERACTIVE_TEXTS if interactive is None else not interactive
         if not texts:
             return self.inner.encode([])
@@ -183,6 +211,10 @@ class BatchingEncoder(LeaderFollower):
         set_threads = getattr(self.inner, "set_threads", None)
         if threads is not None and set_threads is not None:
             set_threads(threads)
+        kind = "bulk" if bulk else "route"
+        with self._counts:
+            self.model_calls[kind] += 1
+            self.model_texts[kind] += len(texts)
         return np.asarray(self.inner.encode(texts))
 
     def _run(self, batch: list[_Slot]) -> None:

@@ -154,6 +154,13 @@ class OnnxSessions:
             # Idle pool threads sleep instead of spinning: on a busy 2-core machine a
             # spinning pool steals the core the request threads need.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            # No arena of onnxruntime's own: it keeps the largest activations any batch ever
+            # needed (a route batch of 8 long steps: tens of MB) and grows with each larger
+            # one, so RSS crept up for as long as the service ran. Freed after each call,
+            # large blocks go back to the system (app/capacity/malloc.py). 600 random route
+            # batches: RSS +53 MiB and rising with the arena, +18 MiB flat without, for ~10 %
+            # more model CPU (docs/BENCHMARKS.md, "Route cost").
+            options.enable_cpu_mem_arena = False
             self._by_threads[threads] = ort.InferenceSession(
                 str(self.model), options, providers=["CPUExecutionProvider"]
             )

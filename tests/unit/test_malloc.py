@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.capacity.malloc import fix_mmap_threshold
+from app.capacity.malloc import fix_mmap_threshold, limit_arenas
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
@@ -64,3 +64,8 @@ def test_a_fixed_threshold_gives_each_freed_matrix_back() -> None:
 
 def test_zero_leaves_the_allocator_alone() -> None:
     assert fix_mmap_threshold(0) is False
+
+
+def test_arenas_are_limited_only_when_asked() -> None:
+    assert limit_arenas(0) is False
+    assert limit_arenas(2) is (sys.platform == "linux")
