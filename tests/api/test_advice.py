@@ -3,10 +3,13 @@ writes new card versions and fixes them; a hostile report writes no markup into 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from app.cli.main import main
 from tests.api.loop_support import VIEWER, services_of
 from tests.conftest import ADMIN, AGENT
 
@@ -101,3 +104,20 @@ def test_a_hostile_report_writes_no_markup(loop: TestClient) -> None:
             text = str(change["value"])
             for bad in ("<", ">", "http", "evil", "`", "IGNOREALL", "script>"):
                 assert bad not in text, (bad, text)
+
+
+def test_the_cli_prints_the_same(
+    loop: TestClient,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    setup(loop)
+    served = loop.get(f"/v1/advice?namespace={NS}", headers=VIEWER).json()
+    monkeypatch.setenv("TOOLREACH_DATABASE_URL", database_url)
+    monkeypatch.setenv("TOOLREACH_ENCODER", "fake")
+    capsys.readouterr()
+    assert main(["advice", "--namespace", NS, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == served
+    assert main(["advice", "--namespace", NS]) == 0
+    assert "replay: checked" in capsys.readouterr().out
