@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.advice.doctor import Case
+from app.advice.doctor import Case, Finding, edited, findings
 from app.embedding.encoders import Encoder, l2_normalise
-from app.routing import RouterIndex, embedding_text, route
+from app.routing import RouterIndex, embedding_text, query_texts, route
 from app.routing.segments import IndexSegment
 from app.tools.catalog import card_to_doc
 from registry.card import ToolCard
@@ -42,13 +42,13 @@ def shadow(index: RouterIndex, encoder: Encoder, edited: Mapping[str, ToolCard])
 
 
 def firsts(index: RouterIndex, encoder: Encoder, queries: Sequence[str]) -> list[str | None]:
-    """The tool each query routes to first (None: none)."""
-    if not queries:
-        return []
-    vectors = l2_normalise(encoder.encode(list(queries)))
+    """The tool each query routes to first (None: none), embedded as a route embeds a step
+    (its texts: ``query_texts``, one model call each)."""
     out: list[str | None] = []
-    for query, vector in zip(queries, vectors, strict=True):
-        found = route(index, query, np.asarray(vector), k=1, config=index.config)
+    for query in queries:
+        texts = query_texts(query)
+        vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else None
+        found = route(index, query, vectors, k=1, config=index.config, texts=texts)
         out.append(found[0].name if found else None)
     return out
 
@@ -68,3 +68,35 @@ def replay(
         fixed += was != case.chosen and now == case.chosen
         broken += was == case.chosen and now != case.chosen
     return Replay(len(cases), fixed, broken)
+
+
+def heal(
+    index: RouterIndex,
+    cards: Mapping[str, ToolCard],
+    encoder: Encoder,
+    cases: Sequence[Case],
+    rounds: int = 10,
+) -> tuple[RouterIndex, dict[str, ToolCard], list[Finding], int]:
+    """Apply every finding the replay offers, worst first, each replayed on the cards as the
+    ones before it left them, for up to ``rounds`` passes: the index and cards after, the
+    findings applied, and how many the last pass refused. (What applying each offered advice in turn
+    does, without a database: the measured test and bench/advice_eval.py.)"""
+    current, applied, refused = dict(cards), [], 0
+    for _ in range(rounds):
+        wrong = firsts(index, encoder, [c.query for c in cases])
+        now = [Case(c.query, w or "", c.chosen) for c, w in zip(cases, wrong, strict=True)]
+        progressed, refused = False, 0
+        for finding in findings(current, now):
+            changed = edited(current, finding.changes)
+            result = replay(index, encoder, now, changed)
+            finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": 0}
+            if not result.offered():
+                refused += 1
+                continue
+            index, progressed = shadow(index, encoder, changed), True
+            current.update(changed)
+            applied.append(finding)
+            break  # the others are found again on the new state
+        if not progressed:
+            break
+    return index, current, applied, refused
