@@ -45,9 +45,9 @@ MAY_IMPORT: dict[str, set[str]] = {
         "errors",
     },
     "route": {"routing", "registry", "embedding", "tools", "loop", "schemas", "errors"},
-    "limits": {"registry", "db", "settings", "errors"},
+    "limits": {"registry", "db", "settings", "errors"},  # counted in memory, shared by the db
     # The card doctor: advice from reported steps, replayed on a shadow index.
-    "advice": {"routing", "registry", "embedding", "tools", "loop", "errors"},  # counted in memory, shared by the db
+    "advice": {"routing", "registry", "embedding", "tools", "loop", "errors"},
     # The foundation: small modules every room may stand on.
     "settings": {"routing", "embedding", "registry"},
     "db": set(),
