@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from app import dashboard
 from app.api import (
+    advice,
     call,
     feedback,
     health,
@@ -89,7 +90,7 @@ def create_app(
     app.add_middleware(RateLimits)  # the outermost: a refused request costs the least
     for probe in (health, metrics):  # never rate-limited
         app.include_router(probe.router)
-    for module in (tools, validate, route, feedback, stats, keys, sources, call, memory):  # /v1
+    for module in (tools, validate, route, feedback, stats, keys, sources, call, memory, advice):
         app.include_router(module.router, responses={429: TOO_MANY_REQUESTS})
     app.include_router(dashboard.router)
     app.router.routes.extend(mcp_routes())

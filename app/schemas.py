@@ -99,6 +99,23 @@ class ToolRead(BaseModel):
         )
 
 
+class CardWarning(BaseModel):
+    """A flaw the lint found in a written card (registry/lint.py; codes: docs/API.md)."""
+
+    code: str
+    message: str
+
+
+class ToolWarning(CardWarning):
+    tool: str
+
+
+class ToolWritten(ToolRead):
+    """A card as written, with what the lint found in it (the write landed regardless)."""
+
+    warnings: list[CardWarning] = Field(default_factory=list)
+
+
 def tool_in_format(stored: StoredCard, format: ExportFormat | None) -> ToolRead | dict[str, Any]:
     """One tool as ``GET /v1/tools/{name}`` answers it: native (no format) or exported."""
     if format is None or format == "native":
@@ -265,6 +282,9 @@ class BulkResult(BaseModel):
     created: list[str]
     updated: list[str]
     unchanged: list[str]
+    warnings: list[ToolWarning] = Field(
+        default_factory=list, description="what the lint found in the cards written"
+    )
 
 
 class ValidateRequest(Strict):

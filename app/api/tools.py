@@ -6,7 +6,7 @@ namespace, a key limited to one works in that one (app/keys/scope.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -21,15 +21,23 @@ from app.deps import AdminDep, AgentDep, ServicesDep, SessionDep
 from app.schemas import (
     BulkRequest,
     BulkResult,
+    CardWarning,
     ExportFormat,
     Namespace,
     ToolInput,
     ToolList,
     ToolRead,
+    ToolWarning,
+    ToolWritten,
     tool_in_format,
 )
 from app.tools import service as tools
+from app.tools.card_lint import card_warnings
 from app.tools.namespaces import require_known
+from registry.repository import StoredCard
+
+if TYPE_CHECKING:
+    from app.services import Services
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -73,15 +81,23 @@ OneNamespace = Annotated[
 ]
 
 
-@router.post("", status_code=201, response_model=ToolRead, responses=ERRORS)
+def written(stored: StoredCard, services: Services) -> ToolWritten:
+    """The answer to a write: the card, and what the lint found in it."""
+    [found] = card_warnings(services.index, [stored.card])
+    warnings = [CardWarning(code=w.code, message=w.message) for w in found]
+    return ToolWritten(**ToolRead.from_stored(stored).model_dump(), warnings=warnings)
+
+
+@router.post("", status_code=201, response_model=ToolWritten, responses=ERRORS)
 def create_tool(
     body: ToolBody,
     session: SessionDep,
     services: ServicesDep,
     admin: AdminDep,
     namespace: NamespaceQuery = None,
-) -> ToolRead:
-    """Register a new tool; 409 if the name exists in its namespace."""
+) -> ToolWritten:
+    """Register a new tool; 409 if the name exists in its namespace. ``warnings``: what the
+    lint found in the card (docs/API.md, "The lint of a card")."""
     stored = tools.create_tool(
         session,
         services.encoder,
@@ -90,7 +106,7 @@ def create_tool(
         admin.namespaces,
         sessions=services.session_factory,
     )
-    return ToolRead.from_stored(stored)
+    return written(stored, services)
 
 
 BULK_PATH = "/v1/tools/bulk"
@@ -174,7 +190,7 @@ def bulk_import(
 ) -> BulkResult:
     """Import many tools in any mix of formats: all land, or (on any bad item) none. A body
     over the JSON limit: send one tool a line as ``application/x-ndjson`` (streamed)."""
-    names = tools.import_tools(
+    names, cards = tools.import_tools(
         session,
         services.encoder,
         request.tools,
@@ -182,13 +198,19 @@ def bulk_import(
         admin.namespaces,
         sessions=services.session_factory,
     )
-    return BulkResult(**names)
+    found = card_warnings(services.index, cards)
+    warnings = [
+        ToolWarning(tool=card.name, code=w.code, message=w.message)
+        for card, each in zip(cards, found, strict=True)
+        for w in each
+    ]
+    return BulkResult(**names, warnings=warnings)
 
 
 @router.put(
     "/{name}",
-    response_model=ToolRead,
-    responses={201: {"model": ToolRead, "description": "Created: the tool was new"}, **ERRORS},
+    response_model=ToolWritten,
+    responses={201: {"model": ToolWritten, "description": "Created: the tool was new"}, **ERRORS},
 )
 def put_tool(
     name: str,
@@ -198,7 +220,7 @@ def put_tool(
     response: Response,
     admin: AdminDep,
     namespace: NamespaceQuery = None,
-) -> ToolRead:
+) -> ToolWritten:
     """Create the tool (201) or add a new version of it (200); unchanged content adds none.
 
     The body may leave out the name: the path gives it.
@@ -213,7 +235,7 @@ def put_tool(
         sessions=services.session_factory,
     )
     response.status_code = 201 if status == "created" else 200
-    return ToolRead.from_stored(stored)
+    return written(stored, services)
 
 
 @router.delete("/{name}", status_code=204, responses=ERRORS)

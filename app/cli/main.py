@@ -218,6 +218,37 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_advice(args: argparse.Namespace, settings: Settings) -> int:
+    """The card doctor's advice (GET /v1/advice), read from the database: the namespace's
+    reported steps, each finding replayed with the service's encoder and config."""
+    from app.advice import service as doctor
+    from app.db import make_session_factory, unit_of_work
+    from app.services import build_encoder, open_database
+    from app.tools.live_index import IndexManager
+
+    engine = open_database(settings)
+    factory = make_session_factory(engine)
+    encoder = build_encoder(settings)
+    index = IndexManager(factory, encoder, settings.router)
+    index.sync()
+    with unit_of_work(factory) as session:
+        found = [doctor.as_json(f) for f in doctor.advice(session, index, encoder, args.namespace)]
+    engine.dispose()
+    if args.json:
+        print(json.dumps({"namespace": args.namespace, "advice": found}, indent=2))
+        return 0
+    for item in found:
+        replay = item["replay"]
+        print(f"{item['id']}  {item['kind']}  {' -> '.join(item['tools'])}  cases={item['cases']}")
+        print(f"  replay: checked {replay['checked']}, fixed {replay['fixed']}, broken 0")
+        print(f"  {item['diagnosis']}")
+        for change in item["changes"]:
+            print(f"  change {change['tool']}.{change['field']}: {json.dumps(change['value'])}")
+    if not found:
+        print(f"no advice for {args.namespace!r}: no finding fixes a reported step unbroken")
+    return 0
+
+
 # What `make run` sets up for a service on one's own machine (docs/CONFIGURATION.md): the
 # demo catalog, and sources on this machine (an MCP server or an API one runs locally; the
 # outbound rules refuse loopback by default, which a shared service must keep).
@@ -320,6 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exp.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     exp.set_defaults(handler=cmd_export)
+
+    adv = sub.add_parser("advice", help="the card doctor's advice for a namespace (docs/CLI.md)")
+    adv.add_argument("--namespace", required=True, help="the namespace whose reports are read")
+    adv.add_argument("--json", action="store_true", help="the answer of GET /v1/advice")
+    adv.set_defaults(handler=cmd_advice)
 
     ev = sub.add_parser("eval", help="route a labelled dataset and print quality metrics")
     ev.add_argument("--data", required=True, help="a folder with tools.jsonl and queries.jsonl")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.dashboard import pages, registry_pages, signin
+from app.dashboard import advice_pages, pages, registry_pages, signin
 
 router = APIRouter()
-for _module in (signin, pages, registry_pages):
+for _module in (signin, pages, registry_pages, advice_pages):
     router.include_router(_module.router)
 
 __all__ = ["router"]

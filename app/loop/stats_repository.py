@@ -169,3 +169,18 @@ def candidate_names(session: Session, route_ids: Sequence[str]) -> dict[str, lis
     for route_id, name in session.execute(query):
         names[route_id].append(name)
     return names
+
+
+def reported_steps(session: Session, namespace: str, limit: int) -> list[tuple[Any, ...]]:
+    """(query, offered first, chosen, the first's stages) of the namespace's reported routes
+    whose agent used a tool, newest first: ``confusions`` row by row, with the right ones."""
+    query = (
+        select(E.query, C.name, F.chosen, C.stages)
+        .select_from(F)
+        .join(E, E.id == F.route_id)
+        .join(C, and_(C.route_id == F.route_id, C.rank == 1))
+        .where(F.chosen.is_not(None), E.namespace == namespace)
+        .order_by(E.created_at.desc(), E.id)
+        .limit(limit)
+    )
+    return [tuple(row) for row in session.execute(query)]

@@ -149,6 +149,10 @@ class SyncReport(BaseModel):
         default_factory=list, description="what the OpenAPI validator found wrong"
     )
     notes: list[str] = Field(default_factory=list)
+    warnings: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="what the lint found in the cards written: {tool, code, message}",
+    )
     seconds: float = 0.0
 
 

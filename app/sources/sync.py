@@ -23,6 +23,7 @@ from app.sources.models import Source, SourceTool
 from app.sources.schemas import SyncReport
 from app.tools.catalog import delete_card, write_cards
 from registry import repository as registry
+from registry.lint import lint
 from registry.models import utcnow
 
 
@@ -83,6 +84,9 @@ def _write(
             report.unchanged += 1
         else:
             (report.created if status == "created" else report.updated).append(card.name)
+            report.warnings += [
+                {"tool": card.name, "code": w.code, "message": w.message} for w in lint(card)
+            ]
     repository.put_bindings(session, source.id, bindings)
     gone = [
         row

@@ -103,10 +103,10 @@ def import_tools(
     writable: Collection[str] | None = None,
     *,
     sessions: sessionmaker[Session] | None = None,
-) -> dict[WriteStatus, list[str]]:
+) -> tuple[dict[WriteStatus, list[str]], list[ToolCard]]:
     """Write every item, or none: InvalidInput listing each bad one, Forbidden at the first in
-    a namespace the key may not write. The names written, by what happened to each.
-    ``sessions``: the vectors are stored before ``session`` begins."""
+    a namespace the key may not write. The names written, by what happened to each, and the
+    cards written. ``sessions``: the vectors are stored before ``session`` begins."""
     batch, statuses = catalog.import_items(
         session,
         encoder,
@@ -123,7 +123,7 @@ def import_tools(
     names: dict[WriteStatus, list[str]] = {"created": [], "updated": [], "unchanged": []}
     for card, status in zip(batch.cards, statuses, strict=True):
         names[status].append(card.name)
-    return names
+    return names, list(batch.cards)
 
 
 def start_import(

@@ -22,7 +22,7 @@ ROOMS = {
     "routing", "registry", "embedding", "keys", "tools", "loop", "route", "sources", "gateway",
     "cli", "api", "mcp",
     "dashboard", "settings", "db", "models", "metrics", "migrate", "errors", "schemas",
-    "services", "deps", "main", "db_health", "capacity", "limits",
+    "services", "deps", "main", "db_health", "capacity", "limits", "advice",
 }  # fmt: skip
 ASSEMBLY = {"services", "deps", "main"}  # builds the parts in the lifespan, serves them
 MAY_IMPORT: dict[str, set[str]] = {
@@ -46,6 +46,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
     "route": {"routing", "registry", "embedding", "tools", "loop", "schemas", "errors"},
     "limits": {"registry", "db", "settings", "errors"},  # counted in memory, shared by the db
+    # The card doctor: advice from reported steps, replayed on a shadow index.
+    "advice": {"routing", "registry", "embedding", "tools", "loop", "errors"},
     # The foundation: small modules every room may stand on.
     "settings": {"routing", "embedding", "registry"},
     "db": set(),

@@ -1,0 +1,169 @@
+"""Findings from a namespace's reported steps, and the card edits that would fix them. Pure:
+the cards and the cases in, findings out; ``replay.py`` checks them before they are offered.
+
+A case is one reported step: the tool the route put first and the tool the agent used. A
+confusion is a group of cases with the same (first, used) pair; its changes put the steps'
+distinguishing words on the used tool's card (``examples``) and a "Not for …: use X." line
+on the first one's ``description``. Every value written comes from the steps' words, bounded
+and stripped of markup (``clean_words``), so a hostile report cannot write its text in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.routing.text import STOPWORDS
+from registry.card import ToolCard
+
+MAX_WORD = 24  # letters in one word taken from a step
+MAX_EXAMPLE_WORDS = 12  # words in one example made from a step
+MAX_EXAMPLES = 3  # examples added to a card by one finding
+MAX_NOT_FOR_WORDS = 4  # distinguishing words named in a "Not for …" line
+_MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|`[^`]*`|[*_#>{}|\\]")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One reported step: its text, the tool routed first, the tool the agent used."""
+
+    query: str
+    first: str
+    chosen: str
+
+
+@dataclass(frozen=True)
+class Change:
+    tool: str
+    field: str  # description | examples
+    value: Any  # the field's whole new value
+
+
+@dataclass
+class Finding:
+    kind: str  # confusion | miss
+    tools: tuple[str, str]  # (wrong, right)
+    cases: int
+    steps: list[str]
+    diagnosis: str
+    changes: list[Change]
+    replay: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return finding_id(self.kind, self.tools, self.changes)
+
+
+def finding_id(kind: str, tools: Sequence[str], changes: Sequence[Change]) -> str:
+    """A stable id: the hash of what the finding is and would write (apply finds it again)."""
+    body = [kind, list(tools), [[c.tool, c.field, c.value] for c in changes]]
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def clean_words(text: str) -> list[str]:
+    """The step's plain words: markup, links and code removed, each word bounded."""
+    return [w for w in _WORD.findall(_MARKUP.sub(" ", text)) if len(w) <= MAX_WORD]
+
+
+def content_words(text: str) -> list[str]:
+    return [w.lower() for w in clean_words(text) if len(w) >= 3 and w.lower() not in STOPWORDS]
+
+
+def card_words(card: ToolCard) -> set[str]:
+    text = " ".join([card.name.replace("_", " "), card.summary, card.description, *card.examples])
+    return set(content_words(text))
+
+
+def distinguishing(steps: Sequence[str], right: ToolCard, wrong: ToolCard) -> list[str]:
+    """Words of the steps, most frequent first, that the right card lacks or the wrong one
+    has (what pulled the step the wrong way), in at least half the steps."""
+    counts: Counter[str] = Counter()
+    for step in steps:
+        counts.update(set(content_words(step)))
+    need = max(1, len(steps) // 2)
+    right_words, wrong_words = card_words(right), card_words(wrong)
+    return [
+        w
+        for w, n in counts.most_common()
+        if n >= need and (w not in right_words or w in wrong_words)
+    ]
+
+
+def example_of(step: str) -> str:
+    return " ".join(clean_words(step)[:MAX_EXAMPLE_WORDS])
+
+
+def changes_for(steps: Sequence[str], right: ToolCard, wrong: ToolCard) -> list[Change]:
+    """The steps (cleaned) as examples of the right card, and a "Not for" line on the wrong."""
+    examples = list(right.examples)
+    for step in steps:
+        example = example_of(step)
+        added = len(examples) - len(right.examples)
+        if example and example not in examples and added < MAX_EXAMPLES:
+            examples.append(example)
+    changes = []
+    if examples != list(right.examples):
+        changes.append(Change(right.name, "examples", examples[-50:]))
+    words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS]
+    line = f"Not for {' '.join(words) or 'these requests'}: use {right.name}."
+    if line not in wrong.description:
+        changes.append(Change(wrong.name, "description", f"{wrong.description.rstrip()} {line}"))
+    return changes
+
+
+def diagnose(steps: Sequence[str], right: ToolCard, wrong: ToolCard, stage: str) -> str:
+    words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS]
+    matched = sorted(set(words) & card_words(wrong))
+    said = f"; the steps' words {', '.join(matched)} match {wrong.name}'s card" if matched else ""
+    lacking = sorted(set(words) - card_words(right))
+    lack = f"; {right.name}'s card lacks {', '.join(lacking)}" if lacking else ""
+    return (
+        f"{len(steps)} step(s) went to {wrong.name} first while the agent used {right.name}; "
+        f"the {stage} stage put {wrong.name} first{said}{lack}"
+    )
+
+
+def findings(
+    cards: Mapping[str, ToolCard], cases: Sequence[Case], stages: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """One finding per (first, used) pair of the wrong cases, most cases first. ``stages``:
+    for a pair ``"first|used"``, the stage that put the wrong tool first."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        if case.first != case.chosen and case.first in cards and case.chosen in cards:
+            groups.setdefault((case.first, case.chosen), []).append(case.query)
+    found = []
+    for (wrong, right), steps in groups.items():
+        unique = list(dict.fromkeys(steps))
+        stage = (stages or {}).get(f"{wrong}|{right}", "ranking")
+        changes = changes_for(unique, cards[right], cards[wrong])
+        if changes:
+            found.append(
+                Finding(
+                    "confusion",
+                    (wrong, right),
+                    len(steps),
+                    unique[:10],
+                    diagnose(unique, cards[right], cards[wrong], stage),
+                    changes,
+                )
+            )
+    return sorted(found, key=lambda f: (-f.cases, f.tools))
+
+
+def edited(cards: Mapping[str, ToolCard], changes: Sequence[Change]) -> dict[str, ToolCard]:
+    """The cards the changes touch, edited (validated as any card is)."""
+    out: dict[str, ToolCard] = {}
+    for change in changes:
+        base = out.get(change.tool) or cards[change.tool]
+        out[change.tool] = ToolCard.model_validate(
+            {**base.model_dump(), change.field: change.value}
+        )
+    return out

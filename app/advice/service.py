@@ -1,0 +1,82 @@
+"""What ``/v1/advice`` does: the namespace's reported steps (app/loop), findings from them
+(``doctor.py``), each checked by replay (``replay.py``) and offered only if it fixes at least
+one case and breaks none; and applying one, re-checked first, through the registry's write
+path (the session dependency commits)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.advice.doctor import Case, Finding, edited, findings
+from app.advice.replay import replay
+from app.embedding.encoders import Encoder
+from app.loop import stats_repository as sql
+from app.tools.catalog import write_cards
+from app.tools.live_index import IndexManager
+from registry import repository
+from registry.errors import Conflict, NotFound
+
+MAX_CASES = 2000  # the newest reported steps a replay reads
+
+
+def _stage(stages: Any) -> str:
+    """The recorded stage that gave the wrong first tool most of its score."""
+    if not isinstance(stages, Mapping):
+        return "ranking"
+    parts = {k: v for k, v in stages.items() if isinstance(v, int | float)}
+    return max(parts, key=lambda k: parts[k]) if parts else "ranking"
+
+
+def reported(session: Session, namespace: str) -> tuple[list[Case], dict[str, str]]:
+    rows = sql.reported_steps(session, namespace, MAX_CASES)
+    cases = [Case(query, first, chosen) for query, first, chosen, _ in rows]
+    stages = {f"{first}|{chosen}": _stage(st) for _, first, chosen, st in rows if first != chosen}
+    return cases, stages
+
+
+def advice(
+    session: Session, index: IndexManager, encoder: Encoder, namespace: str
+) -> list[Finding]:
+    """The namespace's findings that the replay lets through, worst first."""
+    snapshot = index.get(namespace)
+    if snapshot is None:
+        raise NotFound(f"namespace {namespace!r} holds no tools")
+    cases, stages = reported(session, namespace)
+    offered = []
+    for finding in findings(snapshot.cards, cases, stages):
+        result = replay(snapshot.index, encoder, cases, edited(snapshot.cards, finding.changes))
+        finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": result.broken}
+        if result.offered():
+            offered.append(finding)
+    return offered
+
+
+def apply(
+    session: Session, index: IndexManager, encoder: Encoder, namespace: str, advice_id: str
+) -> list[dict[str, Any]]:
+    """Write finding ``advice_id``'s changes as new versions of its cards; Conflict if the
+    replay, run again on the present state, no longer offers it."""
+    snapshot = index.get(namespace)
+    found = {f.id: f for f in advice(session, index, encoder, namespace)}
+    if advice_id not in found or snapshot is None:
+        raise Conflict(f"advice {advice_id!r} no longer holds in {namespace!r}: list it again")
+    cards = list(edited(snapshot.cards, found[advice_id].changes).values())
+    write_cards(session, encoder, cards)
+    written = [repository.get_card(session, namespace, card.name) for card in cards]
+    return [{"tool": s.card.name, "version": s.version} for s in written]
+
+
+def as_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.id,
+        "kind": finding.kind,
+        "tools": list(finding.tools),
+        "cases": finding.cases,
+        "steps": finding.steps,
+        "diagnosis": finding.diagnosis,
+        "changes": [{"tool": c.tool, "field": c.field, "value": c.value} for c in finding.changes],
+        "replay": finding.replay,
+    }

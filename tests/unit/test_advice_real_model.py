@@ -1,0 +1,61 @@
+"""The issue's "Done when", with the real model: a namespace of look-alike customer tools
+where most order questions go to the card that mentions "order count" (tests/data/doctor/).
+The steps are reported, every advice the replay offers is applied, and then: at least half
+of the reported misroutes and half of the unseen paraphrases are fixed, and every step that
+was right stays right."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.advice.doctor import Case
+from app.advice.replay import firsts, heal
+from app.embedding.encoders import Encoder, make_encoder
+from app.routing import RouterConfig, RouterIndex, embedding_text
+from app.tools.catalog import card_to_doc
+from registry.card import ToolCard
+
+DATA = Path(__file__).parent.parent / "data" / "doctor"
+
+
+def rows(name: str) -> list[dict[str, str]]:
+    return [json.loads(line) for line in (DATA / f"{name}.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def encoder() -> Encoder:
+    return make_encoder("minilm")
+
+
+def hits(index: RouterIndex, encoder: Encoder, items: list[dict[str, str]]) -> list[bool]:
+    got = firsts(index, encoder, [r["query"] for r in items])
+    return [g == r["chosen"] for g, r in zip(got, items, strict=True)]
+
+
+def test_applied_advice_fixes_half_and_breaks_nothing(encoder: Encoder) -> None:
+    cards = {c["name"]: ToolCard(**c) for c in json.loads((DATA / "tools.json").read_text())}
+    docs = [card_to_doc(cards[n]) for n in sorted(cards)]
+    index = RouterIndex.build(
+        docs, encoder.encode([embedding_text(d) for d in docs]), RouterConfig()
+    )
+    reported, unseen, right = rows("reported"), rows("paraphrases"), rows("right")
+    before = {name: hits(index, encoder, items) for name, items in
+              (("reported", reported), ("unseen", unseen), ("right", right))}  # fmt: skip
+    misroutes = before["reported"].count(False)
+    assert misroutes >= 8 and before["unseen"].count(False) >= 5 and all(before["right"])
+
+    cases = [Case(r["query"], "", r["chosen"]) for r in reported]
+    healed, _, applied, _ = heal(index, cards, encoder, cases)
+    assert applied
+    after = {name: hits(healed, encoder, items) for name, items in
+             (("reported", reported), ("unseen", unseen), ("right", right))}  # fmt: skip
+    fixed = sum(not b and a for b, a in zip(before["reported"], after["reported"], strict=True))
+    fixed_unseen = sum(not b and a for b, a in zip(before["unseen"], after["unseen"], strict=True))
+    assert fixed >= misroutes / 2, (fixed, misroutes)
+    assert fixed_unseen >= before["unseen"].count(False) / 2, (fixed_unseen, after["unseen"])
+    assert all(after["right"])
+    broken = sum(b and not a for b, a in zip(before["reported"], after["reported"], strict=True))
+    assert broken == 0
