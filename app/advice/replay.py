@@ -23,10 +23,12 @@ class Replay:
     checked: int
     fixed: int
     broken: int
+    won: int = 0  # cases an edited tool comes first for only after (fixed ones included)
 
     def offered(self) -> bool:
-        """At least one case fixed and none broken."""
-        return self.fixed >= 1 and self.broken == 0
+        """At least one case fixed, none broken, and no case won for an edited tool beyond
+        the fixed ones: an edit that only wins usage for its tool (the gaming case) is not."""
+        return self.fixed >= 1 and self.broken == 0 and self.won <= self.fixed
 
 
 def shadow(index: RouterIndex, encoder: Encoder, edited: Mapping[str, ToolCard]) -> RouterIndex:
@@ -57,17 +59,19 @@ def replay(
     index: RouterIndex, encoder: Encoder, cases: Sequence[Case], edited: Mapping[str, ToolCard]
 ) -> Replay:
     """Route every case before and after the edits: a case is fixed when its used tool comes
-    first only after, broken when it came first only before. Every reported case is checked,
-    the steps reported for other tools too: an edit that wins steps for its tool that were
-    reported for another breaks them (the gaming case)."""
+    first only after, broken when it came first only before, won when an edited tool comes
+    first only after. Every reported case is checked, the steps reported for other tools too:
+    an edit that wins steps for its tool that were reported for another breaks them, or wins
+    more than it fixes (the gaming case)."""
     queries = [c.query for c in cases]
     before = firsts(index, encoder, queries)
     after = firsts(shadow(index, encoder, edited), encoder, queries)
-    fixed = broken = 0
+    fixed = broken = won = 0
     for case, was, now in zip(cases, before, after, strict=True):
         fixed += was != case.chosen and now == case.chosen
         broken += was == case.chosen and now != case.chosen
-    return Replay(len(cases), fixed, broken)
+        won += now in edited and was != now
+    return Replay(len(cases), fixed, broken, won)
 
 
 def heal(

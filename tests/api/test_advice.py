@@ -121,3 +121,32 @@ def test_the_cli_prints_the_same(
     assert json.loads(capsys.readouterr().out) == served
     assert main(["advice", "--namespace", NS]) == 0
     assert "replay: checked" in capsys.readouterr().out
+
+
+def test_an_edit_that_only_wins_usage_is_not_offered(
+    loop: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gaming case: a finding whose edit puts the other tools' wording on list_orders fixes
+    the order steps but takes the steps reported for send_email and customer_profile; the
+    replay refuses it, so it is neither listed nor applicable."""
+    from app.advice import service
+    from app.advice.doctor import Change, Finding
+
+    setup(loop)
+    greedy = [
+        Change(
+            "list_orders",
+            "description",
+            f"{CARDS[1]['description']} Also any customer profile, address, email message.",
+        ),
+        Change("list_orders", "examples", [q for q, _ in RIGHT] + MISROUTED),
+    ]
+    gaming = Finding("confusion", ("customer_profile", "list_orders"), 3, MISROUTED, "", greedy)
+    real = service.findings
+    monkeypatch.setattr(service, "findings", lambda *a: [*real(*a), gaming])
+    answer = loop.get(f"/v1/advice?namespace={NS}", headers=VIEWER)
+    assert answer.status_code == 200, answer.text
+    assert gaming.id not in {f["id"] for f in answer.json()["advice"]}
+    assert gaming.replay["fixed"] >= 1 and gaming.replay["broken"] >= 1, gaming.replay
+    path = f"/v1/advice/{gaming.id}/apply?namespace={NS}"
+    assert loop.post(path, headers=ADMIN).status_code == 409

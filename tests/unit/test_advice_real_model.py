@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.advice.doctor import Case
-from app.advice.replay import firsts, heal
+from app.advice.doctor import Case, Change, edited
+from app.advice.replay import firsts, heal, replay
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import RouterConfig, RouterIndex, embedding_text
 from app.tools.catalog import card_to_doc
@@ -59,3 +59,31 @@ def test_applied_advice_fixes_half_and_breaks_nothing(encoder: Encoder) -> None:
     assert all(after["right"])
     broken = sum(b and not a for b, a in zip(before["reported"], after["reported"], strict=True))
     assert broken == 0
+
+
+def test_an_edit_that_only_wins_usage_is_refused(encoder: Encoder) -> None:
+    """The gaming case (issue 31): broad words and other tools' wording added to one card fix
+    the reported order steps but take steps reported, successfully, for other tools. The
+    replay checks those too, counts them broken, and refuses the edit."""
+    cards = {c["name"]: ToolCard(**c) for c in json.loads((DATA / "tools.json").read_text())}
+    docs = [card_to_doc(cards[n]) for n in sorted(cards)]
+    index = RouterIndex.build(
+        docs, encoder.encode([embedding_text(d) for d in docs]), RouterConfig()
+    )
+    reported, right = rows("reported"), rows("right")
+    cases = [Case(r["query"], "", r["chosen"]) for r in [*reported, *right]]
+    greedy = cards["customer_purchases"]
+    broad = (
+        f"{greedy.description} Anything about a customer: orders, account, loyalty tier, "
+        "phone, address, email, payments and refunds, parcels, shipments and tracking, "
+        "products and the catalog."
+    )
+    changes = [
+        Change("customer_purchases", "description", broad),
+        Change("customer_purchases", "examples", [r["query"] for r in right]),
+    ]
+    result = replay(index, encoder, cases, edited(cards, changes))
+    assert result.checked == len(reported) + len(right)
+    assert result.fixed >= 1, result  # it does fix reported steps ...
+    assert result.broken >= 1 and result.won > result.fixed, result  # ... by taking others'
+    assert not result.offered()
