@@ -194,6 +194,13 @@ ENDPOINTS: dict[str, Callable[[World, str, str], Call]] = {
         "/v1/memory/lookup_order",
         {"params": {"namespace": ns}},
     ),
+    # The card doctor: advice is read like stats; applying it writes cards (admin).
+    "GET /v1/advice": lambda w, c, ns: ("get", "/v1/advice", {"params": {"namespace": ns}}),
+    "POST /v1/advice/{advice_id}/apply": lambda w, c, ns: (
+        "post",
+        "/v1/advice/nope/apply",
+        {"params": {"namespace": ns}},
+    ),
 }
 
 EMPTY = "200, empty"  # 200, and nothing of the namespace named
@@ -224,6 +231,8 @@ EXPECTED: dict[str, tuple[int | str, ...]] = {
     "DELETE /v1/sources/{name}": (404, 403, 403, 403, 403, 403),
     "POST /v1/sources/{name}/sync": (404, 403, 403, 403, 403, 403),
     "DELETE /v1/memory/{name}": (204, 204, 403, 403, 403, 403),
+    "GET /v1/advice": (200, 200, 403, 403, 403, 200),
+    "POST /v1/advice/{advice_id}/apply": (409, 409, 403, 403, 403, 403),
 }
 CASES = [
     (endpoint, caller, expected)
