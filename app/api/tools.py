@@ -34,7 +34,6 @@ from app.schemas import (
 from app.tools import service as tools
 from app.tools.card_lint import card_warnings
 from app.tools.namespaces import require_known
-from registry.repository import StoredCard
 
 if TYPE_CHECKING:
     from app.services import Services
@@ -81,8 +80,9 @@ OneNamespace = Annotated[
 ]
 
 
-def written(stored: StoredCard, services: Services) -> ToolWritten:
-    """The answer to a write: the card, and what the lint found in it."""
+def written(stored: Any, services: Services) -> ToolWritten:
+    """The answer to a write: the card as stored (a ``StoredCard``), and what the lint found
+    in it."""
     [found] = card_warnings(services.index, [stored.card])
     warnings = [CardWarning(code=w.code, message=w.message) for w in found]
     return ToolWritten(**ToolRead.from_stored(stored).model_dump(), warnings=warnings)
@@ -190,20 +190,16 @@ def bulk_import(
 ) -> BulkResult:
     """Import many tools in any mix of formats: all land, or (on any bad item) none. A body
     over the JSON limit: send one tool a line as ``application/x-ndjson`` (streamed)."""
-    names, cards = tools.import_tools(
+    names, found = tools.import_tools(
         session,
         services.encoder,
         request.tools,
         request.namespace,
         admin.namespaces,
         sessions=services.session_factory,
+        index=services.index,
     )
-    found = card_warnings(services.index, cards)
-    warnings = [
-        ToolWarning(tool=card.name, code=w.code, message=w.message)
-        for card, each in zip(cards, found, strict=True)
-        for w in each
-    ]
+    warnings = [ToolWarning(tool=tool, code=w.code, message=w.message) for tool, w in found]
     return BulkResult(**names, warnings=warnings)
 
 

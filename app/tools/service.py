@@ -22,11 +22,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.embedding.encoders import Encoder
 from app.keys.scope import only_namespace, require_writable
 from app.tools import catalog
+from app.tools.card_lint import card_warnings
 from app.tools.imports import StreamedImport
 from app.tools.live_index import IndexManager
 from registry import repository
 from registry.card import ToolCard
 from registry.errors import InvalidInput, ToolReachError
+from registry.lint import LintWarning
 from registry.repository import StoredCard, WriteStatus
 from registry.tool_search import DEFERRABLE
 
@@ -103,10 +105,12 @@ def import_tools(
     writable: Collection[str] | None = None,
     *,
     sessions: sessionmaker[Session] | None = None,
-) -> tuple[dict[WriteStatus, list[str]], list[ToolCard]]:
+    index: IndexManager | None = None,
+) -> tuple[dict[WriteStatus, list[str]], list[tuple[str, LintWarning]]]:
     """Write every item, or none: InvalidInput listing each bad one, Forbidden at the first in
-    a namespace the key may not write. The names written, by what happened to each, and the
-    cards written. ``sessions``: the vectors are stored before ``session`` begins."""
+    a namespace the key may not write. The names written, by what happened to each, and each
+    written card's lint warnings (look-alikes sought in ``index``). ``sessions``: the vectors
+    are stored before ``session`` begins."""
     batch, statuses = catalog.import_items(
         session,
         encoder,
@@ -123,7 +127,10 @@ def import_tools(
     names: dict[WriteStatus, list[str]] = {"created": [], "updated": [], "unchanged": []}
     for card, status in zip(batch.cards, statuses, strict=True):
         names[status].append(card.name)
-    return names, list(batch.cards)
+    found = card_warnings(index, batch.cards)
+    return names, [
+        (card.name, w) for card, each in zip(batch.cards, found, strict=True) for w in each
+    ]
 
 
 def start_import(
