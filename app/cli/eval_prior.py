@@ -12,6 +12,7 @@ the prior computed before any feedback existed, which must equal no prior at all
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,18 +31,23 @@ from app.cli.evaluate import (
     score,
     throwaway_services,
 )
+from app.cli.no_fit import expected_calibration_error
 from app.cli.progress import progress_iter
 from app.cli.simulate import pick_choice
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
+from app.learning.guard import challenge
 from app.loop.feedback import record_feedback
 from app.route.service import route_step
 from app.routing import ALL_STAGES, query_texts, route
+from app.routing.adapter import Learned
+from app.routing.calibration import Calibration
 from app.routing.memory import QueryMemory
 from app.schemas import FeedbackRequest, RouteRequest
 from app.services import Services
 from app.settings import Settings
 from app.tools.catalog import parse_batch, write_cards
+from app.tools.examples import text_vectors
 
 GROUPS = ("all", "seen", "unseen")
 
@@ -118,7 +124,11 @@ def score_queries(
     vectors: Sequence[np.ndarray],
     prior: Mapping[str, float] | None,
     memory: QueryMemory | None = None,
+    learned: Learned | None = None,
+    calibration: Calibration | None = None,
 ) -> list[dict[str, float]]:
+    """Each query's scores, and its top candidate's confidence (``confidence``: 0 for an
+    empty answer), read through ``calibration`` when given."""
     snapshot = services.index.get(NAMESPACE)
     assert snapshot is not None
     rows = []
@@ -132,9 +142,21 @@ def score_queries(
             stages=ALL_STAGES,
             prior=prior,
             memory=memory,
+            learned=learned,
         )
-        rows.append(score([c.name for c in ranked], query.relevant))
+        row = score([c.name for c in ranked], query.relevant)
+        top = ranked[0].confidence if ranked else 0.0
+        row["confidence"] = calibration(top) if calibration is not None and ranked else top
+        rows.append(row)
     return rows
+
+
+def top_ece(rows: Sequence[dict[str, float]]) -> float | None:
+    """The top candidate's expected calibration error over ``rows`` (``no_fit.py``'s)."""
+    if not rows:
+        return None
+    conf = [r["confidence"] for r in rows]
+    return round(expected_calibration_error(conf, [r["hit@1"] > 0 for r in rows]), 4)
 
 
 def grouped(rows: list[dict[str, float]], seen: list[bool]) -> dict[str, dict[str, Any]]:
@@ -145,7 +167,11 @@ def grouped(rows: list[dict[str, float]], seen: list[bool]) -> dict[str, dict[st
         "unseen": [r for r, s in zip(rows, seen, strict=True) if not s],
     }
     return {
-        g: {"queries": len(p), **(mean_scores(p) if p else dict.fromkeys(METRICS))}
+        g: {
+            "queries": len(p),
+            **(mean_scores(p) if p else dict.fromkeys(METRICS)),
+            "ece": top_ece(p),
+        }
         for g, p in picks.items()
     }
 
@@ -168,6 +194,7 @@ def replay_prior(
     limit: int | None = None,
     seed: int = 0,
     poison_share: float = 0.0,
+    learn: bool = False,
 ) -> dict[str, Any]:
     """Score held-out queries without the prior, at cold start, with the prior, and with
     the prior and query memory. ``poison_share``: that share of the replayed reports name a
@@ -199,6 +226,9 @@ def replay_prior(
         without = score_queries(services, held, vectors, None)
         with_prior = score_queries(services, held, vectors, prior)
         with_memory = score_queries(services, held, vectors, prior, memory)
+        learning: dict[str, Any] = {}
+        if learn:
+            learning = learned_variants(services, settings, held, vectors, prior, memory)
     reported = {name for i, q in enumerate(fed) if i not in poisoned for name in q.relevant}
     seen = [bool(q.relevant & reported) for q in held]
     return {
@@ -218,6 +248,43 @@ def replay_prior(
             "cold_start": grouped(cold, seen),
             "with_prior": grouped(with_prior, seen),
             "with_memory": grouped(with_memory, seen),
+            **{name: grouped(rows, seen) for name, rows in learning.pop("rows", {}).items()},
+        },
+        **({"learning": learning} if learn else {}),
+    }
+
+
+def learned_variants(
+    services: Services,
+    settings: Settings,
+    held: Sequence[Query],
+    vectors: Sequence[np.ndarray],
+    prior: Mapping[str, float],
+    memory: QueryMemory | None,
+) -> dict[str, Any]:
+    """The guard's challenger (app/learning/guard.py), trained on the remembered steps as a
+    serving process trains it, scored on the held-out queries: alone, and with the prior and
+    query memory; ``verdict``: what the guard decided, and why."""
+    snapshot = services.index.get(NAMESPACE)
+    memories = services.memory
+    assert snapshot is not None and memories is not None
+    steps = memories.steps(NAMESPACE)
+    with unit_of_work(services.session_factory) as session:
+        step_vectors = text_vectors(session, services.encoder, [s.text for s in steps])
+    learned, verdict = challenge(
+        snapshot.index, steps, step_vectors, settings.trust_keys, services.index.config, None, prior
+    )
+    if learned is None:
+        return {"verdict": verdict.summary(), "rows": {}}
+    calibration = learned.calibration
+    plain = dataclasses.replace(learned, calibration=None)
+    return {
+        "verdict": verdict.summary(),
+        "calibration_labels": None if calibration is None else calibration.labels,
+        "rows": {
+            "learned": score_queries(services, held, vectors, None, None, plain),
+            "learned_prior": score_queries(services, held, vectors, prior, memory, plain),
+            "calibrated": score_queries(services, held, vectors, prior, memory, plain, calibration),
         },
     }
 
@@ -228,13 +295,17 @@ def format_replay(report: dict[str, Any]) -> str:
         f"{report['feedback_queries']} queries replayed as feedback "
         f"({report['tools_with_prior']} tools got a prior), "
         f"{report['held_out_queries']} held out",
-        f"{'variant':<12}{'group':<8}{'queries':>8}" + "".join(f"{m:>10}" for m in METRICS),
+        f"{'variant':<14}{'group':<8}{'queries':>8}"
+        + "".join(f"{m:>10}" for m in (*METRICS, "ece")),
     ]
     for variant, groups in report["results"].items():
         for group in GROUPS:
             values = groups[group]
             cells = (
-                f"{values[m]:>10.3f}" if values[m] is not None else f"{'-':>10}" for m in METRICS
+                f"{values[m]:>10.3f}" if values[m] is not None else f"{'-':>10}"
+                for m in (*METRICS, "ece")
             )
-            lines.append(f"{variant:<12}{group:<8}{values['queries']:>8}" + "".join(cells))
+            lines.append(f"{variant:<14}{group:<8}{values['queries']:>8}" + "".join(cells))
+    if "learning" in report:
+        lines.append(f"learning: {report['learning']['verdict']}")
     return "\n".join(lines)

@@ -293,7 +293,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         from app.cli.eval_prior import format_replay, replay_prior
 
         replay = replay_prior(
-            data, settings, args.replay_feedback, limit=args.limit, poison_share=args.poison
+            data,
+            settings,
+            args.replay_feedback,
+            limit=args.limit,
+            poison_share=args.poison,
+            learn=args.learn,
         )
         print(json.dumps(replay, indent=2) if args.json else format_replay(replay))
         return 0
@@ -392,6 +397,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SHARE",
         help="with --replay-feedback: this share of the reports name a wrong tool, each sent "
         "20 times from one key (a poisoning run)",
+    )
+    ev.add_argument(
+        "--learn",
+        action="store_true",
+        help="with --replay-feedback: also train the namespace's adapter from the reports, as "
+        "a serving process does (guarded: docs/ROUTING.md, 'Learning from reports'), and "
+        "score the held-out queries with it",
     )
     ev.set_defaults(handler=cmd_eval)
 

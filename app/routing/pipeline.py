@@ -32,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from app.routing.adapter import Learned
 from app.routing.bm25 import matched_in
+from app.routing.calibration import Calibration
 from app.routing.confidence import ConfidenceModel, Evidence, non_increasing
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.routing.cover import (
@@ -75,6 +77,7 @@ from app.routing.signals import (
     gemv_rows,
     multilingual_rows,
     prior_part,
+    unit_rows,
 )
 from app.routing.types import ALL_STAGES, Candidate, RouterConfig
 
@@ -152,13 +155,42 @@ class Scores:
     memory: np.ndarray | None = None  # query memory's part; None: the namespace has none
     examples: np.ndarray | None = None  # card examples' part; None: no card has any
     parts: np.ndarray | None = None  # (parts, cols) each part's fused score; None: one part
+    learned: np.ndarray | None = None  # the learned adapter's part; None: no adapter serves
 
     def total(self) -> np.ndarray:
         """Score before the rule check."""
         total = self.keyword + self.embedding + self.prior
         if self.memory is not None:
             total = total + self.memory
+        if self.learned is not None:
+            total = total + self.learned
         return total if self.examples is None else total + self.examples
+
+
+def with_learned(
+    index: RouterIndex,
+    scores: Scores,
+    learned: Learned | None,
+    query_vec: np.ndarray | None,
+    stages: frozenset[str],
+) -> Scores:
+    """``scores`` with the learned adapter's part (``adapter.py``) when one serves the
+    namespace and the embedding stage is on; unchanged (no part at all) otherwise. Only the
+    best ``learned.pool`` tools by score that have reports get a part."""
+    if learned is None or "embedding" not in stages or query_vec is None:
+        return scores
+    part = np.zeros(scores.cols.size, dtype=np.float32)
+    dim = index.embeddings.shape[1]
+    unit = None if learned.adapter.dim != dim else unit_rows(query_vec, 1, dim)
+    if scores.signal and unit is not None:
+        pool = top_indices(scores.total(), learned.pool)
+        cols = scores.cols[pool]
+        reported = learned.reported(index.names)[cols]
+        if reported.any():
+            part[pool] = learned.adapter.learned_part(
+                unit[0], index.embeddings[cols], reported, learned.weight
+            )
+    return dataclasses.replace(scores, learned=part)
 
 
 def with_examples(
@@ -393,6 +425,7 @@ class Step:
     tools: int
     pool: np.ndarray
     model: ConfidenceModel
+    calibration: Calibration | None = None  # the namespace's own (adapter.Learned)
 
 
 def evidence(scores: Scores, step: Step, positions: np.ndarray, pen: np.ndarray) -> list[Evidence]:
@@ -471,9 +504,13 @@ def candidates(
             parts["memory"] = float(scores.memory[p])
         if scores.examples is not None:
             parts["examples"] = float(scores.examples[p])
+        if scores.learned is not None:
+            parts["learned"] = float(scores.learned[p])
         name = index.names[scores.cols[p]]
         found = verdicts[j]
         confidence = step.model.confidence(seen)
+        if step.calibration is not None:
+            confidence = step.calibration(confidence)
         out.append(
             Candidate(
                 name,
@@ -509,6 +546,7 @@ def route(
     examples: QueryMemory | None = None,
     split: bool = True,
     own_memory: QueryMemory | None = None,
+    learned: Learned | None = None,
 ) -> list[Candidate]:
     """The top-``k`` tools for ``query``, each with its score explained stage by stage and
     its confidence (``confidence.py``); those below ``min_confidence`` are left out.
@@ -521,7 +559,8 @@ def route(
     ``own_memory``: the routing key's own steps that other keys have not confirmed, at full
     weight (app/loop/trust.py; ``memory`` holds them at the weight every key sees).
     ``split``: read the step as its parts (``parts.py``) and cover them; ``False`` reads it
-    as one part.
+    as one part. ``learned``: the namespace's serving adapter (``adapter.py``), ``None``
+    when it has none or learning is off (then the answer is as without learning).
     """
     check_stages(stages)
     eligible = index.eligible(tags)
@@ -534,6 +573,7 @@ def route(
     scores = stage_scores(index, rows, query_vec, eligible, prior, config, stages, cosines, depth)
     scores = with_memory(index, scores, memory, query_vec, config, own_memory)
     scores = with_examples(index, scores, examples, query_vec, config, stages)
+    scores = with_learned(index, scores, learned, query_vec, stages)
     total = scores.total()
     covering = scores.parts is not None
     if scores.signal:
@@ -544,7 +584,7 @@ def route(
         pool = top_indices(total, k)
         pool = pool[total[pool] > 0]
     tools = len(index) if eligible is None else eligible.size
-    step = Step(rows, tools, pool, confidence)
+    step = Step(rows, tools, pool, confidence, None if learned is None else learned.calibration)
     diversify = len(rows.texts) > 1 or not config.mmr_multi_ask_only
     lam = config.mmr_lambda if diversify else 1.0
     # Plain top-k (no MMR): the pool, best first, is checked only as far as it can matter.
@@ -605,6 +645,8 @@ def covering_answer(
     best = leaders(part_scores)
     seen = part_evidence(index, scores, step, positions[best], pen[best], range(best.size))
     confidence = [step.model.confidence(e) for e in seen]
+    if step.calibration is not None:
+        confidence = [step.calibration(c) for c in confidence]
     vectors = index.embeddings[scores.cols[positions]] if lam < 1.0 else None
     return cover(part_scores, confidence, final, vectors, k, lam)
 
