@@ -32,7 +32,7 @@ CARDS = [
         name="weather.forecast", description=TWIN, parameters={"type": "object", "properties": DAYS}
     ),
     ToolCard(name="send_email", description="Send an email message to one address."),
-    ToolCard(name="list_orders", description="The purchases a shopper made, with dates and totals."),
+    ToolCard(name="list_orders", description="The purchases a shopper made, with totals."),
     ToolCard(name="track_parcel", description="Where a parcel is, by its tracking number."),
     ToolCard(name="fx_rates", description="Exchange rates between two currencies."),
     ToolCard(name="translate", description="Translate text into another language."),
