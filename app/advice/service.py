@@ -5,7 +5,7 @@ first, through the registry's write path (the session dependency commits)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -41,9 +41,14 @@ def reported(session: Session, namespace: str) -> tuple[list[Case], dict[str, st
 
 
 def checked(
-    session: Session, index: IndexManager, encoder: Encoder, namespace: str
+    session: Session,
+    index: IndexManager,
+    encoder: Encoder,
+    namespace: str,
+    each: Callable[[list[Finding]], Iterable[Finding]] = iter,
 ) -> list[tuple[Finding, Replay]]:
-    """Every finding of the namespace's reported steps with its replay, worst first."""
+    """Every finding of the namespace's reported steps with its replay, worst first.
+    ``each``: how the findings are gone through (a progress bar, in a bench)."""
     snapshot = index.get(namespace)
     if snapshot is None:
         raise NotFound(f"namespace {namespace!r} holds no tools")
@@ -51,7 +56,7 @@ def checked(
     stands = standings(snapshot.index, encoder, cases)
     before = firsts(snapshot.index, encoder, [c.query for c in cases])
     out = []
-    for finding in findings(snapshot.cards, cases, stages, stands):
+    for finding in each(findings(snapshot.cards, cases, stages, stands)):
         changed = edited(snapshot.cards, finding.changes)
         result = replay(snapshot.index, encoder, cases, changed, before)
         finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": result.broken}
