@@ -129,7 +129,8 @@ def counts(before: list[bool], after: list[bool]) -> dict[str, int]:
 def items(checked: Sequence[tuple[Finding, Replay]]) -> dict[str, Any]:
     offered = Counter(f.kind for f, r in checked if r.offered())
     refused = Counter(f"{f.kind}:{r.refused()}" for f, r in checked if not r.offered())
-    return {"found": len(checked), "offered": dict(offered), "refused": dict(sorted(refused.items()))}
+    by_reason = dict(sorted(refused.items()))
+    return {"found": len(checked), "offered": dict(offered), "refused": by_reason}
 
 
 def run(data: Path, limit: int | None, fraction: float, seed: int, k: int) -> dict[str, Any]:
