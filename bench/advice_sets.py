@@ -2,7 +2,7 @@
 recovers, and how many items the replay refuses, with the real model.
 
     PYTHONPATH=. HF_HUB_OFFLINE=1 python bench/advice_sets.py --data /work/shared/data/metatool \\
-        [--limit N] [--fraction 0.5] [--seed 0] [--k 3] [--json]
+        [--limit N] [--fraction 0.5] [--seed 0] [--k 3] [--kinds miss,parameter] [--json]
 
 The dataset (``load_dataset``, as ``toolreach eval``) goes into a throwaway registry with the
 service's default encoder (``Settings().encoder``). A seeded share ``--fraction`` of its
@@ -15,6 +15,8 @@ and every offered item is applied, in order, through the registry's write path
 value was computed on the card before). Reported:
 
 - items offered, by kind; refused, by kind and reason (broke a case / fixed none / gaming);
+- with ``--kinds``, only the offered items of those kinds are applied (the others are
+  still listed and counted);
 - hit@1 before and after on (a) the reported steps, (b) the held-out queries one of whose
   tools an applied item names or edits, (c) all held-out queries.
 
@@ -133,7 +135,14 @@ def items(checked: Sequence[tuple[Finding, Replay]]) -> dict[str, Any]:
     return {"found": len(checked), "offered": dict(offered), "refused": by_reason}
 
 
-def run(data: Path, limit: int | None, fraction: float, seed: int, k: int) -> dict[str, Any]:
+def run(
+    data: Path,
+    limit: int | None,
+    fraction: float,
+    seed: int,
+    k: int,
+    kinds: frozenset[str] = frozenset({"confusion", "miss", "parameter"}),
+) -> dict[str, Any]:
     settings = Settings()
     tools, queries = load_dataset(data, limit)
     encoder = Remembering(build_encoder(settings))
@@ -152,7 +161,7 @@ def run(data: Path, limit: int | None, fraction: float, seed: int, k: int) -> di
                 NAMESPACE,
                 lambda found: progress_iter(found, "replaying findings", unit="finding"),
             )
-        offered = [f for f, r in checked if r.offered()]
+        offered = [f for f, r in checked if r.offered() and f.kind in kinds]
         applied, skipped = apply_all(services, offered)
         after = {"reported": hits(services, fed), "held_out": hits(services, held)}
     named = {t for f in applied for t in (*f.tools, *(c.tool for c in f.changes))}
@@ -167,6 +176,7 @@ def run(data: Path, limit: int | None, fraction: float, seed: int, k: int) -> di
         "fraction": fraction,
         "seed": seed,
         "k": k,
+        "applied_only": sorted(kinds),
         "items": {**items(checked), "applied": len(applied), "skipped_overlap": skipped},
         "applied_kinds": dict(Counter(f.kind for f in applied)),
         "hit1": {
@@ -187,9 +197,11 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=0.5, help="share replayed as reports")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=3, help="candidates per reported route")
+    parser.add_argument("--kinds", default="confusion,miss,parameter", help="kinds applied")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    report = run(args.data, args.limit, args.fraction, args.seed, args.k)
+    kinds = frozenset(args.kinds.split(","))
+    report = run(args.data, args.limit, args.fraction, args.seed, args.k, kinds)
     if args.json:
         print(json.dumps(report, indent=2))
         return
