@@ -91,7 +91,9 @@ def test_a_served_adapter_routes_reported_steps_to_their_tool() -> None:
     pairs = joined(Pairs(steps, labels, np.ones(40, np.float32)), anchors(tools))
     adapter = train(pairs, tools, ["t0"], Training(epochs=60, batch=16, learning_rate=1e-2))
     before = route(index, "do it", steps[0], k=3, config=CONFIG)
-    after = route(index, "do it", steps[0], k=3, config=CONFIG, learned=Learned(adapter, weight=5.0))
+    after = route(
+        index, "do it", steps[0], k=3, config=CONFIG, learned=Learned(adapter, weight=5.0)
+    )
     assert before[0].name == "t1" and "learned" not in before[0].stages
     assert after[0].name == "t0" and after[0].stages["learned"] > 0
     assert after[0].score == pytest.approx(sum(after[0].stages.values()), abs=1e-5)
