@@ -4,7 +4,8 @@
 ones too (their verdict says why; a challenger too few steps allowed holds no weights). At
 most one row of a namespace is ``serving``; a promotion retires the one before it, and a
 rollback serves the newest retired one below it again. ``version`` counts a namespace's
-rows, so a replica knows whether the model it holds is the one stored.
+rows, so a replica knows whether the model it holds is the one stored. A model an admin
+rolled back from is ``rolled_back``: no later rollback serves it again.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class LearnedModel(Base):
     calibration: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     verdict: Mapped[dict[str, Any]] = mapped_column(JSON)  # Verdict.summary()
     steps: Mapped[int] = mapped_column(Integer)  # remembered steps it was trained and judged on
-    state: Mapped[str] = mapped_column(String(16))  # serving | refused | retired
+    state: Mapped[str] = mapped_column(String(16))  # serving | refused | retired | rolled_back
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     # When it last began to serve (a promotion, or a rollback to it); None: never served.
     served_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
