@@ -252,12 +252,17 @@ def state(session: Session, cache: LearningCache, namespace: str) -> dict[str, A
     held = cache.held(namespace)
     return {
         "namespace": namespace,
-        "enabled": cache.enabled and repository.is_enabled(session, namespace),
+        "enabled": enabled(session, cache, namespace),
         "serving": None if serving is None else model_json(serving),
         "loaded_version": None if held is None else held.version,
         "last_verdict": model_json(rows[0]) if rows else None,
         "history": [model_json(r) for r in rows],
     }
+
+
+def enabled(session: Session, cache: LearningCache, namespace: str) -> bool:
+    """Whether ``namespace`` learns: the service's setting and the admins' switch."""
+    return cache.enabled and repository.is_enabled(session, namespace)
 
 
 def switch(session: Session, namespace: str, enabled: bool) -> None:
