@@ -280,3 +280,24 @@ def rollback(session: Session, namespace: str) -> dict[str, Any]:
             {"namespace": namespace},
         )
     return model_json(restored)
+
+
+def overview(session: Session, cache: LearningCache, namespaces: list[str]) -> list[dict[str, Any]]:
+    """The dashboard's rows: per namespace with a judged model, whether it learns, the
+    serving model (trained on how many reports, held-out hit@1 with it and without, when
+    promoted) and the last verdict (when, and why if refused)."""
+    rows = []
+    for namespace in namespaces:
+        last = repository.newest(session, namespace)
+        if last is None:
+            continue
+        serving = repository.serving(session, namespace)
+        rows.append(
+            {
+                "namespace": namespace,
+                "enabled": enabled(session, cache, namespace),
+                "serving": None if serving is None else model_json(serving),
+                "last": model_json(last),
+            }
+        )
+    return rows

@@ -8,6 +8,7 @@ adapter trained on right reports can. Real Postgres and SQLite, the HTTP surface
 
 from __future__ import annotations
 
+import html
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from app.main import create_app
 from app.services import Services
 from tests.api.loop_support import services_of
 from tests.conftest import ADMIN, empty_database, make_settings
+from tests.dashboard.conftest import sign_in
 from tests.waiting import until
 
 NS = "learn"
@@ -75,6 +77,7 @@ def settings(url: str, **overrides: object) -> Any:
 def started(url: str, **overrides: object) -> TestClient:
     return TestClient(
         create_app(settings(url, **overrides), encoder=make_encoder("fake")),
+        base_url="https://testserver",  # the dashboard's cookie is Secure
         raise_server_exceptions=False,
     )
 
@@ -290,3 +293,19 @@ def test_too_few_steps_is_a_refused_verdict_not_an_error(client: TestClient) -> 
     model = train(client)
     assert model["promoted"] is False and model["digest"] is None
     assert "are needed" in model["reason"]
+
+
+def test_the_overview_shows_the_learned_model(client: TestClient) -> None:
+    report(client)
+    model = train(client)
+    train(client)  # a second challenger, judged against the first
+    sign_in(client)
+    page = client.get("/dashboard", params={"namespace": NS})
+    assert page.status_code == 200, page.text
+    text = page.text
+    assert "Learned model" in text and f"version {model['version']}" in text
+    assert f"{model['trained_on']} reports" in text
+    without, with_model = model["hit@1"]["without"], model["hit@1"]["with"]
+    assert f"{without * 100:.1f}%" in text and f"{with_model * 100:.1f}%" in text
+    last = models(services_of(client))[0]
+    assert f"version {last.version}," in text and html.escape(str(last.verdict["reason"])) in text
