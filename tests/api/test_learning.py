@@ -309,3 +309,44 @@ def test_the_overview_shows_the_learned_model(client: TestClient) -> None:
     assert f"{without * 100:.1f}%" in text and f"{with_model * 100:.1f}%" in text
     last = models(services_of(client))[0]
     assert f"version {last.version}," in text and html.escape(str(last.verdict["reason"])) in text
+
+
+def test_the_background_round_trains_when_enough_steps_are_new(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    learning = services_of(client).learning
+    assert learning is not None
+    report(client, rounds=3)  # 15 steps: fewer than the 20 new ones a round waits for
+    learning.tick()
+    assert learning.trainings == 0
+    report(client, rounds=8)  # 40 in all (the first 15 again, and 25 more)
+    learning.tick()
+    assert learning.trainings == 1 and learning.get(NS) is not None
+    served = learning.get(NS)
+    learning.tick()  # nothing new since
+    assert learning.trainings == 1
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a training that fails")
+
+    monkeypatch.setattr("app.learning.service.challenge", broken)
+    learning.min_new_steps = 1
+    report(client, rounds=9)
+    learning.tick()  # logged; the model before keeps serving
+    assert learning.get(NS) is served
+
+
+def test_learning_off_in_the_settings_trains_and_serves_nothing(database_url: str) -> None:
+    with started(database_url, learning=False) as client:
+        tools = [{"name": n, "description": d} for n, (d, _) in PHRASES.items()]
+        body = {"tools": tools, "namespace": NS}
+        assert client.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+        report(client)
+        learning = services_of(client).learning
+        assert learning is not None
+        learning.tick()
+        assert learning.trainings == 0 and learning.get(NS) is None
+        assert learned_stages(answers(client)) == 0
+        assert client.post(f"/v1/learning/{NS}/train", headers=ADMIN).status_code == 409
+        state = client.get("/v1/learning", params={"namespace": NS}, headers=ADMIN).json()
+        assert state["enabled"] is False and state["serving"] is None
