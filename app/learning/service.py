@@ -6,10 +6,12 @@ guard ``guard.py``).
 thread, off the request path. Every ``poll`` seconds it loads the stored serving model of
 each namespace (only a changed version is read whole), and every ``interval`` seconds it
 trains each namespace that has at least ``min_new_steps`` remembered steps newer than its
-last training (query memory's steps: forgotten reports are gone, decay and bounded
-influence applied). The guard judges the challenger against the serving model; the verdict
-is stored, refused or not, and a promoted model serves, retiring the one before it, and is
-announced (``repository.LEARNING_CHANNEL``) so every replica loads it at once. A restart
+last training, or whose reports an admin forgot since (``DELETE /v1/memory``; once query
+memory is rebuilt without them). It trains on query memory's steps: forgotten reports are
+gone, decay and bounded influence applied. The guard judges the challenger against the
+serving model; the verdict is stored, refused or not, and a promoted model serves,
+retiring the one before it, and is announced (``repository.LEARNING_CHANNEL``) so every
+replica loads it at once. A restart
 loads the stored model and trains nothing until new steps come. A failure is logged and
 the previous model keeps serving; routes only read an immutable mapping.
 
@@ -34,8 +36,10 @@ from app.db import unit_of_work
 from app.learning import repository
 from app.learning.guard import challenge
 from app.learning.models import LearnedModel
+from app.loop import repository as event_repository
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
+from app.loop.repository import ForgetMark
 from app.routing.adapter import Learned
 from app.tools.examples import TextEncoder, text_vectors
 from app.tools.live_index import IndexManager
@@ -106,21 +110,34 @@ class LearningCache:
         self._models, self._off = MappingProxyType(models), off
 
     def due(self) -> list[str]:
-        """The namespaces with ``min_new_steps`` remembered steps newer than their last
-        training, learning on."""
+        """The namespaces, learning on, with ``min_new_steps`` remembered steps newer than
+        their last training, or with reports forgotten since (``_forgot``)."""
         if not self.enabled:
             return []
         with unit_of_work(self._factory) as session:
             trained = repository.last_trained(session)
             off = repository.switched_off(session)
+            marks = event_repository.forget_marks(session)
         due = []
         for namespace in sorted(self._index.namespaces()):
             since = trained.get(namespace)
             steps = self._memory.steps(namespace)
             new = sum(since is None or s.last_seen > since for s in steps)
-            if namespace not in off and new >= self.min_new_steps:
+            if namespace in off:
+                continue
+            if new >= self.min_new_steps or self._forgot(namespace, since, marks):
                 due.append(namespace)
         return due
+
+    def _forgot(self, namespace: str, since: datetime | None, marks: list[ForgetMark]) -> bool:
+        """Whether an admin forgot reports of ``namespace`` since its last training, and
+        query memory is rebuilt without them: the serving model learnt from them."""
+        built = self._memory.built_at
+        return (
+            since is not None
+            and built is not None
+            and any(m.namespace == namespace and since < m.created_at <= built for m in marks)
+        )
 
     def train(self, namespace: str) -> dict[str, Any]:
         """Train and judge a challenger for ``namespace`` now, store the verdict (and the
