@@ -8,6 +8,7 @@ fallback.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -98,6 +99,13 @@ def next_version(session: Session, namespace: str) -> int:
         select(func.max(LearnedModel.version)).where(LearnedModel.namespace == namespace)
     )
     return (latest or 0) + 1
+
+
+def digest(row: LearnedModel) -> str | None:
+    """``Adapter.digest`` of the stored weights, without reading them into a matrix."""
+    if row.weights is None:
+        return None
+    return hashlib.sha256(row.weights).hexdigest()[:16]
 
 
 def as_learned(row: LearnedModel) -> Learned:

@@ -105,8 +105,12 @@ class LearningCache:
                     models[row.namespace] = had
                     continue
                 stored = repository.model(session, row.namespace, row.version)
-                if stored is not None and stored.weights is not None:
+                if stored is None or stored.weights is None:
+                    continue
+                try:
                     models[row.namespace] = repository.as_learned(stored)
+                except ValueError:
+                    log.exception("model %d of %s is unreadable", row.version, row.namespace)
         self._models, self._off = MappingProxyType(models), off
 
     def due(self) -> list[str]:
@@ -142,8 +146,14 @@ class LearningCache:
     def train(self, namespace: str) -> dict[str, Any]:
         """Train and judge a challenger for ``namespace`` now, store the verdict (and the
         model), and load what serves; the stored row as JSON (``model_json``)."""
-        with self._training:
-            row = self._train(namespace)
+        try:
+            with self._training:
+                row = self._train(namespace)
+        except IntegrityError as exc:  # another replica stored this version meanwhile
+            raise Conflict(
+                f"another replica stored a model of {namespace!r} meanwhile; try again",
+                {"namespace": namespace},
+            ) from exc
         self.load()
         return row
 
@@ -243,7 +253,7 @@ def model_json(row: LearnedModel) -> dict[str, Any]:
     return {
         "version": row.version,
         "state": row.state,
-        "digest": None if row.weights is None else repository.as_learned(row).adapter.digest(),
+        "digest": repository.digest(row),
         "tools": len(row.tools),
         "steps": row.steps,
         "trained_on": verdict.get("trained_on"),

@@ -357,3 +357,12 @@ def test_learning_off_in_the_settings_trains_and_serves_nothing(database_url: st
         assert client.post(f"/v1/learning/{NS}/train", headers=ADMIN).status_code == 409
         state = client.get("/v1/learning", params={"namespace": NS}, headers=ADMIN).json()
         assert state["enabled"] is False and state["serving"] is None
+
+
+def test_the_digest_is_the_adapters(client: TestClient) -> None:
+    report(client)
+    model = train(client)
+    learning = services_of(client).learning
+    assert learning is not None
+    held = learning.get(NS)
+    assert held is not None and model["digest"] == held.adapter.digest()
