@@ -24,7 +24,7 @@ from app.cli.eval_prior import (
     score_queries,
     split,
 )
-from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
+from app.cli.evaluate import NAMESPACE, Query, load_dataset, load_queries, throwaway_services
 from app.db import unit_of_work
 from app.learning.guard import time_split
 from app.learning.pairs import training_pairs
@@ -34,6 +34,7 @@ from app.tools.examples import text_vectors
 
 DESIGNS = [
     {"name": "default"},
+    {"name": "pull1e-2-w2", "pull": 1e-2, "weight": 2.0},
     {"name": "w1", "weight": 1.0},
     {"name": "w3", "weight": 3.0},
     {"name": "epochs60", "epochs": 60},
@@ -48,6 +49,16 @@ DESIGNS = [
     {"name": "pull1e-3-e80", "pull": 1e-3, "epochs": 80},
     {"name": "pull1e-3-t0.02", "pull": 1e-3, "temperature": 0.02},
     {"name": "pull1e-3-pool10", "pull": 1e-3, "pool": 10},
+    {"name": "pull1e-4-w3", "pull": 1e-4, "weight": 3.0},
+    {"name": "pull1e-4-w3-e60", "pull": 1e-4, "weight": 3.0, "epochs": 60},
+    {"name": "rel1", "pull": 1e-3, "weight": 1.0, "relative": True},
+    {"name": "rel1.5", "pull": 1e-3, "weight": 1.5, "relative": True},
+    {"name": "rel2", "pull": 1e-3, "weight": 2.0, "relative": True},
+    {"name": "rel1-pull1e-4", "pull": 1e-4, "weight": 1.0, "relative": True},
+    {"name": "memory0.6", "no_adapter": True, "memory_floor": 0.6},
+    {"name": "memory0.5", "no_adapter": True, "memory_floor": 0.5},
+    {"name": "pull1e-3-w3-mem0.6", "pull": 1e-3, "weight": 3.0, "memory_floor": 0.6},
+    {"name": "pull1e-3-w3-mem0.7", "pull": 1e-3, "weight": 3.0, "memory_floor": 0.7},
 ]
 
 
@@ -57,6 +68,12 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=0.5)
     parser.add_argument("--designs", nargs="*", help="names of DESIGNS to run (default all)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--reports",
+        type=Path,
+        help="replay this queries file's queries (a --fraction share, minus any of the held-out "
+        "texts) as the reports, and hold out the dataset's whole queries.jsonl",
+    )
     args = parser.parse_args()
     settings = Settings()
     tools, queries = load_dataset(args.data, None)
@@ -64,7 +81,17 @@ def main() -> None:
     with throwaway_services(settings, None) as services:
         loaded = _load(services, tools, args.data / "tools.jsonl")
         playable = [Query(q.text, q.relevant & loaded) for q in queries if q.relevant & loaded]
-        fed, held = split(playable, args.fraction, 0)
+        if args.reports:
+            held = playable
+            texts = {q.text for q in held}
+            extra = [
+                Query(q.text, q.relevant & loaded)
+                for q in load_queries(args.reports, tools)
+                if q.text not in texts and q.relevant & loaded
+            ]
+            fed = split(extra, args.fraction, 0)[0]
+        else:
+            fed, held = split(playable, args.fraction, 0)
         vectors = encode_queries(services.encoder, held)
         replay_feedback(services, fed)
         services.prior.refresh()
@@ -94,9 +121,16 @@ def main() -> None:
             adapter = train(pairs, index.embeddings, sorted(reported_tools), training)
             seconds = time.perf_counter() - began
             learned = Learned(
-                adapter, weight=design.get("weight", 2.0), pool=design.get("pool", 50)
+                adapter, weight=design.get("weight", 3.0), pool=design.get("pool", 50)
             )
-            rows = score_queries(services, held, vectors, None, None, learned)
+            memory = None
+            config = services.index.config
+            if "memory_floor" in design:
+                memory = services.memory.get(NAMESPACE)
+                config = dataclasses.replace(config, memory_floor=design["memory_floor"])
+            if design.get("no_adapter"):
+                learned = None
+            rows = score_queries(services, held, vectors, None, memory, learned, config=config)
             out.append(
                 {
                     "design": design["name"],

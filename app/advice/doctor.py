@@ -1,5 +1,7 @@
 """Findings from a namespace's reported steps, and the card edits that would fix them. Pure:
 the cards and the cases in, findings out; ``replay.py`` checks them before they are offered.
+This module holds the confusion kind and what every kind shares; ``kinds.py`` the miss and
+parameter kinds, and ``findings``, which sorts each case into one kind.
 
 A case is one reported step: the tool the route put first and the tool the agent used. A
 confusion is a group of cases with the same (first, used) pair; its changes put the steps'
@@ -31,11 +33,13 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 
 @dataclass(frozen=True)
 class Case:
-    """One reported step: its text, the tool routed first, the tool the agent used."""
+    """One reported step: its text, the tool routed first, the tool the agent used, and
+    whether that tool was among the route's candidates (the feedback's rank is set)."""
 
     query: str
     first: str
     chosen: str
+    offered: bool = True
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,8 @@ class Change:
 
 @dataclass
 class Finding:
-    kind: str  # confusion | miss
-    tools: tuple[str, str]  # (wrong, right)
+    kind: str  # confusion | miss | parameter
+    tools: tuple[str, str]  # (wrong, right): the tool routed first (the most often), the used
     cases: int
     steps: list[str]
     diagnosis: str
@@ -100,17 +104,20 @@ def example_of(step: str) -> str:
     return " ".join(clean_words(step)[:MAX_EXAMPLE_WORDS])
 
 
-def changes_for(steps: Sequence[str], right: ToolCard, wrong: ToolCard) -> list[Change]:
-    """The steps (cleaned) as examples of the right card, and a "Not for" line on the wrong."""
-    examples = list(right.examples)
+def examples_change(steps: Sequence[str], card: ToolCard) -> list[Change]:
+    """The steps (cleaned, at most ``MAX_EXAMPLES`` new ones) added to the card's examples."""
+    examples = list(card.examples)
     for step in steps:
         example = example_of(step)
-        added = len(examples) - len(right.examples)
+        added = len(examples) - len(card.examples)
         if example and example not in examples and added < MAX_EXAMPLES:
             examples.append(example)
-    changes = []
-    if examples != list(right.examples):
-        changes.append(Change(right.name, "examples", examples[-50:]))
+    return [Change(card.name, "examples", examples[-50:])] if examples != card.examples else []
+
+
+def changes_for(steps: Sequence[str], right: ToolCard, wrong: ToolCard) -> list[Change]:
+    """The steps (cleaned) as examples of the right card, and a "Not for" line on the wrong."""
+    changes = examples_change(steps, right)
     words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS]
     line = f"Not for {' '.join(words) or 'these requests'}: use {right.name}."
     if line not in wrong.description:
@@ -130,15 +137,13 @@ def diagnose(steps: Sequence[str], right: ToolCard, wrong: ToolCard, stage: str)
     )
 
 
-def findings(
-    cards: Mapping[str, ToolCard], cases: Sequence[Case], stages: Mapping[str, str] | None = None
+def confusions(
+    cards: Mapping[str, ToolCard],
+    groups: Mapping[tuple[str, str], Sequence[str]],
+    stages: Mapping[str, str] | None = None,
 ) -> list[Finding]:
-    """One finding per (first, used) pair of the wrong cases, most cases first. ``stages``:
-    for a pair ``"first|used"``, the stage that put the wrong tool first."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for case in cases:
-        if case.first != case.chosen and case.first in cards and case.chosen in cards:
-            groups.setdefault((case.first, case.chosen), []).append(case.query)
+    """One confusion per (first, used) pair of ``groups`` (the pair's steps). ``stages``: for
+    a pair ``"first|used"``, the stage that put the wrong tool first."""
     found = []
     for (wrong, right), steps in groups.items():
         unique = list(dict.fromkeys(steps))
@@ -155,7 +160,7 @@ def findings(
                     changes,
                 )
             )
-    return sorted(found, key=lambda f: (-f.cases, f.tools))
+    return found
 
 
 def edited(cards: Mapping[str, ToolCard], changes: Sequence[Change]) -> dict[str, ToolCard]:

@@ -10,12 +10,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.advice.doctor import Case, Finding, edited, findings
+from app.advice.doctor import Case, Finding, edited
+from app.advice.kinds import Standing, findings
 from app.embedding.encoders import Encoder, l2_normalise
-from app.routing import RouterIndex, embedding_text, query_texts, route
+from app.routing import Candidate, RouterIndex, embedding_text, query_texts, route
 from app.routing.segments import IndexSegment
 from app.tools.catalog import card_to_doc
 from registry.card import ToolCard
+
+STAND_DEPTH = 100  # how deep a case's step is routed again to find its used tool
+ANSWER_K = 3  # the route's default k: a used tool below it was not offered
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,16 @@ class Replay:
     def offered(self) -> bool:
         """At least one case fixed, none broken, and no case won for an edited tool beyond
         the fixed ones: an edit that only wins usage for its tool (the gaming case) is not."""
-        return self.fixed >= 1 and self.broken == 0 and self.won <= self.fixed
+        return self.refused() is None
+
+    def refused(self) -> str | None:
+        """Why the replay refuses the edit (None: offered): it broke a case, fixed none, or
+        won more cases for its tools than it fixed (gaming); the first that holds."""
+        if self.broken:
+            return "broke"
+        if self.fixed < 1:
+            return "fixed_nothing"
+        return "gaming" if self.won > self.fixed else None
 
 
 def shadow(index: RouterIndex, encoder: Encoder, edited: Mapping[str, ToolCard]) -> RouterIndex:
@@ -43,28 +56,79 @@ def shadow(index: RouterIndex, encoder: Encoder, edited: Mapping[str, ToolCard])
     return merged
 
 
+def ranked(index: RouterIndex, encoder: Encoder, query: str, k: int) -> list[Candidate]:
+    """The top ``k`` of ``query``, embedded as a route embeds a step (its texts:
+    ``query_texts``, one model call)."""
+    texts = query_texts(query)
+    vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else None
+    return route(index, query, vectors, k=k, config=index.config, texts=texts)
+
+
 def firsts(index: RouterIndex, encoder: Encoder, queries: Sequence[str]) -> list[str | None]:
-    """The tool each query routes to first (None: none), embedded as a route embeds a step
-    (its texts: ``query_texts``, one model call each)."""
+    """The tool each query routes to first (None: none)."""
     out: list[str | None] = []
     for query in queries:
-        texts = query_texts(query)
-        vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else None
-        found = route(index, query, vectors, k=1, config=index.config, texts=texts)
+        found = ranked(index, encoder, query, 1)
         out.append(found[0].name if found else None)
     return out
 
 
+def standing(found: Sequence[Candidate], chosen: str, depth: int) -> Standing:
+    """Where ``chosen`` stands in a deep answer ``found`` (``kinds.Standing``)."""
+    first, first_stages = (found[0].name, dict(found[0].stages)) if found else ("", {})
+    for rank, c in enumerate(found, 1):
+        if c.name == chosen:
+            return Standing(rank, dict(c.stages), c.missing_required, first, first_stages, depth)
+    return Standing(None, {}, (), first, first_stages, depth)
+
+
+def standings(
+    index: RouterIndex, encoder: Encoder, cases: Sequence[Case], depth: int = STAND_DEPTH
+) -> dict[tuple[str, str], Standing]:
+    """Each wrong case's used tool, routed again ``depth`` deep on the present index, keyed
+    ``(query, used tool)``: what says whether the penalty sank it, or which stage kept it
+    out (the recorded stages are of the cards then; a tool not offered has none)."""
+    depth = min(depth, len(index))
+    out: dict[tuple[str, str], Standing] = {}
+    for case in cases:
+        key = (case.query, case.chosen)
+        if case.first != case.chosen and key not in out:
+            out[key] = standing(ranked(index, encoder, case.query, depth), case.chosen, depth)
+    return out
+
+
+def observed(
+    index: RouterIndex, encoder: Encoder, cases: Sequence[Case], k: int = ANSWER_K
+) -> tuple[list[Case], dict[tuple[str, str], Standing]]:
+    """The cases as routing them now would record them (the first tool, whether the used one
+    is among the top ``k``), with their standings: reports made without a service."""
+    depth = min(STAND_DEPTH, len(index))
+    now, stands = [], {}
+    for case in cases:
+        found = ranked(index, encoder, case.query, depth)
+        first = found[0].name if found else ""
+        offered = case.chosen in {c.name for c in found[:k]}
+        now.append(Case(case.query, first, case.chosen, offered))
+        if first != case.chosen:
+            stands[(case.query, case.chosen)] = standing(found, case.chosen, depth)
+    return now, stands
+
+
 def replay(
-    index: RouterIndex, encoder: Encoder, cases: Sequence[Case], edited: Mapping[str, ToolCard]
+    index: RouterIndex,
+    encoder: Encoder,
+    cases: Sequence[Case],
+    edited: Mapping[str, ToolCard],
+    before: Sequence[str | None] | None = None,
 ) -> Replay:
     """Route every case before and after the edits: a case is fixed when its used tool comes
     first only after, broken when it came first only before, won when an edited tool comes
     first only after. Every reported case is checked, the steps reported for other tools too:
     an edit that wins steps for its tool that were reported for another breaks them, or wins
-    more than it fixes (the gaming case)."""
+    more than it fixes (the gaming case). ``before``: the cases' first tools on ``index``,
+    when the caller routed them already (one list for many findings)."""
     queries = [c.query for c in cases]
-    before = firsts(index, encoder, queries)
+    before = firsts(index, encoder, queries) if before is None else before
     after = firsts(shadow(index, encoder, edited), encoder, queries)
     fixed = broken = won = 0
     for case, was, now in zip(cases, before, after, strict=True):
@@ -87,12 +151,12 @@ def heal(
     does, without a database: the measured test and bench/advice_eval.py.)"""
     current, applied, refused = dict(cards), [], 0
     for _ in range(rounds):
-        wrong = firsts(index, encoder, [c.query for c in cases])
-        now = [Case(c.query, w or "", c.chosen) for c, w in zip(cases, wrong, strict=True)]
+        now, stands = observed(index, encoder, cases)
+        before = firsts(index, encoder, [c.query for c in cases])  # as replay routes them
         progressed, refused = False, 0
-        for finding in findings(current, now):
+        for finding in findings(current, now, None, stands):
             changed = edited(current, finding.changes)
-            result = replay(index, encoder, now, changed)
+            result = replay(index, encoder, now, changed, before)
             finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": 0}
             if not result.offered():
                 refused += 1

@@ -1,17 +1,18 @@
 """What ``/v1/advice`` does: the namespace's reported steps (app/loop), findings from them
-(``doctor.py``), each checked by replay (``replay.py``) and offered only if it fixes at least
-one case and breaks none; and applying one, re-checked first, through the registry's write
-path (the session dependency commits)."""
+(``kinds.py``: confusions, misses, parameter problems), each checked by replay (``replay.py``)
+and offered only if it fixes at least one case and breaks none; and applying one, re-checked
+first, through the registry's write path (the session dependency commits)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.advice.doctor import Case, Finding, edited, findings
-from app.advice.replay import replay
+from app.advice.doctor import Case, Finding, edited
+from app.advice.kinds import findings
+from app.advice.replay import Replay, firsts, replay, standings
 from app.embedding.encoders import Encoder
 from app.loop import stats_repository as sql
 from app.tools.catalog import write_cards
@@ -31,27 +32,43 @@ def _stage(stages: Any) -> str:
 
 
 def reported(session: Session, namespace: str) -> tuple[list[Case], dict[str, str]]:
+    """The reported cases (was the used tool offered: the feedback's rank) and, per wrong
+    (first, used) pair, the recorded stage that gave the first most of its score."""
     rows = sql.reported_steps(session, namespace, MAX_CASES)
-    cases = [Case(query, first, chosen) for query, first, chosen, _ in rows]
-    stages = {f"{first}|{chosen}": _stage(st) for _, first, chosen, st in rows if first != chosen}
+    cases = [Case(q, first, chosen, rank is not None) for q, first, chosen, _, rank in rows]
+    stages = {f"{f}|{c}": _stage(st) for _, f, c, st, _ in rows if f != c}
     return cases, stages
+
+
+def checked(
+    session: Session,
+    index: IndexManager,
+    encoder: Encoder,
+    namespace: str,
+    each: Callable[[list[Finding]], Iterable[Finding]] = iter,
+) -> list[tuple[Finding, Replay]]:
+    """Every finding of the namespace's reported steps with its replay, worst first.
+    ``each``: how the findings are gone through (a progress bar, in a bench)."""
+    snapshot = index.get(namespace)
+    if snapshot is None:
+        raise NotFound(f"namespace {namespace!r} holds no tools")
+    cases, stages = reported(session, namespace)
+    stands = standings(snapshot.index, encoder, cases)
+    before = firsts(snapshot.index, encoder, [c.query for c in cases])
+    out = []
+    for finding in each(findings(snapshot.cards, cases, stages, stands)):
+        changed = edited(snapshot.cards, finding.changes)
+        result = replay(snapshot.index, encoder, cases, changed, before)
+        finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": result.broken}
+        out.append((finding, result))
+    return out
 
 
 def advice(
     session: Session, index: IndexManager, encoder: Encoder, namespace: str
 ) -> list[Finding]:
     """The namespace's findings that the replay lets through, worst first."""
-    snapshot = index.get(namespace)
-    if snapshot is None:
-        raise NotFound(f"namespace {namespace!r} holds no tools")
-    cases, stages = reported(session, namespace)
-    offered = []
-    for finding in findings(snapshot.cards, cases, stages):
-        result = replay(snapshot.index, encoder, cases, edited(snapshot.cards, finding.changes))
-        finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": result.broken}
-        if result.offered():
-            offered.append(finding)
-    return offered
+    return [f for f, result in checked(session, index, encoder, namespace) if result.offered()]
 
 
 def apply(

@@ -31,7 +31,6 @@ from app.cli.evaluate import (
     score,
     throwaway_services,
 )
-from app.cli.no_fit import expected_calibration_error
 from app.cli.progress import progress_iter
 from app.cli.simulate import pick_choice
 from app.db import unit_of_work
@@ -41,8 +40,9 @@ from app.loop.feedback import record_feedback
 from app.route.service import route_step
 from app.routing import ALL_STAGES, query_texts, route
 from app.routing.adapter import Learned
-from app.routing.calibration import Calibration
+from app.routing.calibration import Calibration, expected_calibration_error
 from app.routing.memory import QueryMemory
+from app.routing.types import RouterConfig
 from app.schemas import FeedbackRequest, RouteRequest
 from app.services import Services
 from app.settings import Settings
@@ -64,6 +64,7 @@ def split(queries: Sequence[Query], fraction: float, seed: int) -> tuple[list[Qu
 
 HONEST_KEYS = 20  # the replayed reports come from this many agents' keys, in turn
 POISON_KEY = "poisoner"
+FLUSH_EVERY = 500  # routes between flushes of the event buffer (bounded: it drops the oldest)
 FLOOD = 20  # each poisoned report is sent this many times (each on its own route)
 
 
@@ -86,6 +87,8 @@ def replay_feedback(
             key = POISON_KEY if wrong else f"agent-{number % HONEST_KEYS}"
             report = FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")
             reports.append((report, key))
+        if number % FLUSH_EVERY == FLUSH_EVERY - 1:  # the event buffer is bounded
+            services.events.flush()
     services.events.flush()
     with unit_of_work(services.session_factory) as session:
         for report, key in reports:
@@ -126,6 +129,7 @@ def score_queries(
     memory: QueryMemory | None = None,
     learned: Learned | None = None,
     calibration: Calibration | None = None,
+    config: RouterConfig | None = None,
 ) -> list[dict[str, float]]:
     """Each query's scores, and its top candidate's confidence (``confidence``: 0 for an
     empty answer), read through ``calibration`` when given."""
@@ -138,7 +142,7 @@ def score_queries(
             query.text,
             vector,
             k=10,
-            config=services.index.config,
+            config=config or services.index.config,
             stages=ALL_STAGES,
             prior=prior,
             memory=memory,

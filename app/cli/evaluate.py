@@ -184,6 +184,16 @@ def load_dataset(
     return tools, queries[:limit] if limit else queries
 
 
+def load_queries(path: Path, tools: Iterable[dict[str, Any]]) -> list[Query]:
+    """Another queries file of a dataset whose ``tools`` (as ``load_dataset`` gave them) are
+    named as the dataset names them; DatasetError if a line is unusable or it holds nothing."""
+    names = {tool["name"]: tool["name"] for tool in tools}
+    queries = [_query(path, n, item, names) for n, item in read_jsonl(path)]
+    if not queries:
+        raise DatasetError(f"{path}: no queries in it")
+    return queries
+
+
 def loaded_tools(batch: ParsedBatch, path: Path) -> set[str]:
     """The names of the tools that can be registered; DatasetError if there are none."""
     if not batch.cards:

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from app.routing import RouterConfig, RouterIndex, route
+from app.routing.calibration import ECE_BINS, expected_calibration_error, reliability
 from app.routing.memory import QueryMemory
 from app.routing.signals import Cosines, gemv_rows
 
-ECE_BINS = 10
 NO_FIT_SAMPLE = 300  # queries asked again without their tools (each set's index rebuilt once)
 NO_FIT_SEED = 17
 
@@ -37,40 +37,6 @@ class Asked:
 
     confidence: float
     hit: bool
-
-
-def expected_calibration_error(
-    confidence: Sequence[float], hit: Sequence[bool], bins: int = ECE_BINS
-) -> float:
-    """ECE over ``bins`` equal-width bins of [0, 1] (a confidence of 1.0 falls in the last)."""
-    rows = reliability(confidence, hit, bins)
-    total = sum(r["queries"] for r in rows)
-    if not total:
-        return 0.0
-    return sum(r["queries"] * abs(r["accuracy"] - r["confidence"]) for r in rows) / total
-
-
-def reliability(
-    confidence: Sequence[float], hit: Sequence[bool], bins: int = ECE_BINS
-) -> list[dict[str, Any]]:
-    """Per non-empty bin: its bounds, how many queries, their mean confidence and accuracy
-    (the reliability diagram's points)."""
-    conf = np.asarray(confidence, dtype=np.float64)
-    ok = np.asarray(hit, dtype=np.float64)
-    which = np.minimum((conf * bins).astype(np.int64), bins - 1)
-    rows = []
-    for b in range(bins):
-        inside = which == b
-        if inside.any():
-            rows.append(
-                {
-                    "bin": [b / bins, (b + 1) / bins],
-                    "queries": int(inside.sum()),
-                    "confidence": float(conf[inside].mean()),
-                    "accuracy": float(ok[inside].mean()),
-                }
-            )
-    return rows
 
 
 def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:

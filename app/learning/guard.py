@@ -28,11 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.cli.no_fit import expected_calibration_error
 from app.learning.pairs import ANCHOR_WEIGHT, step_pairs
 from app.loop.memory import RememberedStep
 from app.routing.adapter import DEFAULT_TRAINING, Learned, Training, anchors, joined, train
-from app.routing.calibration import Calibration
+from app.routing.calibration import Calibration, expected_calibration_error
 from app.routing.index import RouterIndex
 from app.routing.pipeline import route
 from app.routing.types import RouterConfig

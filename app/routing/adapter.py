@@ -33,7 +33,7 @@ import numpy as np
 from app.routing.calibration import Calibration
 
 TEMPERATURE = 0.05  # the softmax's temperature over cosines
-PULL = 1e-2  # λ: the pull of W toward the identity
+PULL = 1e-3  # λ: the pull of W toward the identity
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,9 +173,39 @@ class Training:
     temperature: float = TEMPERATURE
     pull: float = PULL
     seed: int = 0
+    # Beyond this many tools each batch's softmax reads a sample of them: the batch's own
+    # tools, each step's ``hard`` nearest tools (by the plain cosine) and random others,
+    # ``sample`` in all (sampled softmax; the full one costs steps × tools per pass).
+    full_softmax: int = 1024
+    sample: int = 1024
+    hard: int = 16
+    # At most this many Adam steps, whatever the pairs (the epochs shrink to fit).
+    max_steps: int = 3000
 
 
 DEFAULT_TRAINING = Training()
+
+
+def nearest(steps: np.ndarray, tool_rows: np.ndarray, count: int, chunk: int = 1024) -> np.ndarray:
+    """Each step's ``count`` nearest tools by cosine (row numbers), a chunk of steps at a time."""
+    count = min(count, len(tool_rows))
+    out = np.empty((len(steps), count), dtype=np.int64)
+    for start in range(0, len(steps), chunk):
+        cos = steps[start : start + chunk] @ tool_rows.T
+        out[start : start + chunk] = np.argpartition(-cos, count - 1, axis=1)[:, :count]
+    return out
+
+
+def sample_of(
+    labels: np.ndarray, near: np.ndarray, tools: int, size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The sorted tools a batch's softmax reads: its labels, their steps' nearest tools, and
+    random others up to ``size``."""
+    chosen = np.union1d(labels, near.ravel())
+    short = size - chosen.size
+    if short > 0:
+        chosen = np.union1d(chosen, rng.choice(tools, min(short, tools), replace=False))
+    return chosen
 
 
 def train(
@@ -197,17 +227,25 @@ def train(
     beta1, beta2, eps = 0.9, 0.999, 1e-8
     step = 0
     total = float(pairs.weights.sum())
-    for _ in range(settings.epochs):
+    sampled = len(tool_rows) > settings.full_softmax
+    near = nearest(pairs.steps, tool_rows, settings.hard) if sampled else None
+    batches = -(-len(pairs) // settings.batch)
+    epochs = max(1, min(settings.epochs, settings.max_steps // batches))
+    for _ in range(epochs):
         order = rng.permutation(len(pairs))
         for start_at in range(0, order.size, settings.batch):
             at = order[start_at : start_at + settings.batch]
             share = total * at.size / order.size  # each batch's loss on the whole's scale
+            rows, labels = tool_rows, pairs.tools[at]
+            if near is not None:
+                chosen = sample_of(labels, near[at], len(tool_rows), settings.sample, rng)
+                rows, labels = tool_rows[chosen], np.searchsorted(chosen, labels)
             _, gradient = loss_and_gradient(
                 matrix,
                 pairs.steps[at],
-                pairs.tools[at],
+                labels,
                 pairs.weights[at],
-                tool_rows,
+                rows,
                 settings.temperature,
                 settings.pull,
                 share,
@@ -225,7 +263,7 @@ def train(
 
 # The learned part's weight, and how many of the best tools by score (before it) it reads:
 # docs/ROUTING.md "Learning from reports" says how they were chosen.
-LEARNED_WEIGHT = 2.0
+LEARNED_WEIGHT = 3.0
 LEARNED_POOL = 50
 
 
@@ -237,6 +275,9 @@ class Learned:
     weight: float = LEARNED_WEIGHT
     pool: int = LEARNED_POOL
     version: int = 0
+    # True: the part is in the embedding part's units (weight 1: as if the adapted cosine
+    # replaced the cosine in the fusion); False: in cosine units.
+    relative: bool = False
     # The namespace's own calibration of the top candidate's confidence (calibration.py),
     # read by every candidate; None: the fitted model's confidence as it is.
     calibration: Calibration | None = None

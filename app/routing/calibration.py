@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from app.routing.confidence import CEILING, FLOOR
 
+ECE_BINS = 10  # the calibration error's equal-width bins of [0, 1]
 # Fewer labelled answers than this and a namespace keeps the fitted model's confidence.
 MIN_LABELS = 50
 
@@ -70,3 +72,38 @@ class Calibration:
         if len(knots) != len(values) or not knots:
             raise ValueError("a calibration needs as many values as knots, at least one")
         return cls(knots, values, int(data["labels"]))  # type: ignore[call-overload]
+
+
+def expected_calibration_error(
+    confidence: Sequence[float], hit: Sequence[bool], bins: int = ECE_BINS
+) -> float:
+    """ECE over ``bins`` equal-width bins of [0, 1] (a confidence of 1.0 falls in the last;
+    Naeini et al. 2015)."""
+    rows = reliability(confidence, hit, bins)
+    total = sum(r["queries"] for r in rows)
+    if not total:
+        return 0.0
+    return sum(r["queries"] * abs(r["accuracy"] - r["confidence"]) for r in rows) / total
+
+
+def reliability(
+    confidence: Sequence[float], hit: Sequence[bool], bins: int = ECE_BINS
+) -> list[dict[str, Any]]:
+    """Per non-empty bin: its bounds, how many queries, their mean confidence and accuracy
+    (the reliability diagram's points)."""
+    conf = np.asarray(confidence, dtype=np.float64)
+    ok = np.asarray(hit, dtype=np.float64)
+    which = np.minimum((conf * bins).astype(np.int64), bins - 1)
+    rows = []
+    for b in range(bins):
+        inside = which == b
+        if inside.any():
+            rows.append(
+                {
+                    "bin": [b / bins, (b + 1) / bins],
+                    "queries": int(inside.sum()),
+                    "confidence": float(conf[inside].mean()),
+                    "accuracy": float(ok[inside].mean()),
+                }
+            )
+    return rows

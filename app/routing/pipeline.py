@@ -167,6 +167,19 @@ class Scores:
         return total if self.examples is None else total + self.examples
 
 
+def embedding_slope(scores: Scores, at: np.ndarray) -> float:
+    """The embedding part per unit of the whole step's cosine, over the tools ``at`` (the
+    fusion's z-score and division by the best make it linear in the cosine); 0 without one."""
+    if scores.cosine is None or at.size < 2:
+        return 0.0
+    cos = scores.cosine[0, at].astype(np.float64)
+    emb = scores.embedding[at].astype(np.float64)
+    spread = float(np.square(cos - cos.mean()).sum())
+    if spread <= 1e-12:
+        return 0.0
+    return max(float(((cos - cos.mean()) * (emb - emb.mean())).sum() / spread), 0.0)
+
+
 def with_learned(
     index: RouterIndex,
     scores: Scores,
@@ -187,8 +200,11 @@ def with_learned(
         cols = scores.cols[pool]
         reported = learned.reported(index.names)[cols]
         if reported.any():
+            weight = learned.weight
+            if learned.relative:
+                weight *= embedding_slope(scores, pool)
             part[pool] = learned.adapter.learned_part(
-                unit[0], index.embeddings[cols], reported, learned.weight
+                unit[0], index.embeddings[cols], reported, weight
             )
     return dataclasses.replace(scores, learned=part)
 

@@ -150,3 +150,48 @@ def test_an_edit_that_only_wins_usage_is_not_offered(
     assert gaming.replay["fixed"] >= 1 and gaming.replay["broken"] >= 1, gaming.replay
     path = f"/v1/advice/{gaming.id}/apply?namespace={NS}"
     assert loop.post(path, headers=ADMIN).status_code == 409
+
+
+def test_a_miss_and_a_parameter_finding_over_the_api(loop: TestClient) -> None:
+    """Routes of one candidate (k=1) leave the used tool unoffered (the feedback's rank is
+    unset: a miss) or below its twin that the penalty spared (a parameter finding); both
+    are listed with their replay, and applying the parameter one fixes its steps."""
+    from tests.unit.test_advice_kinds import CARDS as TWINS
+    from tests.unit.test_advice_kinds import STEPS
+
+    ns = "weather"
+    tools = [c.model_dump(exclude_none=True, exclude={"namespace"}) for c in TWINS]
+    body = {"namespace": ns, "tools": tools}
+    assert loop.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+    for query, chosen in STEPS:
+        routed = loop.post(
+            "/v1/route", json={"query": query, "k": 1, "namespace": ns}, headers=AGENT
+        )
+        assert routed.status_code == 200, routed.text
+        answer = routed.json()
+        report = {"route_id": answer["route_id"], "chosen": chosen}
+        assert loop.post("/v1/feedback", json=report, headers=AGENT).status_code in (200, 201)
+    services_of(loop).events.flush()
+    answer = loop.get(f"/v1/advice?namespace={ns}", headers=VIEWER)
+    assert answer.status_code == 200, answer.text
+    by_kind = {f["kind"]: f for f in answer.json()["advice"]}
+    assert {"miss", "parameter"} <= set(by_kind), answer.json()
+    miss, parameter = by_kind["miss"], by_kind["parameter"]
+    assert miss["tools"][1] == "fx_rates" and "never offered fx_rates" in miss["diagnosis"]
+    assert {c["tool"] for c in miss["changes"]} == {"fx_rates"}
+    assert parameter["tools"] == ["weather.forecast", "weather_forecast"]
+    assert "penalty stage sank weather_forecast" in parameter["diagnosis"]
+    [change] = parameter["changes"]
+    assert change["field"] == "parameters" and change["value"]["required"] == ["days"]
+    for finding in (miss, parameter):
+        assert finding["replay"]["fixed"] >= 1 and finding["replay"]["broken"] == 0
+
+    path = f"/v1/advice/{parameter['id']}/apply?namespace={ns}"
+    applied = loop.post(path, headers=ADMIN)
+    assert applied.status_code == 200, applied.text
+    assert applied.json()["written"] == [{"tool": "weather_forecast", "version": 2}]
+    services_of(loop).index.sync()
+    for query, chosen in STEPS[:3]:
+        body = {"query": query, "k": 1, "namespace": ns}
+        got = loop.post("/v1/route", json=body, headers=AGENT).json()["candidates"][0]["name"]
+        assert got == chosen, (query, got)

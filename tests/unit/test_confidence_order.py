@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.routing import RouterConfig, RouterIndex, ToolDoc, route
+from app.routing.adapter import Adapter, Learned
+from app.routing.calibration import MIN_LABELS, Calibration
 from app.routing.memory import QueryMemory
 
 WORDS = ["weather", "rain", "email", "send", "music", "play", "city", "pay", "file", "remind"]
@@ -21,7 +23,7 @@ vectors = st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM
 
 
 @st.composite
-def cases(draw: st.DrawFn) -> tuple[RouterIndex, str, np.ndarray, dict, QueryMemory | None, int]:  # type: ignore[type-arg]
+def cases(draw: st.DrawFn) -> tuple:  # type: ignore[type-arg]
     n = draw(st.integers(1, 8))
     tools = [ToolDoc(name=f"t{i}", summary=draw(words), description=draw(words)) for i in range(n)]
     matrix = np.array([draw(vectors) for _ in range(n)], dtype=np.float32)
@@ -34,13 +36,32 @@ def cases(draw: st.DrawFn) -> tuple[RouterIndex, str, np.ndarray, dict, QueryMem
         rows = np.array([draw(vectors) for _ in range(n)], dtype=np.float32)
         weights = np.array([draw(st.floats(0, 1)) for _ in range(n)], dtype=np.float32)
         memory = QueryMemory.build([f"t{i}" for i in range(n)], rows, weights)
-    return index, " ".join(step), query, prior, memory, draw(st.integers(1, 10))
+    learned = None
+    if draw(st.booleans()):  # a served adapter of reports, with its namespace's calibration
+        matrix = np.eye(DIM, dtype=np.float32) + np.array(
+            [draw(vectors) for _ in range(DIM)], dtype=np.float32
+        )
+        reported = frozenset(f"t{i}" for i in draw(st.sets(st.integers(0, n - 1))))
+        outcomes = [draw(st.booleans()) for _ in range(MIN_LABELS)]
+        calibration = Calibration.fit([i / MIN_LABELS for i in range(MIN_LABELS)], outcomes)
+        learned = Learned(Adapter(matrix, reported), calibration=calibration)
+    return index, " ".join(step), query, prior, memory, draw(st.integers(1, 10)), learned
 
 
 @settings(max_examples=200, deadline=None)
 @given(cases(), st.booleans())
 def test_confidence_never_rises_down_an_answer(case: tuple, split: bool) -> None:  # type: ignore[type-arg]
-    index, step, query, prior, memory, k = case
-    answer = route(index, step, query, k=k, config=CONFIG, prior=prior, memory=memory, split=split)
+    index, step, query, prior, memory, k, learned = case
+    answer = route(
+        index,
+        step,
+        query,
+        k=k,
+        config=CONFIG,
+        prior=prior,
+        memory=memory,
+        split=split,
+        learned=learned,
+    )
     shown = [c.confidence for c in answer]
     assert all(b <= a for a, b in itertools.pairwise(shown)), shown
