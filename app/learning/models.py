@@ -13,7 +13,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Index, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from registry.models import Base, UTCDateTime, utcnow
@@ -37,6 +46,10 @@ class LearnedModel(Base):
     weights: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)  # None: none trained
     tools: Mapped[list[str]] = mapped_column(JSON)  # the tools it was trained with reports of
     calibration: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # How a route reads it (``app.routing.adapter.Learned``): as it was judged.
+    weight: Mapped[float] = mapped_column(Float)
+    pool: Mapped[int] = mapped_column(Integer)
+    relative: Mapped[bool] = mapped_column(Boolean, default=False)
     verdict: Mapped[dict[str, Any]] = mapped_column(JSON)  # Verdict.summary()
     steps: Mapped[int] = mapped_column(Integer)  # remembered steps it was trained and judged on
     state: Mapped[str] = mapped_column(String(16))  # serving | refused | retired | rolled_back

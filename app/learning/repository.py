@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.learning.models import REFUSED, RETIRED, SERVING, LearnedModel, LearningSwitch
-from app.routing.adapter import Adapter, Learned
+from app.routing.adapter import LEARNED_POOL, LEARNED_WEIGHT, Adapter, Learned
 from app.routing.calibration import Calibration
 
 LEARNING_CHANNEL = "toolreach_learning"
@@ -114,7 +114,14 @@ def as_learned(row: LearnedModel) -> Learned:
         raise ValueError(f"model {row.version} of {row.namespace!r} holds no weights")
     adapter = Adapter.from_bytes(row.weights, row.dim, row.tools)
     calibration = None if row.calibration is None else Calibration.from_json(row.calibration)
-    return Learned(adapter, version=row.version, calibration=calibration)
+    return Learned(
+        adapter,
+        weight=row.weight,
+        pool=row.pool,
+        version=row.version,
+        relative=row.relative,
+        calibration=calibration,
+    )
 
 
 def add_model(
@@ -140,6 +147,9 @@ def add_model(
         weights=None if adapter is None else adapter.to_bytes(),
         tools=[] if adapter is None else sorted(adapter.tools),
         calibration=None if calibration is None else calibration.to_json(),
+        weight=LEARNED_WEIGHT if learned is None else learned.weight,
+        pool=LEARNED_POOL if learned is None else learned.pool,
+        relative=False if learned is None else learned.relative,
         verdict=verdict,
         steps=steps,
         state=SERVING if promoted else REFUSED,
