@@ -15,6 +15,7 @@ from app.api import (
     feedback,
     health,
     keys,
+    learning,
     memory,
     metrics,
     route,
@@ -90,7 +91,19 @@ def create_app(
     app.add_middleware(RateLimits)  # the outermost: a refused request costs the least
     for probe in (health, metrics):  # never rate-limited
         app.include_router(probe.router)
-    for module in (tools, validate, route, feedback, stats, keys, sources, call, memory, advice):
+    for module in (
+        tools,
+        validate,
+        route,
+        feedback,
+        stats,
+        keys,
+        sources,
+        call,
+        memory,
+        advice,
+        learning,
+    ):
         app.include_router(module.router, responses={429: TOO_MANY_REQUESTS})
     app.include_router(dashboard.router)
     app.router.routes.extend(mcp_routes())

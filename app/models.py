@@ -2,6 +2,7 @@
 
 from app.dashboard.signouts import DashboardSignout
 from app.keys.models import ApiKey
+from app.learning.models import LearnedModel, LearningSwitch
 from app.limits.models import RateCount
 from app.loop.models import Feedback, RouteEvent, RouteEventCandidate
 from app.sources.models import Source, SourceTool
@@ -13,6 +14,8 @@ __all__ = [
     "DashboardSignout",
     "Embedding",
     "Feedback",
+    "LearnedModel",
+    "LearningSwitch",
     "RateCount",
     "RegistryState",
     "RouteEvent",

@@ -19,6 +19,8 @@ from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder, make_encoder
 from app.gateway.service import Gateway
 from app.keys.store import KeyStore
+from app.learning.repository import LEARNING_CHANNEL
+from app.learning.service import LearningCache
 from app.limits.limiter import RateLimiter
 from app.loop.events import EventWriter
 from app.loop.feedback import OtherReplicas
@@ -72,6 +74,9 @@ class Services:
     memory: MemoryCache | None = None
     # Each card's example requests as vectors, voting for their tool (app/tools/examples.py).
     examples: ExampleCache | None = None
+    # Each namespace's guarded, learned adapter, trained and loaded off the request path
+    # (app/learning/service.py); routes read its serving model.
+    learning: LearningCache | None = None
     # Sources read into cards, and the gateway that forwards calls to them (docs/SOURCES.md).
     sources: SourceService | None = None
     gateway: Gateway | None = None
@@ -97,6 +102,10 @@ class Services:
             self.memory.start(self.settings.prior_refresh_seconds)
         if self.examples is not None:
             self.examples.start()
+        if self.learning is not None:
+            self.learning.start(
+                self.settings.index_poll_seconds, self.settings.learning_interval_seconds
+            )
 
     async def start_sources(self) -> None:
         """On the serving event loop: the sources' schedule, and a session held open to each
@@ -127,6 +136,8 @@ class Services:
             self.memory.stop()
         if self.examples is not None:
             self.examples.stop()
+        if self.learning is not None:
+            self.learning.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.health.stop()
         self.engine.dispose()
@@ -142,14 +153,21 @@ def make_event_writer(settings: Settings, factory: sessionmaker[Session]) -> Eve
     )
 
 
-def make_listener(url: str, index: IndexManager, events: EventWriter) -> Listener:
+def make_listener(
+    url: str, index: IndexManager, events: EventWriter, learning: LearningCache | None = None
+) -> Listener:
     """Other replicas' new revisions sync the index now; their feedback for a route this
-    replica answered writes its event now; after each (re)connect, one sync catches up."""
-    return Listener(
-        url,
-        {REVISION_CHANNEL: index.heard, ROUTE_WANTED_CHANNEL: events.write_soon},
-        on_connect=index.wake,
-    )
+    replica answered writes its event now; their new serving models load now; after each
+    (re)connect, one sync (and one load) catches up."""
+    handlers = {REVISION_CHANNEL: index.heard, ROUTE_WANTED_CHANNEL: events.write_soon}
+    if learning is None:
+        return Listener(url, handlers, on_connect=index.wake)
+
+    def caught_up() -> None:
+        index.wake()
+        learning.heard()
+
+    return Listener(url, {**handlers, LEARNING_CHANNEL: learning.heard}, on_connect=caught_up)
 
 
 def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
@@ -287,6 +305,16 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         cosines,
     )
     services.memory = memory
+    services.learning = LearningCache(
+        factory,
+        encoder,
+        index,
+        memory,
+        prior,
+        enabled=settings.learning,
+        min_new_steps=settings.learning_min_new_steps,
+        needed=settings.trust_keys,
+    )
     services.examples = ExampleCache(index, factory, encoder)
     services.router = RouteExecutor(
         services,
@@ -306,11 +334,12 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         on_list_changed=services.sources.request_sync,
     )
     if settings.listen_url is not None:
-        services.listener = make_listener(settings.listen_url, index, events)
+        services.listener = make_listener(settings.listen_url, index, events, services.learning)
         services.replicas = OtherReplicas(factory, settings.feedback_wait_seconds)
     if settings.load_demo:
         load_demo_once(services)
     index.sync()
+    services.learning.load()  # the stored serving models before the first route
     return services
 
 

@@ -27,7 +27,9 @@ from app.dashboard.filters import (
     parse_threshold,
 )
 from app.dashboard.web import DashboardRoute, JsonViewer, PageViewer, render
+from app.db import unit_of_work
 from app.deps import ServicesDep
+from app.learning import service as learning
 from app.services import Services
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
@@ -113,7 +115,19 @@ def overview(
         **page_context(request, services, viewer, "overview", filters),
         report=report,
         charts=_overview_charts(report, filters),
+        learned=learned_models(services, viewer, filters),
     )
+
+
+def learned_models(services: Services, viewer: Viewer, filters: Filters) -> list[dict[str, Any]]:
+    """The learned model of each namespace in view (app/learning/service.py ``overview``)."""
+    if services.learning is None:
+        return []
+    shown = [ns for ns in sorted(services.index.namespaces()) if viewer.can_see(ns)]
+    if filters.namespace is not None:
+        shown = [ns for ns in shown if ns == filters.namespace]
+    with unit_of_work(services.session_factory) as session:
+        return learning.overview(session, services.learning, shown)
 
 
 def sorted_tools(

@@ -245,6 +245,9 @@ class MemoryCache:
         self.half_life_days = half_life_days
         self._live = live  # (namespace, tool) → the tool exists
         self._memories: Mapping[str, NamespaceMemory] = MappingProxyType({})
+        # When the memory in use began to be read (None: not yet): what it leaves out was
+        # forgotten before then (app/learning/service.py retrains after a forget).
+        self.built_at: datetime | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -292,6 +295,7 @@ class MemoryCache:
                 )
                 built[namespace] = build_memory(steps, vectors, self.dims, self.needed)
         self._memories = MappingProxyType(built)
+        self.built_at = now
 
     def start(self, interval: float) -> None:
         """Rebuild now and every `interval` seconds, in a background thread."""

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder
+from app.learning.service import LearningCache
 from app.loop.events import EventWriter
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
@@ -39,8 +40,9 @@ class RouteMetrics(Protocol):
 
 
 class RouteParts(Protocol):
-    """The parts a route reads: the live index, the encoder, the usage prior, the cosine
-    products, the event writer, the metrics and one setting."""
+    """The parts a route reads: the live index, the encoder, the usage prior, query memory,
+    the examples, the serving learned models, the cosine products, the event writer, the
+    metrics and one setting."""
 
     @property
     def index(self) -> IndexManager: ...
@@ -52,6 +54,8 @@ class RouteParts(Protocol):
     def memory(self) -> MemoryCache | None: ...
     @property
     def examples(self) -> ExampleCache | None: ...
+    @property
+    def learning(self) -> LearningCache | None: ...
     @property
     def cosines(self) -> CosineBatcher: ...
     @property

@@ -90,9 +90,11 @@ def rank_step(
 ) -> RouteResult:
     """Rank and shape the answer of an embedded step, recording nothing: the part of
     ``route_step`` that benchmarks time alone. Never touches the database: the prior and
-    the memory ``key_id`` sees are the caches' (app/loop/trust.py)."""
+    the memory ``key_id`` sees are the caches' (app/loop/trust.py), and so is the learned
+    model (app/learning/service.py: None when none serves or learning is off)."""
     snapshot = parts.index.get(request.namespace)
     memory = parts.memory
+    learning = parts.learning
     candidates: list[Candidate] = []
     timings: dict[str, float] = {}
     # A snapshot swapped in since step_texts (a first card registered meanwhile) is ranked
@@ -117,6 +119,7 @@ def rank_step(
             own_memory=None if memory is None else memory.own(request.namespace, key_id),
             examples=None if parts.examples is None else parts.examples.get(request.namespace),
             split=request.split,
+            learned=None if learning is None else learning.get(request.namespace),
         )
         timings = {"embed": step.seconds, "rank": time.perf_counter() - started}
     read = list(step.texts[1:]) if len(step.texts) > 1 else None

@@ -201,6 +201,20 @@ ENDPOINTS: dict[str, Callable[[World, str, str], Call]] = {
         "/v1/advice/nope/apply",
         {"params": {"namespace": ns}},
     ),
+    # Learning: its state is read like stats; training, the switch and rollback write (admin).
+    "GET /v1/learning": lambda w, c, ns: ("get", "/v1/learning", {"params": {"namespace": ns}}),
+    "POST /v1/learning/{namespace}/train": lambda w, c, ns: (
+        "post",
+        f"/v1/learning/{ns}/train",
+        {},
+    ),
+    "POST /v1/learning/{namespace}/rollback": lambda w, c, ns: (
+        "post",
+        f"/v1/learning/{ns}/rollback",
+        {},
+    ),
+    "POST /v1/learning/{namespace}/off": lambda w, c, ns: ("post", f"/v1/learning/{ns}/off", {}),
+    "POST /v1/learning/{namespace}/on": lambda w, c, ns: ("post", f"/v1/learning/{ns}/on", {}),
 }
 
 EMPTY = "200, empty"  # 200, and nothing of the namespace named
@@ -233,6 +247,11 @@ EXPECTED: dict[str, tuple[int | str, ...]] = {
     "DELETE /v1/memory/{name}": (204, 204, 403, 403, 403, 403),
     "GET /v1/advice": (200, 200, 403, 403, 403, 200),
     "POST /v1/advice/{advice_id}/apply": (409, 409, 403, 403, 403, 403),
+    "GET /v1/learning": (200, 200, 403, 403, 403, 200),
+    "POST /v1/learning/{namespace}/train": (200, 200, 403, 403, 403, 403),
+    "POST /v1/learning/{namespace}/rollback": (409, 409, 403, 403, 403, 403),
+    "POST /v1/learning/{namespace}/off": (200, 200, 403, 403, 403, 403),
+    "POST /v1/learning/{namespace}/on": (200, 200, 403, 403, 403, 403),
 }
 CASES = [
     (endpoint, caller, expected)

@@ -22,7 +22,7 @@ ROOMS = {
     "routing", "registry", "embedding", "keys", "tools", "loop", "route", "sources", "gateway",
     "cli", "api", "mcp",
     "dashboard", "settings", "db", "models", "metrics", "migrate", "errors", "schemas",
-    "services", "deps", "main", "db_health", "capacity", "limits", "advice",
+    "services", "deps", "main", "db_health", "capacity", "limits", "advice", "learning",
 }  # fmt: skip
 ASSEMBLY = {"services", "deps", "main"}  # builds the parts in the lifespan, serves them
 MAY_IMPORT: dict[str, set[str]] = {
@@ -44,7 +44,9 @@ MAY_IMPORT: dict[str, set[str]] = {
         "settings",
         "errors",
     },
-    "route": {"routing", "registry", "embedding", "tools", "loop", "schemas", "errors"},
+    "route": {"routing", "registry", "embedding", "tools", "loop", "learning", "schemas", "errors"},
+    # Learning from reports: the guarded adapter per namespace, trained, stored and served.
+    "learning": {"routing", "registry", "embedding", "tools", "loop", "db", "errors"},
     "limits": {"registry", "db", "settings", "errors"},  # counted in memory, shared by the db
     # The card doctor: advice from reported steps, replayed on a shadow index.
     "advice": {"routing", "registry", "embedding", "tools", "loop", "errors"},
@@ -84,6 +86,7 @@ TABLES_ONLY = {
     "sources.models",
     "dashboard.signouts",
     "limits.models",
+    "learning.models",
 }
 
 

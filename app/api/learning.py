@@ -1,0 +1,104 @@
+"""Learning from reports through the admin API: a namespace's learned model, its switch, a
+rollback, and training now (app/learning/service.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, BackgroundTasks, Path, Query
+
+from app.api.error_handlers import ERROR_SHAPE
+from app.deps import AdminDep, ServicesDep, SessionDep, ViewerDep
+from app.keys.scope import Caller, require_writable
+from app.learning import service as learning
+from app.learning.service import LearningCache
+from app.schemas import NAMESPACE_PATTERN
+from app.services import Services
+from registry.errors import Conflict, NotFound
+
+router = APIRouter(prefix="/v1/learning", tags=["learning"])
+ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 404, 409, 422)}
+NamespaceArg = Annotated[str, Query(pattern=NAMESPACE_PATTERN, description="the namespace")]
+NamespacePath = Annotated[str, Path(pattern=NAMESPACE_PATTERN)]
+
+
+def known(services: Services, caller: Caller, namespace: str) -> LearningCache:
+    """The learning room, for a namespace the caller may write to and that holds tools:
+    Forbidden out of scope, NotFound for a namespace without tools."""
+    require_writable(namespace, caller.namespaces)
+    snapshot = services.index.get(namespace)
+    if snapshot is None or not len(snapshot.cards):
+        raise NotFound(f"unknown namespace {namespace!r}", {"namespace": namespace})
+    if services.learning is None:
+        raise NotFound("learning is not part of this service", {"namespace": namespace})
+    return services.learning
+
+
+@router.get("", responses=ERRORS)
+def learning_state(
+    namespace: NamespaceArg, session: SessionDep, services: ServicesDep, viewer: ViewerDep
+) -> dict[str, Any]:
+    """The namespace's learned model: on or off, the one serving (trained on how many
+    reports, held-out hit@1 with it and without), the last verdict (refused ones say why),
+    and the newest models."""
+    cache = known(services, viewer, namespace)
+    return learning.state(session, cache, namespace)
+
+
+@router.post("/{namespace}/off", responses=ERRORS)
+def learning_off(
+    namespace: NamespacePath,
+    session: SessionDep,
+    services: ServicesDep,
+    admin: AdminDep,
+    background: BackgroundTasks,
+) -> dict[str, Any]:
+    """Switch the namespace's learning off: its routes read no learned model, and nothing is
+    trained, until it is switched on again (on every replica)."""
+    cache = known(services, admin, namespace)
+    learning.switch(session, namespace, enabled=False)
+    background.add_task(cache.heard)
+    return {"namespace": namespace, "enabled": False}
+
+
+@router.post("/{namespace}/on", responses=ERRORS)
+def learning_on(
+    namespace: NamespacePath,
+    session: SessionDep,
+    services: ServicesDep,
+    admin: AdminDep,
+    background: BackgroundTasks,
+) -> dict[str, Any]:
+    """Switch the namespace's learning on again: its serving model (if any) serves."""
+    cache = known(services, admin, namespace)
+    learning.switch(session, namespace, enabled=True)
+    background.add_task(cache.heard)
+    return {"namespace": namespace, "enabled": True}
+
+
+@router.post("/{namespace}/rollback", responses=ERRORS)
+def learning_rollback(
+    namespace: NamespacePath,
+    session: SessionDep,
+    services: ServicesDep,
+    admin: AdminDep,
+    background: BackgroundTasks,
+) -> dict[str, Any]:
+    """Serve the previous model again (409 if there is none); the one serving is rolled
+    back and no later rollback serves it."""
+    cache = known(services, admin, namespace)
+    restored = learning.rollback(session, namespace)
+    background.add_task(cache.heard)
+    return {"namespace": namespace, "serving": restored}
+
+
+@router.post("/{namespace}/train", responses=ERRORS)
+def learning_train(
+    namespace: NamespacePath, session: SessionDep, services: ServicesDep, admin: AdminDep
+) -> dict[str, Any]:
+    """Train and judge a challenger now, on the namespace's remembered steps: the stored
+    model and its verdict (409 while learning is off)."""
+    cache = known(services, admin, namespace)
+    if not learning.enabled(session, cache, namespace):
+        raise Conflict(f"learning is off in namespace {namespace!r}", {"namespace": namespace})
+    return {"namespace": namespace, "model": cache.train(namespace)}

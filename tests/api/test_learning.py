@@ -1,0 +1,368 @@
+"""Learning from reports, served (app/learning/service.py): the guard's verdict decides what
+serves, every replica and every restart routes with the stored model, an admin can switch
+it off and roll it back, and a forgotten tool is trained without.
+
+Each step of a namespace's five tools is a phrase of its own words (none on any card) and
+two varying words: with the fake encoder the cold router cannot tell them apart, and an
+adapter trained on right reports can. Real Postgres and SQLite, the HTTP surface."""
+
+from __future__ import annotations
+
+import html
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.db import unit_of_work
+from app.embedding.encoders import make_encoder
+from app.learning import repository
+from app.learning.models import LearnedModel
+from app.main import create_app
+from app.services import Services
+from tests.api.loop_support import services_of
+from tests.conftest import ADMIN, empty_database, make_settings
+from tests.dashboard.conftest import sign_in
+from tests.waiting import until
+
+NS = "learn"
+KEYS = [f"test-agent-key-{n}-0123456789" for n in range(3)]
+AGENTS = [{"Authorization": f"Bearer {k}"} for k in KEYS]
+PHRASES = {
+    "create_invoice": ("Create an invoice for a customer.", "bill the client retainer"),
+    "refund_payment": ("Refund a card payment.", "reverse that charge back"),
+    "book_meeting": ("Book a meeting room in the office.", "reserve space huddle"),
+    "translate_text": ("Translate text between languages.", "render phrase french"),
+    "resize_image": ("Resize an image to a new width.", "shrink picture pixels"),
+}
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+]
+PROBES = [f"{phrase} {WORDS[n]} {WORDS[n - 9]}" for _, phrase in PHRASES.values() for n in (10, 11)]
+
+
+def settings(url: str, **overrides: object) -> Any:
+    return make_settings(
+        url,
+        agent_keys=tuple(KEYS),
+        event_flush_seconds=3600,
+        prior_refresh_seconds=3600,
+        learning_interval_seconds=3600,
+        **overrides,
+    )
+
+
+def started(url: str, **overrides: object) -> TestClient:
+    return TestClient(
+        create_app(settings(url, **overrides), encoder=make_encoder("fake")),
+        base_url="https://testserver",  # the dashboard's cookie is Secure
+        raise_server_exceptions=False,
+    )
+
+
+@pytest.fixture
+def client(database_url: str) -> Iterator[TestClient]:
+    with started(database_url) as client:
+        tools = [{"name": n, "description": d} for n, (d, _) in PHRASES.items()]
+        body = {"tools": tools, "namespace": NS}
+        assert client.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+        yield client
+
+
+def report(client: TestClient, wrong: bool = False, seed: int = 0, rounds: int = 8) -> None:
+    """Route 40 steps, from three keys, and report each a success: of its own tool, or of a
+    random other one (``wrong``); then rebuild the memory and the prior."""
+    rng = random.Random(seed)
+    for i in range(rounds):
+        for n, (name, (_, phrase)) in enumerate(PHRASES.items()):
+            key = AGENTS[(i * len(PHRASES) + n) % len(AGENTS)]
+            step = f"{phrase} {WORDS[i]} {WORDS[(i * 7 + 3) % len(WORDS)]}"
+            routed = client.post("/v1/route", json={"query": step, "namespace": NS}, headers=key)
+            assert routed.status_code == 200, routed.text
+            chosen = rng.choice([t for t in PHRASES if t != name]) if wrong else name
+            body = {"route_id": routed.json()["route_id"], "chosen": chosen, "outcome": "success"}
+            assert client.post("/v1/feedback", json=body, headers=key).status_code == 200
+    refresh(services_of(client))
+
+
+def refresh(services: Services) -> None:
+    services.events.flush()
+    assert services.memory is not None
+    services.memory.refresh()
+    services.prior.refresh()
+
+
+def answers(client: TestClient) -> list[list[tuple[str, float, dict[str, float]]]]:
+    """Every probe's candidates: name, score, stages."""
+    found = []
+    for step in PROBES:
+        body = {"query": step, "namespace": NS, "k": 5}
+        routed = client.post("/v1/route", json=body, headers=AGENTS[0])
+        assert routed.status_code == 200, routed.text
+        found.append([(c["name"], c["score"], c["stages"]) for c in routed.json()["candidates"]])
+    return found
+
+
+def learned_parts(
+    found: list[list[tuple[str, float, dict[str, float]]]],
+) -> list[list[tuple[str, float | None]]]:
+    """Each probe's candidates by name and learned part (the prior decays by the second)."""
+    return [[(name, stages.get("learned")) for name, _, stages in answer] for answer in found]
+
+
+def learned_stages(found: list[list[tuple[str, float, dict[str, float]]]]) -> int:
+    return sum("learned" in stages for answer in found for _, _, stages in answer)
+
+
+def train(client: TestClient) -> dict[str, Any]:
+    response = client.post(f"/v1/learning/{NS}/train", headers=ADMIN)
+    assert response.status_code == 200, response.text
+    model: dict[str, Any] = response.json()["model"]
+    return model
+
+
+def models(services: Services) -> list[LearnedModel]:
+    with unit_of_work(services.session_factory) as session:
+        rows = repository.history(session, NS, 100)
+        session.expunge_all()
+        return rows
+
+
+def test_a_model_trained_on_wrong_reports_is_refused_and_never_serves(client: TestClient) -> None:
+    """Each step reported as a random other tool, by three keys: the challenger wins nothing
+    on the newest reports, so it is stored refused, and no route reads it."""
+    report(client, wrong=True)
+    model = train(client)
+    assert model["promoted"] is False and model["state"] == "refused"
+    assert "does not beat" in model["reason"]
+    services = services_of(client)
+    assert services.learning is not None and services.learning.get(NS) is None
+    assert learned_stages(answers(client)) == 0
+    state = client.get("/v1/learning", params={"namespace": NS}, headers=ADMIN).json()
+    assert state["serving"] is None and state["last_verdict"]["state"] == "refused"
+
+
+def test_right_reports_serve_a_model_and_learning_off_routes_as_without(
+    client: TestClient,
+) -> None:
+    report(client)
+    without = answers(client)  # the reports' prior and memory, no model yet
+    assert learned_stages(without) == 0
+    model = train(client)
+    assert model["promoted"] is True and model["state"] == "serving"
+    assert model["hit@1"]["with"] > model["hit@1"]["without"]
+    with_model = answers(client)
+    assert learned_stages(with_model) > 0
+    assert client.post(f"/v1/learning/{NS}/off", headers=ADMIN).status_code == 200
+    learning = services_of(client).learning
+    assert learning is not None
+    learning.load()
+    assert learning.get(NS) is None and learning.held(NS) is not None
+    assert answers(client) == without  # off: exactly as without a model
+    assert client.post(f"/v1/learning/{NS}/train", headers=ADMIN).status_code == 409
+    assert client.post(f"/v1/learning/{NS}/on", headers=ADMIN).status_code == 200
+    learning.load()
+    assert answers(client) == with_model
+
+
+def test_a_restart_loads_the_stored_model_and_does_not_retrain(database_url: str) -> None:
+    with started(database_url) as first:
+        tools = [{"name": n, "description": d} for n, (d, _) in PHRASES.items()]
+        body = {"tools": tools, "namespace": NS}
+        assert first.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+        report(first)
+        version = train(first)["version"]
+        before = answers(first)
+    with started(database_url) as second:
+        services = services_of(second)
+        learning = services.learning
+        assert learning is not None
+        held = learning.get(NS)
+        assert held is not None and held.version == version
+        refresh(services)
+        learning.tick()  # the background's round: nothing new to train on
+        assert learning.trainings == 0 and len(models(services)) == 1
+        assert learned_parts(answers(second)) == learned_parts(before)
+
+
+def test_a_replica_routes_with_the_model_another_promoted(postgres_url: str) -> None:
+    """Two services on one Postgres, the poll an hour: the announcement loads it at once."""
+    empty_database(postgres_url)
+    with started(postgres_url) as a, started(postgres_url) as b:
+        for replica in (a, b):
+            listener = services_of(replica).listener
+            assert listener is not None and listener.connected.wait(10)
+        tools = [{"name": n, "description": d} for n, (d, _) in PHRASES.items()]
+        body = {"tools": tools, "namespace": NS}
+        assert a.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+        until(lambda: services_of(b).index.get(NS) is not None)
+        report(a)
+        version = train(a)["version"]
+        learning = services_of(b).learning
+        assert learning is not None
+        assert until(lambda: getattr(learning.get(NS), "version", None) == version) < 5
+        refresh(services_of(b))
+        assert learned_stages(answers(b)) > 0
+        assert learned_parts(answers(b)) == learned_parts(answers(a))
+
+
+def test_a_forgotten_tool_is_not_in_the_next_model(client: TestClient) -> None:
+    """``DELETE /v1/memory`` of a tool: the next round retrains without its reports, though
+    no new step came."""
+    report(client)
+    assert "create_invoice" in models_tools(client, train(client))
+    forgotten = client.delete("/v1/memory/create_invoice", params={"namespace": NS}, headers=ADMIN)
+    assert forgotten.status_code == 204
+    learning = services_of(client).learning
+    assert learning is not None
+    refresh(services_of(client))
+    learning.tick()  # rebuilt without them: the forget makes the namespace due
+    assert learning.trainings == 2
+    newest = models(services_of(client))[0]
+    assert newest.version == 2 and "create_invoice" not in newest.tools
+    assert len(newest.tools) == len(PHRASES) - 1 and newest.steps == 32
+
+
+def models_tools(client: TestClient, model: dict[str, Any]) -> list[str]:
+    stored = next(m for m in models(services_of(client)) if m.version == model["version"])
+    return list(stored.tools)
+
+
+def test_rollback_serves_the_previous_model_once(client: TestClient) -> None:
+    assert client.post(f"/v1/learning/{NS}/rollback", headers=ADMIN).status_code == 409
+    report(client)
+    first = train(client)
+    assert first["promoted"] is True
+    services = services_of(client)
+    learning = services.learning
+    assert learning is not None
+    held = learning.get(NS)
+    assert held is not None
+    with unit_of_work(services.session_factory) as session:  # a second promotion
+        repository.add_model(
+            session, NS, 2, held, held.adapter.dim, {"promoted": True}, 40, True, datetime.now(UTC)
+        )
+    learning.load()
+    assert getattr(learning.get(NS), "version", None) == 2
+    rolled = client.post(f"/v1/learning/{NS}/rollback", headers=ADMIN)
+    assert rolled.status_code == 200, rolled.text
+    assert rolled.json()["serving"]["version"] == first["version"]
+    learning.load()
+    assert getattr(learning.get(NS), "version", None) == first["version"]
+    again = client.post(f"/v1/learning/{NS}/rollback", headers=ADMIN)
+    assert again.status_code == 409 and set(again.json()["error"]) == {"code", "message", "details"}
+    states = {m.version: m.state for m in models(services)}
+    assert states == {first["version"]: "serving", 2: "rolled_back"}
+    state = client.get("/v1/learning", params={"namespace": NS}, headers=ADMIN).json()
+    assert state["serving"]["version"] == first["version"] and state["enabled"] is True
+    assert [m["version"] for m in state["history"]] == [2, first["version"]]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", "/v1/learning?namespace=nowhere"),
+        ("post", "/v1/learning/nowhere/off"),
+        ("post", "/v1/learning/nowhere/on"),
+        ("post", "/v1/learning/nowhere/rollback"),
+        ("post", "/v1/learning/nowhere/train"),
+    ],
+)
+def test_an_unknown_namespace_is_a_404(client: TestClient, method: str, path: str) -> None:
+    response = client.request(method, path, headers=ADMIN)
+    assert response.status_code == 404, response.text
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_too_few_steps_is_a_refused_verdict_not_an_error(client: TestClient) -> None:
+    model = train(client)
+    assert model["promoted"] is False and model["digest"] is None
+    assert "are needed" in model["reason"]
+
+
+def test_the_overview_shows_the_learned_model(client: TestClient) -> None:
+    report(client)
+    model = train(client)
+    train(client)  # a second challenger, judged against the first
+    sign_in(client)
+    page = client.get("/dashboard", params={"namespace": NS})
+    assert page.status_code == 200, page.text
+    text = page.text
+    assert "Learned model" in text and f"version {model['version']}" in text
+    assert f"{model['trained_on']} reports" in text
+    without, with_model = model["hit@1"]["without"], model["hit@1"]["with"]
+    assert f"{without * 100:.1f}%" in text and f"{with_model * 100:.1f}%" in text
+    last = models(services_of(client))[0]
+    assert f"version {last.version}," in text and html.escape(str(last.verdict["reason"])) in text
+
+
+def test_the_background_round_trains_when_enough_steps_are_new(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    learning = services_of(client).learning
+    assert learning is not None
+    report(client, rounds=3)  # 15 steps: fewer than the 20 new ones a round waits for
+    learning.tick()
+    assert learning.trainings == 0
+    report(client, rounds=8)  # 40 in all (the first 15 again, and 25 more)
+    learning.tick()
+    assert learning.trainings == 1 and learning.get(NS) is not None
+    served = learning.get(NS)
+    learning.tick()  # nothing new since
+    assert learning.trainings == 1
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a training that fails")
+
+    monkeypatch.setattr("app.learning.service.challenge", broken)
+    learning.min_new_steps = 1
+    report(client, rounds=9)
+    learning.tick()  # logged; the model before keeps serving
+    assert learning.get(NS) is served
+
+
+def test_learning_off_in_the_settings_trains_and_serves_nothing(database_url: str) -> None:
+    with started(database_url, learning=False) as client:
+        tools = [{"name": n, "description": d} for n, (d, _) in PHRASES.items()]
+        body = {"tools": tools, "namespace": NS}
+        assert client.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+        report(client)
+        learning = services_of(client).learning
+        assert learning is not None
+        learning.tick()
+        assert learning.trainings == 0 and learning.get(NS) is None
+        assert learned_stages(answers(client)) == 0
+        assert client.post(f"/v1/learning/{NS}/train", headers=ADMIN).status_code == 409
+        state = client.get("/v1/learning", params={"namespace": NS}, headers=ADMIN).json()
+        assert state["enabled"] is False and state["serving"] is None
+
+
+def test_the_digest_is_the_adapters(client: TestClient) -> None:
+    report(client)
+    model = train(client)
+    learning = services_of(client).learning
+    assert learning is not None
+    held = learning.get(NS)
+    assert held is not None and model["digest"] == held.adapter.digest()
