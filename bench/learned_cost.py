@@ -20,6 +20,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from app.routing import RouterConfig, RouterIndex, ToolDoc, route
 from app.routing.adapter import Learned, Pairs, anchors, joined, train
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--reports", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--routes", type=int, default=300)
     args = parser.parse_args()
+    threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
     index, vectors = catalog(args.tools, args.dim, rng)
     out: dict[str, object] = {"tools": args.tools, "dim": args.dim}
