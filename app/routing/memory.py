@@ -27,9 +27,33 @@ import numpy as np
 from app.routing.signals import unit_rows
 from app.routing.types import RouterConfig
 
-# Rows QueryMemory.build makes unit-length at a time: whole-size temporaries cost 100,000
-# examples' first build 97 MiB of peak at 384 dims, 228 at 896 (bench/memory_parts.py).
+# Rows QueryMemory.build reads, makes unit-length and projects at a time: whole-size
+# temporaries cost 100,000 examples' first build 97 MiB of peak at 384 dims, 228 at 896
+# (bench/memory_parts.py, docs/BENCHMARKS.md).
 _NORM_CHUNK = 4096
+_SAMPLE = 16_384  # rows principal_basis fits the directions on
+_ALL_COLUMNS = slice(None)
+
+
+def sample_rows(order: np.ndarray, sample: int = _SAMPLE) -> np.ndarray:
+    """The rows (of ``order``) a basis is fitted on: every ``len // sample``-th, at most
+    ``sample`` of them, as ``principal_basis`` takes them from the whole matrix."""
+    return order[:: max(1, order.size // sample)][:sample]
+
+
+def unit_chunk(
+    vectors: np.ndarray | Sequence[np.ndarray], rows: np.ndarray, columns: slice
+) -> np.ndarray:
+    """Rows ``rows`` of ``vectors`` on ``columns``, as a new float32 matrix of unit rows (a
+    zero row stays zero). Row-wise norms: a row's values do not depend on its chunk."""
+    if isinstance(vectors, np.ndarray):
+        part = np.asarray(vectors[rows, columns], dtype=np.float32)  # a copy (integer index)
+    else:
+        part = np.array([vectors[i][columns] for i in rows.tolist()], dtype=np.float32)
+    part = part.reshape(len(rows), -1)
+    norms = np.linalg.norm(part, axis=1, keepdims=True)
+    np.divide(part, np.where(norms > 0, norms, np.float32(1.0)), out=part)
+    return part
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +76,20 @@ class QueryMemory:
     def build(
         cls,
         tools: Sequence[str],
-        vectors: np.ndarray,
+        vectors: np.ndarray | Sequence[np.ndarray],
         weights: np.ndarray,
         dims: int = 0,
         basis: np.ndarray | None = None,
+        columns: slice = _ALL_COLUMNS,
     ) -> QueryMemory | None:
-        """From one row per step (``tools[i]`` its tool): grouped, unit-length, projected on
+        """From one row per step (``tools[i]`` its tool; ``vectors``: a matrix or a sequence
+        of rows, of any float type, read on ``columns``): grouped, unit-length, projected on
         their ``dims`` principal directions when that is fewer than they have (0: never), or
         on ``basis`` when given (an earlier build's, kept as the rows change a little);
-        ``None`` when no step has weight (a namespace without memory routes as before)."""
-        vectors = np.asarray(vectors, dtype=np.float32)
+        ``None`` when no step has weight (a namespace without memory routes as before).
+
+        Built ``_NORM_CHUNK`` rows at a time straight into the kept matrix: besides it, at
+        most one chunk of whole float32 rows is alive (``bench/memory_parts.py``)."""
         weights = np.asarray(weights, dtype=np.float32)
         keep = np.flatnonzero(weights > 0)
         if keep.size == 0:
@@ -69,20 +97,21 @@ class QueryMemory:
         distinct, inverse = np.unique(np.asarray(tools)[keep], return_inverse=True)
         order = keep[np.argsort(inverse, kind="stable")]
         offsets = np.concatenate(([0], np.cumsum(np.bincount(inverse)))).astype(np.int64)
-        rows = vectors[order]  # a copy (integer indexing): made unit-length in place
-        for start in range(0, len(rows), _NORM_CHUNK):  # no whole-size temporaries
-            part = rows[start : start + _NORM_CHUNK]
-            norms = np.linalg.norm(part, axis=1, keepdims=True)
-            np.divide(part, np.where(norms > 0, norms, np.float32(1.0)), out=part)
-        if basis is None:
-            basis = principal_basis(rows, dims)
-        if basis is not None:
-            rows = rows @ basis.T
+        if basis is None and dims > 0:
+            basis = principal_basis(unit_chunk(vectors, sample_rows(order), columns), dims)
+        width = unit_chunk(vectors, order[:1], columns).shape[1]
+        out = np.empty((order.size, width if basis is None else basis.shape[0]), np.float32)
+        for start in range(0, order.size, _NORM_CHUNK):
+            part = unit_chunk(vectors, order[start : start + _NORM_CHUNK], columns)
+            if basis is None:
+                out[start : start + len(part)] = part
+            else:
+                np.matmul(part, basis.T, out=out[start : start + len(part)])
         names = tuple(str(n) for n in distinct)
         return cls(
             names,
             offsets,
-            np.ascontiguousarray(rows, dtype=np.float32),
+            out,
             np.ascontiguousarray(weights[order], dtype=np.float32),
             {name: i for i, name in enumerate(names)},
             basis,
@@ -136,7 +165,7 @@ class Alignment:
         return cls(names, starts, lengths, bool(have.any()))
 
 
-def principal_basis(rows: np.ndarray, dims: int, sample: int = 16_384) -> np.ndarray | None:
+def principal_basis(rows: np.ndarray, dims: int, sample: int = _SAMPLE) -> np.ndarray | None:
     """The ``dims`` directions keeping the most of the rows' energy (top eigenvectors of
     ``MᵀM``, uncentred: dot products are what is kept), as ``(dims, d)`` rows; ``None``
     when ``dims`` is 0 or not below the rows' dimension. As app/embedding/cosines.py fits
