@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 
+import app.tools.examples as examples_module
+from app.db import unit_of_work
 from app.embedding.encoders import make_encoder
-from app.tools.examples import ExampleCache
+from app.routing.examples import card_examples
+from app.tools.examples import ExampleCache, text_vectors
 from tests.api.loop_support import services_of
 from tests.conftest import ADMIN, AGENT
 
@@ -93,3 +98,40 @@ class CountingEncoder:
     def encode(self, texts: list[str]) -> object:
         self.texts += len(texts)
         return self.inner.encode(texts)
+
+
+def test_examples_are_kept_in_float16_and_vote_as_their_float32_rows(
+    client: TestClient,
+) -> None:
+    """The whole vectors held between builds are float16 (half of float32's bytes); the
+    votes built from them are float32's to float16's rounding, and lift the same card."""
+    texts = [EXAMPLE, "rain in Oslo today", "wind in Bergen"]
+    tool = card("weather_a", texts)
+    assert client.post("/v1/tools", json=tool, headers=ADMIN).status_code == 201
+    cache, services = settled(client), services_of(client)
+    assert {row.dtype for row in cache._vectors.values()} == {np.dtype(np.float16)}
+    snapshot = services.index.get("default")
+    assert snapshot is not None
+    exact = card_examples(snapshot.index, ["weather_a"] * 3, make_encoder("fake").encode(texts))
+    kept = cache.get("default")
+    assert exact is not None and kept is not None
+    np.testing.assert_allclose(kept.vectors, exact.vectors, rtol=0, atol=2e-3)
+
+
+def test_stored_vectors_are_read_a_chunk_at_a_time(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read 2 hashes at a time, with a repeated text and texts not stored yet, the vectors
+    are those read at once; each text embedded once."""
+    texts = ["alpha one", "beta two", "alpha one", "gamma three", "delta four"]
+    services = services_of(client)
+    counted = CountingEncoder()
+    with unit_of_work(services.session_factory) as session:
+        text_vectors(session, counted, texts[:2])  # stored before
+    with unit_of_work(services.session_factory) as session:
+        monkeypatch.setattr(examples_module, "READ_CHUNK", 2)
+        chunked = text_vectors(session, counted, texts, np.float16)
+    assert counted.texts == 2 + 2  # "gamma three", "delta four" added
+    want = make_encoder("fake").encode(texts)
+    assert chunked.dtype == np.float16
+    np.testing.assert_array_equal(chunked, want.astype(np.float16))
