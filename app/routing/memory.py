@@ -35,6 +35,39 @@ _SAMPLE = 16_384  # rows principal_basis fits the directions on
 _ALL_COLUMNS = slice(None)
 
 
+def grouping(
+    tools: Sequence[str], weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How ``QueryMemory.build`` groups its rows: the distinct tools (sorted), the rows with
+    weight in their kept order (by tool, stable), and each tool's offsets among them."""
+    keep = np.flatnonzero(np.asarray(weights) > 0)
+    if keep.size == 0:
+        return np.asarray([], dtype=str), keep, np.zeros(1, dtype=np.int64)
+    distinct, inverse = np.unique(np.asarray(tools)[keep], return_inverse=True)
+    order = keep[np.argsort(inverse, kind="stable")]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(inverse)))).astype(np.int64)
+    return distinct, order, offsets
+
+
+def unit_projected(
+    vectors: np.ndarray | Sequence[np.ndarray],
+    order: np.ndarray,
+    columns: slice,
+    basis: np.ndarray | None,
+) -> np.ndarray:
+    """Rows ``order`` of ``vectors`` on ``columns``, unit-length and projected on ``basis``
+    (if any), made ``_NORM_CHUNK`` rows at a time straight into the result."""
+    width = unit_chunk(vectors, order[:1], columns).shape[1]
+    out = np.empty((order.size, width if basis is None else basis.shape[0]), np.float32)
+    for start in range(0, order.size, _NORM_CHUNK):
+        part = unit_chunk(vectors, order[start : start + _NORM_CHUNK], columns)
+        if basis is None:
+            out[start : start + len(part)] = part
+        else:
+            np.matmul(part, basis.T, out=out[start : start + len(part)])
+    return out
+
+
 def sample_rows(order: np.ndarray, sample: int = _SAMPLE) -> np.ndarray:
     """The rows (of ``order``) a basis is fitted on: every ``len // sample``-th, at most
     ``sample`` of them, as ``principal_basis`` takes them from the whole matrix."""
@@ -81,6 +114,7 @@ class QueryMemory:
         dims: int = 0,
         basis: np.ndarray | None = None,
         columns: slice = _ALL_COLUMNS,
+        kept: bool = False,
     ) -> QueryMemory | None:
         """From one row per step (``tools[i]`` its tool; ``vectors``: a matrix or a sequence
         of rows, of any float type, read on ``columns``): grouped, unit-length, projected on
@@ -89,24 +123,19 @@ class QueryMemory:
         ``None`` when no step has weight (a namespace without memory routes as before).
 
         Built ``_NORM_CHUNK`` rows at a time straight into the kept matrix: besides it, at
-        most one chunk of whole float32 rows is alive (``bench/memory_parts.py``)."""
+        most one chunk of whole float32 rows is alive (``bench/memory_parts.py``).
+        ``kept``: the rows are an earlier build's kept rows (unit, projected on ``basis``),
+        only grouped anew: a rebuild reuses an unchanged step's row."""
         weights = np.asarray(weights, dtype=np.float32)
-        keep = np.flatnonzero(weights > 0)
-        if keep.size == 0:
+        distinct, order, offsets = grouping(tools, weights)
+        if order.size == 0:
             return None
-        distinct, inverse = np.unique(np.asarray(tools)[keep], return_inverse=True)
-        order = keep[np.argsort(inverse, kind="stable")]
-        offsets = np.concatenate(([0], np.cumsum(np.bincount(inverse)))).astype(np.int64)
-        if basis is None and dims > 0:
+        if basis is None and dims > 0 and not kept:
             basis = principal_basis(unit_chunk(vectors, sample_rows(order), columns), dims)
-        width = unit_chunk(vectors, order[:1], columns).shape[1]
-        out = np.empty((order.size, width if basis is None else basis.shape[0]), np.float32)
-        for start in range(0, order.size, _NORM_CHUNK):
-            part = unit_chunk(vectors, order[start : start + _NORM_CHUNK], columns)
-            if basis is None:
-                out[start : start + len(part)] = part
-            else:
-                np.matmul(part, basis.T, out=out[start : start + len(part)])
+        if kept:  # an earlier build's rows: grouped, not transformed again
+            out = np.array([vectors[i] for i in order.tolist()], dtype=np.float32)
+        else:
+            out = unit_projected(vectors, order, columns, basis)
         names = tuple(str(n) for n in distinct)
         return cls(
             names,

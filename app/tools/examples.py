@@ -24,7 +24,7 @@ from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.routing import step_window
 from app.routing.examples import card_examples, example_dim
-from app.routing.memory import QueryMemory
+from app.routing.memory import QueryMemory, grouping
 from app.tools.catalog import text_hash
 from app.tools.live_index import IndexManager, Snapshot
 from app.tools.settle import Rebuilder
@@ -35,9 +35,9 @@ log = logging.getLogger("toolreach.examples")
 
 EMBED_BATCH = 256
 READ_CHUNK = 4096  # stored vectors read at a time (their bytes are freed once copied)
-# The dtype ExampleCache keeps each example's whole vector in, between builds (read only to
-# rebuild the votes): float16 halves what float32 held (100,000 examples at 384 dims: 148.6
-# -> 74 MiB); the votes are built from these rows, so every build reads the same values.
+# The dtype ExampleCache reads each example's whole vector in to build its votes: float16
+# halves the build's transient (100,000 examples at 384 dims: 146 -> 73 MiB); every build
+# reads the same values (the votes move by ~1e-4 from float32's: docs/BENCHMARKS.md).
 EXAMPLE_DTYPE = np.float16
 
 
@@ -95,8 +95,10 @@ class ExampleCache:
     """Every namespace's card examples as the router's votes, rebuilt off the request path.
 
     A rebuild decodes only the cards whose stored JSON changed, rebuilds the votes only when
-    some card's examples changed, and keeps the principal directions of the first build; a
-    burst of writes makes one rebuild (``app/tools/settle.py``)."""
+    some card's examples changed, and keeps the principal directions of the first build, so
+    an unchanged text keeps its row and only new texts' whole vectors are read (none is held
+    between builds: 100,000 examples' took 149 MiB at 384 dims); a burst of writes makes one
+    rebuild (``app/tools/settle.py``)."""
 
     def __init__(
         self, index: IndexManager, session_factory: sessionmaker[Session], encoder: Encoder
@@ -107,7 +109,9 @@ class ExampleCache:
         self._built: Mapping[str, tuple[Snapshot, QueryMemory | None]] = MappingProxyType({})
         self._pairs: dict[str, Examples] = {}  # namespace → the pairs its votes were built from
         self._cards: dict[str, dict[str, tuple[bytes, tuple[str, ...]]]] = {}
-        self._vectors: dict[str, np.ndarray] = {}  # example text → its vector (EXAMPLE_DTYPE)
+        # namespace → example text → its row in the namespace's votes (QueryMemory.vectors):
+        # a rebuild on the same basis reuses an unchanged text's row, reading only new texts.
+        self._rows: dict[str, dict[str, int]] = {}
         self._computing = threading.Lock()
         # A burst of writes makes one rebuild.
         self._rebuilder = Rebuilder(
@@ -141,10 +145,8 @@ class ExampleCache:
             for namespace in gone:
                 self._pairs.pop(namespace, None)
                 self._cards.pop(namespace, None)
+                self._rows.pop(namespace, None)
             self._built = MappingProxyType(built)  # swapped whole; gone namespaces dropped
-            kept = sum(len(pairs) for pairs in self._pairs.values())
-            if len(self._vectors) > 2 * kept + 1024:  # mostly edited-away examples: drop all
-                self._vectors.clear()
             return done
 
     def _votes(
@@ -159,13 +161,39 @@ class ExampleCache:
             return previous  # no card's examples changed
         self._pairs[namespace] = pairs
         if not pairs:
+            self._rows.pop(namespace, None)
             return None
-        texts = [text for _, text in pairs]
-        vectors = self._vectors_of(texts)
+        tools, texts = [tool for tool, _ in pairs], [text for _, text in pairs]
         basis = None if previous is None else previous.basis
         if basis is not None and basis.shape[1] != example_dim(snapshot.index):
-            basis = None
-        return card_examples(snapshot.index, [tool for tool, _ in pairs], vectors, basis)
+            basis, previous = None, None
+        known = self._rows.get(namespace, {}) if previous is not None else {}
+        missing = sorted({t for t in texts if t not in known})
+        if not known:  # a first build (or a new basis): every text's whole vector
+            built = card_examples(snapshot.index, tools, self._read(texts), basis)
+        else:  # the same basis: unchanged texts keep their rows, new ones are projected
+            assert previous is not None
+            new = card_examples(snapshot.index, missing, self._read(missing), basis)
+            fresh = (
+                {}
+                if new is None
+                else dict(zip(missing, new.vectors[_rows_of(missing)], strict=True))
+            )
+            rows = [previous.vectors[known[t]] if t in known else fresh[t] for t in texts]
+            ones = np.ones(len(tools), dtype=np.float32)
+            built = QueryMemory.build(tools, rows, ones, basis=basis, kept=True)
+        if built is not None:
+            _, order, _ = grouping(tools, np.ones(len(tools)))
+            self._rows[namespace] = {texts[i]: row for row, i in enumerate(order.tolist())}
+        return built
+
+    def _read(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' whole vectors (``EXAMPLE_DTYPE``), from the embeddings table or the
+        encoder; held only while the votes are built."""
+        if not texts:
+            return np.zeros((0, self._encoder.dim), dtype=EXAMPLE_DTYPE)
+        with unit_of_work(self._factory) as session:
+            return text_vectors(session, self._encoder, texts, EXAMPLE_DTYPE)
 
     def _examples(self, namespace: str, snapshot: Snapshot) -> Examples:
         """Every (tool, example) of the snapshot, decoding only the cards that changed."""
@@ -180,17 +208,6 @@ class ExampleCache:
         self._cards[namespace] = cards
         return tuple((name, text) for name, (_, texts) in cards.items() for text in texts)
 
-    def _vectors_of(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """The texts' vectors (``EXAMPLE_DTYPE`` rows): those of the last build from memory,
-        the rest from the embeddings table or the encoder. Rows, not one stacked matrix:
-        the votes read them a chunk at a time (``QueryMemory.build``)."""
-        missing = sorted({t for t in texts if t not in self._vectors})
-        if missing:
-            with unit_of_work(self._factory) as session:
-                found = text_vectors(session, self._encoder, missing, EXAMPLE_DTYPE)
-            self._vectors.update(zip(missing, found, strict=True))
-        return [self._vectors[t] for t in texts]
-
     def start(self) -> None:
         """Build every namespace now, then after each burst of writes, in a background
         thread (``app/tools/settle.py``)."""
@@ -198,3 +215,12 @@ class ExampleCache:
 
     def stop(self) -> None:
         self._rebuilder.stop()
+
+
+def _rows_of(texts: Sequence[str]) -> np.ndarray:
+    """Where ``card_examples`` of ``texts`` (each its own tool, so one row each) puts each
+    text's row: by tool name, i.e. sorted."""
+    _, order, _ = grouping(texts, np.ones(len(texts)))
+    rows = np.empty(len(texts), dtype=np.int64)
+    rows[order] = np.arange(len(texts))
+    return rows
