@@ -271,3 +271,27 @@ def test_the_build_holds_at_most_a_chunk_besides_what_it_keeps() -> None:
     assert built is not None
     whole = vectors.size * 4  # one float32 copy of every row
     assert peak < built.nbytes + whole // 2, (peak, built.nbytes, whole)
+
+
+def test_kept_rows_are_grouped_anew_not_transformed() -> None:
+    """``kept=True``: an earlier build's rows (unit, projected), given in any order, come
+    back grouped by tool as they were, on the basis given."""
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((300, 24)).astype(np.float32)
+    tools = [f"t{i}" for i in rng.integers(0, 40, len(vectors))]
+    ones = np.ones(len(tools), np.float32)
+    built = QueryMemory.build(tools, vectors, ones, 8)
+    assert built is not None and built.basis is not None
+    order = np.argsort(np.unique(np.asarray(tools), return_inverse=True)[1], kind="stable")
+    shuffled = rng.permutation(len(tools))
+    rows = np.empty_like(built.vectors)
+    rows[order] = built.vectors  # each input row's kept row
+    again = QueryMemory.build(
+        [tools[i] for i in shuffled], list(rows[shuffled]), ones, basis=built.basis, kept=True
+    )
+    assert again is not None and again.tools == built.tools and again.basis is built.basis
+    assert np.array_equal(again.offsets, built.offsets)
+    for name, i in built.positions.items():  # within a tool, rows may come in another order
+        a, b = built.offsets[i], built.offsets[i + 1]
+        mine = again.vectors[again.offsets[again.positions[name]] : again.offsets[i + 1]]
+        assert sorted(map(tuple, mine)) == sorted(map(tuple, built.vectors[a:b]))
