@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.routing.index import RouterIndex
-from app.routing.memory import QueryMemory, memory_votes
+from app.routing.memory import QueryMemory, Rows, memory_votes
 from app.routing.types import RouterConfig
 
 
@@ -45,7 +45,7 @@ EXAMPLE_DIMS = 128  # the principal directions example vectors are kept on (as q
 def card_examples(
     index: RouterIndex,
     tools: Sequence[str],
-    vectors: np.ndarray | Sequence[np.ndarray],
+    vectors: Rows,
     basis: np.ndarray | None = None,
 ) -> QueryMemory | None:
     """The examples of a namespace's cards as votes (``tools[i]`` owns example row

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from app.routing.types import RouterConfig
 # (bench/memory_parts.py, docs/BENCHMARKS.md).
 _NORM_CHUNK = 4096
 _SAMPLE = 16_384  # rows principal_basis fits the directions on
+_GRAM_CHUNK = 2048  # rows principal_basis adds to MᵀM at a time
 _ALL_COLUMNS = slice(None)
 
 
@@ -50,7 +52,7 @@ def grouping(
 
 
 def unit_projected(
-    vectors: np.ndarray | Sequence[np.ndarray],
+    vectors: Rows,
     order: np.ndarray,
     columns: slice,
     basis: np.ndarray | None,
@@ -74,13 +76,25 @@ def sample_rows(order: np.ndarray, sample: int = _SAMPLE) -> np.ndarray:
     return order[:: max(1, order.size // sample)][:sample]
 
 
-def unit_chunk(
-    vectors: np.ndarray | Sequence[np.ndarray], rows: np.ndarray, columns: slice
-) -> np.ndarray:
+@runtime_checkable
+class RowSource(Protocol):
+    """Rows read when asked, a chunk at a time (``ExampleCache``: from the embeddings table),
+    so a build never holds every whole row at once."""
+
+    def __len__(self) -> int: ...
+    def take(self, rows: np.ndarray) -> np.ndarray: ...
+
+
+Rows = np.ndarray | Sequence[np.ndarray] | RowSource
+
+
+def unit_chunk(vectors: Rows, rows: np.ndarray, columns: slice) -> np.ndarray:
     """Rows ``rows`` of ``vectors`` on ``columns``, as a new float32 matrix of unit rows (a
     zero row stays zero). Row-wise norms: a row's values do not depend on its chunk."""
     if isinstance(vectors, np.ndarray):
         part = np.asarray(vectors[rows, columns], dtype=np.float32)  # a copy (integer index)
+    elif isinstance(vectors, RowSource):
+        part = np.array(vectors.take(rows)[:, columns], dtype=np.float32)
     else:
         part = np.array([vectors[i][columns] for i in rows.tolist()], dtype=np.float32)
     part = part.reshape(len(rows), -1)
@@ -109,7 +123,7 @@ class QueryMemory:
     def build(
         cls,
         tools: Sequence[str],
-        vectors: np.ndarray | Sequence[np.ndarray],
+        vectors: Rows,
         weights: np.ndarray,
         dims: int = 0,
         basis: np.ndarray | None = None,
@@ -133,6 +147,7 @@ class QueryMemory:
         if basis is None and dims > 0 and not kept:
             basis = principal_basis(unit_chunk(vectors, sample_rows(order), columns), dims)
         if kept:  # an earlier build's rows: grouped, not transformed again
+            assert isinstance(vectors, np.ndarray) or not isinstance(vectors, RowSource)
             out = np.array([vectors[i] for i in order.tolist()], dtype=np.float32)
         else:
             out = unit_projected(vectors, order, columns, basis)
@@ -198,11 +213,16 @@ def principal_basis(rows: np.ndarray, dims: int, sample: int = _SAMPLE) -> np.nd
     """The ``dims`` directions keeping the most of the rows' energy (top eigenvectors of
     ``MᵀM``, uncentred: dot products are what is kept), as ``(dims, d)`` rows; ``None``
     when ``dims`` is 0 or not below the rows' dimension. As app/embedding/cosines.py fits
-    the tools' int8 copy."""
+    the tools' int8 copy. ``MᵀM`` is summed in float64 ``_GRAM_CHUNK`` rows at a time (a
+    whole float64 copy of 16,384 rows of 896 was 112 MiB of a 100,000-example build)."""
     if not 0 < dims < rows.shape[1]:
         return None
-    part = rows[:: max(1, len(rows) // sample)][:sample].astype(np.float64)
-    _, vectors = np.linalg.eigh(part.T @ part)  # ascending eigenvalues
+    part = rows[:: max(1, len(rows) // sample)][:sample]
+    gram = np.zeros((rows.shape[1], rows.shape[1]), dtype=np.float64)
+    for start in range(0, len(part), _GRAM_CHUNK):
+        chunk = part[start : start + _GRAM_CHUNK].astype(np.float64)
+        gram += chunk.T @ chunk
+    _, vectors = np.linalg.eigh(gram)  # ascending eigenvalues
     return np.ascontiguousarray(vectors[:, ::-1][:, :dims].T, dtype=np.float32)
 
 

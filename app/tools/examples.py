@@ -169,8 +169,9 @@ class ExampleCache:
             basis, previous = None, None
         known = self._rows.get(namespace, {}) if previous is not None else {}
         missing = sorted({t for t in texts if t not in known})
-        if not known:  # a first build (or a new basis): every text's whole vector
-            built = card_examples(snapshot.index, tools, self._read(texts), basis)
+        if not known:  # a first build (or a new basis): every text's whole vector, read
+            stored = StoredRows(self._factory, self._encoder, texts)  # a chunk at a time
+            built = card_examples(snapshot.index, tools, stored, basis)
         else:  # the same basis: unchanged texts keep their rows, new ones are projected
             assert previous is not None
             new = card_examples(snapshot.index, missing, self._read(missing), basis)
@@ -224,3 +225,22 @@ def _rows_of(texts: Sequence[str]) -> np.ndarray:
     rows = np.empty(len(texts), dtype=np.int64)
     rows[order] = np.arange(len(texts))
     return rows
+
+
+class StoredRows:
+    """``texts``' whole vectors (``EXAMPLE_DTYPE``) as a build asks for them, a chunk at a
+    time, from the embeddings table or the encoder (``text_vectors``): 100,000 examples'
+    first build held them all at once (171 MiB at 896 dims in float16)."""
+
+    def __init__(
+        self, factory: sessionmaker[Session], encoder: TextEncoder, texts: Sequence[str]
+    ) -> None:
+        self._factory, self._encoder, self._texts = factory, encoder, texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        picked = [self._texts[i] for i in rows.tolist()]
+        with unit_of_work(self._factory) as session:
+            return text_vectors(session, self._encoder, picked, EXAMPLE_DTYPE)
