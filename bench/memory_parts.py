@@ -134,7 +134,7 @@ def measure(url: str, dim: int, routes: int) -> dict[str, Any]:
         "examples' votes (QueryMemory)": deep_bytes(
             [built[1] for built in examples._built.values()], seen
         ),
-        "examples' vectors by text": deep_bytes(examples._vectors, seen),
+        "examples' rows by text (ExampleCache._rows)": deep_bytes(examples._rows, seen),
         "examples' pairs": deep_bytes(examples._pairs, seen),
         "cards' JSON and examples (ExampleCache)": deep_bytes(examples._cards, seen),
         "query memory": deep_bytes(memory.get("default"), seen),

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.routing.index import RouterIndex
-from app.routing.memory import QueryMemory, memory_votes
+from app.routing.memory import QueryMemory, Rows, memory_votes
 from app.routing.types import RouterConfig
 
 
@@ -45,17 +45,18 @@ EXAMPLE_DIMS = 128  # the principal directions example vectors are kept on (as q
 def card_examples(
     index: RouterIndex,
     tools: Sequence[str],
-    vectors: np.ndarray,
+    vectors: Rows,
     basis: np.ndarray | None = None,
 ) -> QueryMemory | None:
     """The examples of a namespace's cards as votes (``tools[i]`` owns example row
-    ``vectors[i]``, a whole encoder vector), kept on their ``EXAMPLE_DIMS`` principal
-    directions or on ``basis`` (an earlier build's); ``None`` without any."""
+    ``vectors[i]``, a whole encoder vector of any float type; a matrix or a sequence of
+    rows, read a chunk at a time), kept on their ``EXAMPLE_DIMS`` principal directions or on
+    ``basis`` (an earlier build's); ``None`` without any."""
     if len(tools) == 0:
         return None
-    rows = np.asarray(vectors, dtype=np.float32)[:, example_columns(index)]
     ones = np.ones(len(tools), dtype=np.float32)
-    return QueryMemory.build(tools, rows, ones, dims=EXAMPLE_DIMS, basis=basis)
+    columns = example_columns(index)
+    return QueryMemory.build(tools, vectors, ones, EXAMPLE_DIMS, basis, columns)
 
 
 def examples_part(

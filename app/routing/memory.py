@@ -21,15 +21,86 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from app.routing.signals import unit_rows
 from app.routing.types import RouterConfig
 
-# Rows QueryMemory.build makes unit-length at a time: whole-size temporaries cost 100,000
-# examples' first build 97 MiB of peak at 384 dims, 228 at 896 (bench/memory_parts.py).
+# Rows QueryMemory.build reads, makes unit-length and projects at a time: whole-size
+# temporaries cost 100,000 examples' first build 97 MiB of peak at 384 dims, 228 at 896
+# (bench/memory_parts.py, docs/BENCHMARKS.md).
 _NORM_CHUNK = 4096
+_SAMPLE = 16_384  # rows principal_basis fits the directions on
+_GRAM_CHUNK = 2048  # rows principal_basis adds to MᵀM at a time
+_ALL_COLUMNS = slice(None)
+
+
+def grouping(
+    tools: Sequence[str], weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How ``QueryMemory.build`` groups its rows: the distinct tools (sorted), the rows with
+    weight in their kept order (by tool, stable), and each tool's offsets among them."""
+    keep = np.flatnonzero(np.asarray(weights) > 0)
+    if keep.size == 0:
+        return np.asarray([], dtype=str), keep, np.zeros(1, dtype=np.int64)
+    distinct, inverse = np.unique(np.asarray(tools)[keep], return_inverse=True)
+    order = keep[np.argsort(inverse, kind="stable")]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(inverse)))).astype(np.int64)
+    return distinct, order, offsets
+
+
+def unit_projected(
+    vectors: Rows,
+    order: np.ndarray,
+    columns: slice,
+    basis: np.ndarray | None,
+) -> np.ndarray:
+    """Rows ``order`` of ``vectors`` on ``columns``, unit-length and projected on ``basis``
+    (if any), made ``_NORM_CHUNK`` rows at a time straight into the result."""
+    width = unit_chunk(vectors, order[:1], columns).shape[1]
+    out = np.empty((order.size, width if basis is None else basis.shape[0]), np.float32)
+    for start in range(0, order.size, _NORM_CHUNK):
+        part = unit_chunk(vectors, order[start : start + _NORM_CHUNK], columns)
+        if basis is None:
+            out[start : start + len(part)] = part
+        else:
+            np.matmul(part, basis.T, out=out[start : start + len(part)])
+    return out
+
+
+def sample_rows(order: np.ndarray, sample: int = _SAMPLE) -> np.ndarray:
+    """The rows (of ``order``) a basis is fitted on: every ``len // sample``-th, at most
+    ``sample`` of them, as ``principal_basis`` takes them from the whole matrix."""
+    return order[:: max(1, order.size // sample)][:sample]
+
+
+@runtime_checkable
+class RowSource(Protocol):
+    """Rows read when asked, a chunk at a time (``ExampleCache``: from the embeddings table),
+    so a build never holds every whole row at once."""
+
+    def __len__(self) -> int: ...
+    def take(self, rows: np.ndarray) -> np.ndarray: ...
+
+
+Rows = np.ndarray | Sequence[np.ndarray] | RowSource
+
+
+def unit_chunk(vectors: Rows, rows: np.ndarray, columns: slice) -> np.ndarray:
+    """Rows ``rows`` of ``vectors`` on ``columns``, as a new float32 matrix of unit rows (a
+    zero row stays zero). Row-wise norms: a row's values do not depend on its chunk."""
+    if isinstance(vectors, np.ndarray):
+        part = np.asarray(vectors[rows, columns], dtype=np.float32)  # a copy (integer index)
+    elif isinstance(vectors, RowSource):
+        part = np.array(vectors.take(rows)[:, columns], dtype=np.float32)
+    else:
+        part = np.array([vectors[i][columns] for i in rows.tolist()], dtype=np.float32)
+    part = part.reshape(len(rows), -1)
+    norms = np.linalg.norm(part, axis=1, keepdims=True)
+    np.divide(part, np.where(norms > 0, norms, np.float32(1.0)), out=part)
+    return part
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,37 +123,39 @@ class QueryMemory:
     def build(
         cls,
         tools: Sequence[str],
-        vectors: np.ndarray,
+        vectors: Rows,
         weights: np.ndarray,
         dims: int = 0,
         basis: np.ndarray | None = None,
+        columns: slice = _ALL_COLUMNS,
+        kept: bool = False,
     ) -> QueryMemory | None:
-        """From one row per step (``tools[i]`` its tool): grouped, unit-length, projected on
+        """From one row per step (``tools[i]`` its tool; ``vectors``: a matrix or a sequence
+        of rows, of any float type, read on ``columns``): grouped, unit-length, projected on
         their ``dims`` principal directions when that is fewer than they have (0: never), or
         on ``basis`` when given (an earlier build's, kept as the rows change a little);
-        ``None`` when no step has weight (a namespace without memory routes as before)."""
-        vectors = np.asarray(vectors, dtype=np.float32)
+        ``None`` when no step has weight (a namespace without memory routes as before).
+
+        Built ``_NORM_CHUNK`` rows at a time straight into the kept matrix: besides it, at
+        most one chunk of whole float32 rows is alive (``bench/memory_parts.py``).
+        ``kept``: the rows are an earlier build's kept rows (unit, projected on ``basis``),
+        only grouped anew: a rebuild reuses an unchanged step's row."""
         weights = np.asarray(weights, dtype=np.float32)
-        keep = np.flatnonzero(weights > 0)
-        if keep.size == 0:
+        distinct, order, offsets = grouping(tools, weights)
+        if order.size == 0:
             return None
-        distinct, inverse = np.unique(np.asarray(tools)[keep], return_inverse=True)
-        order = keep[np.argsort(inverse, kind="stable")]
-        offsets = np.concatenate(([0], np.cumsum(np.bincount(inverse)))).astype(np.int64)
-        rows = vectors[order]  # a copy (integer indexing): made unit-length in place
-        for start in range(0, len(rows), _NORM_CHUNK):  # no whole-size temporaries
-            part = rows[start : start + _NORM_CHUNK]
-            norms = np.linalg.norm(part, axis=1, keepdims=True)
-            np.divide(part, np.where(norms > 0, norms, np.float32(1.0)), out=part)
-        if basis is None:
-            basis = principal_basis(rows, dims)
-        if basis is not None:
-            rows = rows @ basis.T
+        if basis is None and dims > 0 and not kept:
+            basis = principal_basis(unit_chunk(vectors, sample_rows(order), columns), dims)
+        if kept:  # an earlier build's rows: grouped, not transformed again
+            assert isinstance(vectors, np.ndarray) or not isinstance(vectors, RowSource)
+            out = np.array([vectors[i] for i in order.tolist()], dtype=np.float32)
+        else:
+            out = unit_projected(vectors, order, columns, basis)
         names = tuple(str(n) for n in distinct)
         return cls(
             names,
             offsets,
-            np.ascontiguousarray(rows, dtype=np.float32),
+            out,
             np.ascontiguousarray(weights[order], dtype=np.float32),
             {name: i for i, name in enumerate(names)},
             basis,
@@ -136,15 +209,20 @@ class Alignment:
         return cls(names, starts, lengths, bool(have.any()))
 
 
-def principal_basis(rows: np.ndarray, dims: int, sample: int = 16_384) -> np.ndarray | None:
+def principal_basis(rows: np.ndarray, dims: int, sample: int = _SAMPLE) -> np.ndarray | None:
     """The ``dims`` directions keeping the most of the rows' energy (top eigenvectors of
     ``MᵀM``, uncentred: dot products are what is kept), as ``(dims, d)`` rows; ``None``
     when ``dims`` is 0 or not below the rows' dimension. As app/embedding/cosines.py fits
-    the tools' int8 copy."""
+    the tools' int8 copy. ``MᵀM`` is summed in float64 ``_GRAM_CHUNK`` rows at a time (a
+    whole float64 copy of 16,384 rows of 896 was 112 MiB of a 100,000-example build)."""
     if not 0 < dims < rows.shape[1]:
         return None
-    part = rows[:: max(1, len(rows) // sample)][:sample].astype(np.float64)
-    _, vectors = np.linalg.eigh(part.T @ part)  # ascending eigenvalues
+    part = rows[:: max(1, len(rows) // sample)][:sample]
+    gram = np.zeros((rows.shape[1], rows.shape[1]), dtype=np.float64)
+    for start in range(0, len(part), _GRAM_CHUNK):
+        chunk = part[start : start + _GRAM_CHUNK].astype(np.float64)
+        gram += chunk.T @ chunk
+    _, vectors = np.linalg.eigh(gram)  # ascending eigenvalues
     return np.ascontiguousarray(vectors[:, ::-1][:, :dims].T, dtype=np.float32)
 
 

@@ -47,6 +47,9 @@ def doc_tokens(doc: ToolDoc, weights: FieldWeights) -> list[str]:
     return tokens
 
 
+_CHUNK = 4096  # rows unit_rows checks at a time
+
+
 def unit_rows(embeddings: np.ndarray, n_docs: int) -> np.ndarray:
     """Validate ``(n_docs, dim)``; float32 C-contiguous unit rows (zero rows stay zero).
 
@@ -57,9 +60,12 @@ def unit_rows(embeddings: np.ndarray, n_docs: int) -> np.ndarray:
     matrix = np.asarray(embeddings, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != n_docs:
         raise ValueError(f"embeddings must have shape ({n_docs}, dim), got {matrix.shape}")
-    if not np.isfinite(matrix).all():
-        raise ValueError("embeddings contain NaN or infinite values")
-    norms = np.linalg.norm(matrix, axis=1)
+    norms = np.empty(n_docs, dtype=np.float32)
+    for start in range(0, n_docs, _CHUNK):  # no whole-size temporaries (100,000 × 896: 342 MiB)
+        part = matrix[start : start + _CHUNK]
+        if not np.isfinite(part).all():
+            raise ValueError("embeddings contain NaN or infinite values")
+        norms[start : start + len(part)] = np.linalg.norm(part, axis=1)
     scale = (norms > 0) & ~np.isclose(norms, 1.0, atol=1e-4)
     if matrix.flags.c_contiguous and not scale.any():
         return matrix
@@ -194,7 +200,16 @@ class MergePlan:
 
     def rows(self, old: np.ndarray, added: np.ndarray) -> np.ndarray:
         """Per-document arrays (a vector, a matrix's rows) laid out in the new order; the
-        kept rows are copied run by run."""
+        kept rows are copied run by run. A read-only ``added`` that is the whole result
+        already (nothing kept, in order: a first load) is the result, not copied: the
+        live index marks the matrix it read so (100,000 × 896: 342 MiB not doubled)."""
+        if (
+            not added.flags.writeable
+            and len(added) == self.size
+            and not (self.old_to_new >= 0).any()
+            and np.array_equal(self.added, np.arange(self.size))
+        ):
+            return added
         out = np.empty((self.size, *added.shape[1:]), dtype=added.dtype)
         if self.old_to_new.size:
             source, target = self.kept()

@@ -90,6 +90,7 @@ class _Namespace:
             stored = repository.get_embeddings(session, model, (h for h in hashes if h))
             for row, text in enumerate(hashes, start=start):
                 matrix[row] = np.frombuffer(stored[text], dtype=np.float32)  # type: ignore[index]
+        matrix.flags.writeable = False  # the index may keep it as it is (MergePlan.rows)
         return matrix
 
 

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 
+import app.tools.examples as examples_module
+from app.db import unit_of_work
 from app.embedding.encoders import make_encoder
-from app.tools.examples import ExampleCache
+from app.routing.examples import card_examples
+from app.tools.examples import ExampleCache, text_vectors
 from tests.api.loop_support import services_of
 from tests.conftest import ADMIN, AGENT
 
@@ -93,3 +98,92 @@ class CountingEncoder:
     def encode(self, texts: list[str]) -> object:
         self.texts += len(texts)
         return self.inner.encode(texts)
+
+
+def test_examples_vote_as_their_float32_rows_and_no_whole_vector_is_held(
+    client: TestClient,
+) -> None:
+    """The votes are built from float16 whole vectors: float32's to float16's rounding, and
+    lift the same card; between builds the cache holds no whole vector, only the votes."""
+    texts = [EXAMPLE, "rain in Oslo today", "wind in Bergen"]
+    tool = card("weather_a", texts)
+    assert client.post("/v1/tools", json=tool, headers=ADMIN).status_code == 201
+    cache, services = settled(client), services_of(client)
+    snapshot = services.index.get("default")
+    assert snapshot is not None
+    exact = card_examples(snapshot.index, ["weather_a"] * 3, make_encoder("fake").encode(texts))
+    kept = cache.get("default")
+    assert exact is not None and kept is not None
+    np.testing.assert_allclose(kept.vectors, exact.vectors, rtol=0, atol=2e-3)
+    held = [a for a in arrays_in(vars(cache), skip=cache._built) if a.size]
+    assert held == [], [a.shape for a in held]
+
+
+def arrays_in(root: object, skip: object) -> list[np.ndarray]:
+    """The numpy arrays reachable from ``root`` through dicts, lists and tuples (not
+    through ``skip``)."""
+    found, stack, seen = [], [root], set()
+    while stack:
+        obj = stack.pop()
+        if obj is skip or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            found.append(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, list | tuple):
+            stack.extend(obj)
+    return found
+
+
+def test_a_rebuild_reads_only_new_texts_and_equals_a_first_build(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another card written: its texts alone are read; unchanged texts keep their rows, and
+    the votes are those a first build on the same basis makes of every text."""
+    first = card("weather_a", [EXAMPLE, "rain in Oslo today"])
+    assert client.post("/v1/tools", json=first, headers=ADMIN).status_code == 201
+    cache = settled(client)
+    before = cache.get("default")
+    assert before is not None
+    read: list[list[str]] = []
+    real = examples_module.text_vectors
+
+    def spy(session: object, encoder: object, texts: list[str], *args: object) -> np.ndarray:
+        read.append(list(texts))
+        return real(session, encoder, texts, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(examples_module, "text_vectors", spy)
+    second = card("weather_b", ["wind in Bergen", EXAMPLE])
+    assert client.post("/v1/tools", json=second, headers=ADMIN).status_code == 201
+    cache = settled(client)
+    after = cache.get("default")
+    assert after is not None and read == [["wind in Bergen"]]
+    snapshot = services_of(client).index.get("default")
+    assert snapshot is not None
+    pairs = cache._pairs["default"]
+    vectors = make_encoder("fake").encode([t for _, t in pairs]).astype(np.float16)
+    fresh = card_examples(snapshot.index, [n for n, _ in pairs], vectors, before.basis)
+    assert fresh is not None and after.tools == fresh.tools
+    assert np.array_equal(after.offsets, fresh.offsets) and after.basis is before.basis
+    np.testing.assert_allclose(after.vectors, fresh.vectors, rtol=0, atol=1e-6)
+
+
+def test_stored_vectors_are_read_a_chunk_at_a_time(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read 2 hashes at a time, with a repeated text and texts not stored yet, the vectors
+    are those read at once; each text embedded once."""
+    texts = ["alpha one", "beta two", "alpha one", "gamma three", "delta four"]
+    services = services_of(client)
+    counted = CountingEncoder()
+    with unit_of_work(services.session_factory) as session:
+        text_vectors(session, counted, texts[:2])  # stored before
+    with unit_of_work(services.session_factory) as session:
+        monkeypatch.setattr(examples_module, "READ_CHUNK", 2)
+        chunked = text_vectors(session, counted, texts, np.float16)
+    assert counted.texts == 2 + 2  # "gamma three", "delta four" added
+    want = make_encoder("fake").encode(texts)
+    assert chunked.dtype == np.float16
+    np.testing.assert_array_equal(chunked, want.astype(np.float16))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -11,7 +12,14 @@ from app.embedding.encoders import make_encoder
 from app.loop.memory import KEY_STEPS, remembered_steps, step_hash, substance_since
 from app.loop.repository import ForgetMark, MemoryReport
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
-from app.routing.memory import QueryMemory, agreement, memory_part, memory_votes, segment_rows
+from app.routing.memory import (
+    QueryMemory,
+    agreement,
+    memory_part,
+    memory_votes,
+    principal_basis,
+    segment_rows,
+)
 
 SAME = "Current weather in a city, right now: temperature, wind and rain."
 DOCS = [
@@ -212,3 +220,78 @@ def test_the_fast_memory_part_agrees_with_the_formula_on_random_data(dims: int) 
     )
     broken = np.full(d, np.nan, dtype=np.float32)
     assert not memory_part(memory, names, cols, total, broken, config).any()
+
+
+def whole_build(tools: list[str], vectors: np.ndarray, dims: int) -> QueryMemory:
+    """The build as it was before chunks: every row gathered, made unit and projected at
+    once (the reference the chunked build must equal)."""
+    order = np.argsort(np.unique(np.asarray(tools), return_inverse=True)[1], kind="stable")
+    rows = np.asarray(vectors, dtype=np.float32)[order]
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), np.float32(1e-30))
+    basis = principal_basis(rows, dims)
+    kept = rows if basis is None else rows @ basis.T
+    ones = np.ones(len(tools), np.float32)
+    return QueryMemory(tuple(sorted(set(tools))), np.zeros(0), kept, ones, {}, basis)
+
+
+@pytest.mark.parametrize("dims", [0, 16])
+def test_the_chunked_build_equals_the_whole_build(dims: int) -> None:
+    """Several chunks (10,000 rows; 4,096 a chunk), rows of a matrix or a list of rows, on
+    some columns: the same basis bit for bit, the same rows (bit for bit unprojected;
+    projected, to float32's rounding: a product's blocking differs by chunk)."""
+    rng = np.random.default_rng(dims)
+    vectors = rng.standard_normal((10_000, 40)).astype(np.float32)
+    tools = [f"t{i}" for i in rng.integers(0, 700, len(vectors))]
+    ones = np.ones(len(tools), np.float32)
+    whole = whole_build(tools, vectors[:, 8:], dims)
+    for given in (vectors, list(vectors)):
+        built = QueryMemory.build(tools, given, ones, dims, columns=slice(8, None))
+        assert built is not None and built.tools == whole.tools
+        if dims:
+            assert built.basis is not None and np.array_equal(built.basis, whole.basis)
+            np.testing.assert_allclose(built.vectors, whole.vectors, rtol=0, atol=2e-6)
+        else:
+            assert built.basis is None and np.array_equal(built.vectors, whole.vectors)
+
+
+def test_the_build_holds_at_most_a_chunk_besides_what_it_keeps() -> None:
+    """40,000 float16 rows: the build's peak is what it keeps plus a chunk, not the
+    whole-size float32 copies it made before (one of the input, one gathered)."""
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((40_000, 64)).astype(np.float16)
+    tools = [f"t{i % 5_000}" for i in range(len(vectors))]
+    ones = np.ones(len(tools), np.float32)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        built = QueryMemory.build(tools, vectors, ones)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert built is not None
+    whole = vectors.size * 4  # one float32 copy of every row
+    assert peak < built.nbytes + whole // 2, (peak, built.nbytes, whole)
+
+
+def test_kept_rows_are_grouped_anew_not_transformed() -> None:
+    """``kept=True``: an earlier build's rows (unit, projected), given in any order, come
+    back grouped by tool as they were, on the basis given."""
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((300, 24)).astype(np.float32)
+    tools = [f"t{i}" for i in rng.integers(0, 40, len(vectors))]
+    ones = np.ones(len(tools), np.float32)
+    built = QueryMemory.build(tools, vectors, ones, 8)
+    assert built is not None and built.basis is not None
+    order = np.argsort(np.unique(np.asarray(tools), return_inverse=True)[1], kind="stable")
+    shuffled = rng.permutation(len(tools))
+    rows = np.empty_like(built.vectors)
+    rows[order] = built.vectors  # each input row's kept row
+    again = QueryMemory.build(
+        [tools[i] for i in shuffled], list(rows[shuffled]), ones, basis=built.basis, kept=True
+    )
+    assert again is not None and again.tools == built.tools and again.basis is built.basis
+    assert np.array_equal(again.offsets, built.offsets)
+    for name, i in built.positions.items():  # within a tool, rows may come in another order
+        a, b = built.offsets[i], built.offsets[i + 1]
+        mine = again.vectors[again.offsets[again.positions[name]] : again.offsets[i + 1]]
+        assert sorted(map(tuple, mine)) == sorted(map(tuple, built.vectors[a:b]))
