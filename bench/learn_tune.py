@@ -16,6 +16,8 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
+
 from app.cli.eval_prior import (
     _load,
     encode_queries,
@@ -55,6 +57,7 @@ DESIGNS = [
     {"name": "rel1.5", "pull": 1e-3, "weight": 1.5, "relative": True},
     {"name": "rel2", "pull": 1e-3, "weight": 2.0, "relative": True},
     {"name": "rel1-pull1e-4", "pull": 1e-4, "weight": 1.0, "relative": True},
+    {"name": "ceiling", "fit_held": True},
     {"name": "memory0.6", "no_adapter": True, "memory_floor": 0.6},
     {"name": "memory0.5", "no_adapter": True, "memory_floor": 0.5},
     {"name": "pull1e-3-w3-mem0.6", "pull": 1e-3, "weight": 3.0, "memory_floor": 0.6},
@@ -112,9 +115,28 @@ def main() -> None:
             use = list(range(len(steps)))
             if design.get("older"):
                 use = time_split(steps)[0]
-            pairs, reported_tools = training_pairs(
-                index, [steps[i] for i in use], step_vectors[use], settings.trust_keys
-            )
+            if design.get("fit_held"):  # not a design: the held-out queries are fitted too
+                extra = np.asarray([v[0] for v in vectors], dtype=np.float32)
+                from app.routing.adapter import Pairs
+                from app.routing.adapter import joined as join
+
+                labels = np.array([index.positions[sorted(q.relevant)[0]] for q in held])
+                base_pairs, reported_tools = training_pairs(
+                    index, [steps[i] for i in use], step_vectors[use], settings.trust_keys
+                )
+                pairs = join(
+                    base_pairs,
+                    Pairs(
+                        extra / np.linalg.norm(extra, axis=1, keepdims=True),
+                        labels,
+                        np.full(len(held), 1 / 3, np.float32),
+                    ),
+                )
+                reported_tools = reported_tools | {sorted(q.relevant)[0] for q in held}
+            else:
+                pairs, reported_tools = training_pairs(
+                    index, [steps[i] for i in use], step_vectors[use], settings.trust_keys
+                )
             fields = {f.name for f in dataclasses.fields(Training)}
             training = Training(**{k: v for k, v in design.items() if k in fields})
             began = time.perf_counter()
