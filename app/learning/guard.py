@@ -149,14 +149,20 @@ def score(
     return Score(len(positions), hits, unseen, unseen_hits, tuple(confidence), tuple(hit))
 
 
-def two_fold_ece(confidence: Sequence[float], hit: Sequence[bool]) -> float | None:
-    """The calibration error of an isotonic calibration read on answers it was not fitted on
+Fit = Callable[[Sequence[float], Sequence[bool]], Calibration | None]
+FITS: dict[str, Fit] = {"isotonic": Calibration.fit, "platt": Calibration.platt}
+
+
+def two_fold_ece(
+    confidence: Sequence[float], hit: Sequence[bool], fit: Fit = Calibration.fit
+) -> float | None:
+    """The calibration error of a calibration read on answers it was not fitted on
     (alternate answers form the two folds); ``None`` when a fold is too small to fit."""
     halves = [list(range(0, len(hit), 2)), list(range(1, len(hit), 2))]
     read: list[float] = []
     truth: list[bool] = []
     for fit_on, read_on in (halves, halves[::-1]):
-        fitted = Calibration.fit([confidence[i] for i in fit_on], [hit[i] for i in fit_on])
+        fitted = fit([confidence[i] for i in fit_on], [hit[i] for i in fit_on])
         if fitted is None:
             return None
         read.extend(fitted(confidence[i]) for i in read_on)
@@ -198,12 +204,17 @@ def challenge(
     before = score(*args, champion, prior)
     after = score(*args, candidate, prior)
     ece_before = round(expected_calibration_error(after.confidence, after.hit), 4)
-    ece_after = two_fold_ece(after.confidence, after.hit)
-    if ece_after is not None and ece_after < ece_before:
-        fitted = Calibration.fit(after.confidence, after.hit)
+    measured = {
+        name: e
+        for name, fit in FITS.items()
+        if (e := two_fold_ece(after.confidence, after.hit, fit)) is not None
+    }
+    ece_after = None
+    if measured and min(measured.values()) < ece_before:
+        best = min(measured, key=lambda name: measured[name])
+        ece_after = measured[best]
+        fitted = FITS[best](after.confidence, after.hit)
         candidate = Learned(adapter, version=version, calibration=fitted)
-    else:
-        ece_after = None
     lost = (
         0.0
         if before.unseen_hit_at_1 is None or after.unseen_hit_at_1 is None

@@ -177,10 +177,10 @@ class Training:
     # tools, each step's ``hard`` nearest tools (by the plain cosine) and random others,
     # ``sample`` in all (sampled softmax; the full one costs steps × tools per pass).
     full_softmax: int = 1024
-    sample: int = 1024
+    sample: int = 512
     hard: int = 16
     # At most this many Adam steps, whatever the pairs (the epochs shrink to fit).
-    max_steps: int = 3000
+    max_steps: int = 600
 
 
 DEFAULT_TRAINING = Training()

@@ -41,3 +41,15 @@ def test_it_round_trips_through_json_and_refuses_a_broken_one() -> None:
     assert Calibration.from_json(fitted.to_json()) == fitted
     with pytest.raises(ValueError):
         Calibration.from_json({"knots": [0.1, 0.2], "values": [0.5], "labels": 3})
+
+
+def test_a_platt_fit_is_increasing_and_brings_an_overconfident_model_down() -> None:
+    rng = np.random.default_rng(2)
+    confidence = rng.uniform(0.5, 1.0, 400)
+    hit = rng.uniform(size=400) < confidence - 0.25
+    fitted = Calibration.platt(confidence.tolist(), hit.tolist())
+    assert fitted is not None
+    grid = [fitted(x) for x in np.linspace(0, 1, 101)]
+    assert all(b >= a for a, b in itertools.pairwise(grid))
+    after = expected_calibration_error([fitted(c) for c in confidence], hit.tolist())
+    assert expected_calibration_error(confidence.tolist(), hit.tolist()) > 0.2 and after < 0.06
