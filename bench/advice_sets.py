@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from app.advice import doctor as doctor_text
 from app.advice import service as doctor
 from app.advice.doctor import Finding, edited
 from app.advice.replay import Replay, firsts
@@ -198,8 +199,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=3, help="candidates per reported route")
     parser.add_argument("--kinds", default="confusion,miss,parameter", help="kinds applied")
+    parser.add_argument("--not-for", default=doctor_text.NOT_FOR, choices=["words", "name", "none"])
+    parser.add_argument("--held-out", type=float, default=0.0, help="newest share held out")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    doctor_text.NOT_FOR = args.not_for
+    doctor.HELD_OUT_SHARE = args.held_out
     kinds = frozenset(args.kinds.split(","))
     report = run(args.data, args.limit, args.fraction, args.seed, args.k, kinds)
     if args.json:

@@ -27,6 +27,9 @@ MAX_WORD = 24  # letters in one word taken from a step
 MAX_EXAMPLE_WORDS = 12  # words in one example made from a step
 MAX_EXAMPLES = 3  # examples added to a card by one finding
 MAX_NOT_FOR_WORDS = 4  # distinguishing words named in a "Not for …" line
+# What a confusion writes on the wrong card: the steps' words ("words"), only the used
+# tool's name ("name"), or nothing ("none"). bench/advice_sets.py --not-for measures each.
+NOT_FOR = "words"
 _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|`[^`]*`|[*_#>{}|\\]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 
@@ -118,7 +121,9 @@ def examples_change(steps: Sequence[str], card: ToolCard) -> list[Change]:
 def changes_for(steps: Sequence[str], right: ToolCard, wrong: ToolCard) -> list[Change]:
     """The steps (cleaned) as examples of the right card, and a "Not for" line on the wrong."""
     changes = examples_change(steps, right)
-    words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS]
+    if NOT_FOR == "none":
+        return changes
+    words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS] if NOT_FOR == "words" else []
     line = f"Not for {' '.join(words) or 'these requests'}: use {right.name}."
     if line not in wrong.description:
         changes.append(Change(wrong.name, "description", f"{wrong.description.rstrip()} {line}"))

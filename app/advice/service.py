@@ -21,6 +21,9 @@ from registry import repository
 from registry.errors import Conflict, NotFound
 
 MAX_CASES = 2000  # the newest reported steps a replay reads
+# The newest share of the reported steps held out of the findings (0: none): a finding is
+# made from the older steps and offered only if it also fixes one of the newer ones.
+HELD_OUT_SHARE = 0.0
 
 
 def _stage(stages: Any) -> str:
@@ -53,12 +56,14 @@ def checked(
     if snapshot is None:
         raise NotFound(f"namespace {namespace!r} holds no tools")
     cases, stages = reported(session, namespace)
-    stands = standings(snapshot.index, encoder, cases)
+    held = round(len(cases) * HELD_OUT_SHARE)  # the newest: cases come newest first
+    older = cases[held:]
+    stands = standings(snapshot.index, encoder, older)
     before = firsts(snapshot.index, encoder, [c.query for c in cases])
     out = []
-    for finding in each(findings(snapshot.cards, cases, stages, stands)):
+    for finding in each(findings(snapshot.cards, older, stages, stands)):
         changed = edited(snapshot.cards, finding.changes)
-        result = replay(snapshot.index, encoder, cases, changed, before)
+        result = replay(snapshot.index, encoder, cases, changed, before, held)
         finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": result.broken}
         out.append((finding, result))
     return out
