@@ -199,7 +199,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=3, help="candidates per reported route")
     parser.add_argument("--kinds", default="confusion,miss,parameter", help="kinds applied")
-    parser.add_argument("--not-for", default=doctor_text.NOT_FOR, choices=["words", "name", "none"])
+    parser.add_argument(
+        "--not-for", default=doctor_text.NOT_FOR, choices=["words", "name", "right", "none"]
+    )
     parser.add_argument("--held-out", type=float, default=0.0, help="newest share held out")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

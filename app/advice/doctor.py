@@ -27,8 +27,10 @@ MAX_WORD = 24  # letters in one word taken from a step
 MAX_EXAMPLE_WORDS = 12  # words in one example made from a step
 MAX_EXAMPLES = 3  # examples added to a card by one finding
 MAX_NOT_FOR_WORDS = 4  # distinguishing words named in a "Not for …" line
-# What a confusion writes on the wrong card: the steps' words ("words"), only the used
-# tool's name ("name"), or nothing ("none"). bench/advice_sets.py --not-for measures each.
+# What a confusion writes beside the examples: a "Not for" line on the wrong card with the
+# steps' words ("words") or the used tool's name only ("name"); an "Also for" line with the
+# words the used card lacks on that card ("right"); or nothing ("none").
+# bench/advice_sets.py --not-for measures each.
 NOT_FOR = "words"
 _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|`[^`]*`|[*_#>{}|\\]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
@@ -122,6 +124,14 @@ def changes_for(steps: Sequence[str], right: ToolCard, wrong: ToolCard) -> list[
     """The steps (cleaned) as examples of the right card, and a "Not for" line on the wrong."""
     changes = examples_change(steps, right)
     if NOT_FOR == "none":
+        return changes
+    if NOT_FOR == "right":
+        have = card_words(right)
+        lack = [w for w in distinguishing(steps, right, wrong) if w not in have]
+        also = f"Also for requests about {', '.join(lack[:MAX_NOT_FOR_WORDS])}."
+        if lack and also not in right.description:
+            text = f"{right.description.rstrip()} {also}"
+            changes.append(Change(right.name, "description", text))
         return changes
     words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS] if NOT_FOR == "words" else []
     line = f"Not for {' '.join(words) or 'these requests'}: use {right.name}."
