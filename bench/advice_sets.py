@@ -202,7 +202,9 @@ def main() -> None:
     parser.add_argument(
         "--not-for", default=doctor_text.NOT_FOR, choices=["words", "name", "right", "none"]
     )
-    parser.add_argument("--held-out", type=float, default=0.0, help="newest share held out")
+    parser.add_argument(
+        "--held-out", type=float, default=doctor.HELD_OUT_SHARE, help="newest share held out"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     doctor_text.NOT_FOR = args.not_for

@@ -1,6 +1,7 @@
 """What ``/v1/advice`` does: the namespace's reported steps (app/loop), findings from them
 (``kinds.py``: confusions, misses, parameter problems), each checked by replay (``replay.py``)
-and offered only if it fixes at least one case and breaks none; and applying one, re-checked
+and offered only if it fixes at least one case and breaks none (with enough steps, one
+of the newest ones it was not made from: a time split); and applying one, re-checked
 first, through the registry's write path (the session dependency commits)."""
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from registry import repository
 from registry.errors import Conflict, NotFound
 
 MAX_CASES = 2000  # the newest reported steps a replay reads
-# The newest share of the reported steps held out of the findings (0: none): a finding is
-# made from the older steps and offered only if it also fixes one of the newer ones.
-HELD_OUT_SHARE = 0.0
+# The newest share of the reported steps held out of the findings (a time split, as the
+# learning guard's): a finding is made from the older steps and offered only if it also
+# fixes one of the newer ones, so an edit must generalise. Fewer than MIN_HELD_OUT newer
+# steps: no split (every step makes the findings). bench/advice_sets.py --held-out.
+HELD_OUT_SHARE = 0.2
+MIN_HELD_OUT = 10
 
 
 def _stage(stages: Any) -> str:
@@ -43,6 +47,12 @@ def reported(session: Session, namespace: str) -> tuple[list[Case], dict[str, st
     return cases, stages
 
 
+def held_out(cases: int) -> int:
+    """How many of the newest ``cases`` are held out of the findings (0: too few)."""
+    held = round(cases * HELD_OUT_SHARE)
+    return held if held >= MIN_HELD_OUT else 0
+
+
 def checked(
     session: Session,
     index: IndexManager,
@@ -50,13 +60,14 @@ def checked(
     namespace: str,
     each: Callable[[list[Finding]], Iterable[Finding]] = iter,
 ) -> list[tuple[Finding, Replay]]:
-    """Every finding of the namespace's reported steps with its replay, worst first.
+    """Every finding of the namespace's reported steps with its replay, worst first: made
+    from the steps older than the held-out newest (``held_out``), replayed on them all.
     ``each``: how the findings are gone through (a progress bar, in a bench)."""
     snapshot = index.get(namespace)
     if snapshot is None:
         raise NotFound(f"namespace {namespace!r} holds no tools")
     cases, stages = reported(session, namespace)
-    held = round(len(cases) * HELD_OUT_SHARE)  # the newest: cases come newest first
+    held = held_out(len(cases))  # the newest: cases come newest first
     older = cases[held:]
     stands = standings(snapshot.index, encoder, older)
     before = firsts(snapshot.index, encoder, [c.query for c in cases])
