@@ -2,7 +2,8 @@
 recovers, and how many items the replay refuses, with the real model.
 
     PYTHONPATH=. HF_HUB_OFFLINE=1 python bench/advice_sets.py --data /work/shared/data/metatool \\
-        [--limit N] [--fraction 0.5] [--seed 0] [--k 3] [--kinds miss,parameter] [--json]
+        [--limit N] [--fraction 0.5] [--seed 0] [--k 3] [--kinds miss,parameter] [--json] \\
+        [--not-for words|name|right|none] [--held-out 0.2]
 
 The dataset (``load_dataset``, as ``toolreach eval``) goes into a throwaway registry with the
 service's default encoder (``Settings().encoder``). A seeded share ``--fraction`` of its
@@ -17,6 +18,9 @@ value was computed on the card before). Reported:
 - items offered, by kind; refused, by kind and reason (broke a case / fixed none / gaming);
 - with ``--kinds``, only the offered items of those kinds are applied (the others are
   still listed and counted);
+- ``--not-for``: what a confusion writes beside the examples (``doctor.NOT_FOR``);
+  ``--held-out``: the newest share of the reports held out of the findings, each offered
+  only if it fixes one of them (``service.HELD_OUT_SHARE``; 0: no time split);
 - hit@1 before and after on (a) the reported steps, (b) the held-out queries one of whose
   tools an applied item names or edits, (c) all held-out queries.
 
