@@ -2,7 +2,8 @@
 recovers, and how many items the replay refuses, with the real model.
 
     PYTHONPATH=. HF_HUB_OFFLINE=1 python bench/advice_sets.py --data /work/shared/data/metatool \\
-        [--limit N] [--fraction 0.5] [--seed 0] [--k 3] [--kinds miss,parameter] [--json]
+        [--limit N] [--fraction 0.5] [--seed 0] [--k 3] [--kinds miss,parameter] [--json] \\
+        [--not-for words|name|right|none] [--held-out 0.2]
 
 The dataset (``load_dataset``, as ``toolreach eval``) goes into a throwaway registry with the
 service's default encoder (``Settings().encoder``). A seeded share ``--fraction`` of its
@@ -17,6 +18,9 @@ value was computed on the card before). Reported:
 - items offered, by kind; refused, by kind and reason (broke a case / fixed none / gaming);
 - with ``--kinds``, only the offered items of those kinds are applied (the others are
   still listed and counted);
+- ``--not-for``: what a confusion writes beside the examples (``doctor.NOT_FOR``);
+  ``--held-out``: the newest share of the reports held out of the findings, each offered
+  only if it fixes one of them (``service.HELD_OUT_SHARE``; 0: no time split);
 - hit@1 before and after on (a) the reported steps, (b) the held-out queries one of whose
   tools an applied item names or edits, (c) all held-out queries.
 
@@ -38,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from app.advice import doctor as doctor_text
 from app.advice import service as doctor
 from app.advice.doctor import Finding, edited
 from app.advice.replay import Replay, firsts
@@ -198,8 +203,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=3, help="candidates per reported route")
     parser.add_argument("--kinds", default="confusion,miss,parameter", help="kinds applied")
+    parser.add_argument(
+        "--not-for", default=doctor_text.NOT_FOR, choices=["words", "name", "right", "none"]
+    )
+    parser.add_argument(
+        "--held-out", type=float, default=doctor.HELD_OUT_SHARE, help="newest share held out"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    doctor_text.NOT_FOR = args.not_for
+    doctor.HELD_OUT_SHARE = args.held_out
     kinds = frozenset(args.kinds.split(","))
     report = run(args.data, args.limit, args.fraction, args.seed, args.k, kinds)
     if args.json:

@@ -5,9 +5,10 @@ parameter kinds, and ``findings``, which sorts each case into one kind.
 
 A case is one reported step: the tool the route put first and the tool the agent used. A
 confusion is a group of cases with the same (first, used) pair; its changes put the steps'
-distinguishing words on the used tool's card (``examples``) and a "Not for …: use X." line
-on the first one's ``description``. Every value written comes from the steps' words, bounded
-and stripped of markup (``clean_words``), so a hostile report cannot write its text in.
+distinguishing words on the used tool's card (``examples``) and a "Not for these requests:
+use X." line on the first one's ``description`` (``NOT_FOR``: not the steps' words there).
+Every value written comes from the steps' words, bounded and stripped of markup
+(``clean_words``), so a hostile report cannot write its text in.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ MAX_WORD = 24  # letters in one word taken from a step
 MAX_EXAMPLE_WORDS = 12  # words in one example made from a step
 MAX_EXAMPLES = 3  # examples added to a card by one finding
 MAX_NOT_FOR_WORDS = 4  # distinguishing words named in a "Not for …" line
+# What a confusion writes beside the examples: a "Not for" line on the wrong card with the
+# steps' words ("words") or the used tool's name only ("name"); an "Also for" line with the
+# words the used card lacks on that card ("right"); or nothing ("none"). "name": the steps'
+# words on the wrong card are read by BM25 and the embedding as evidence for it (MetaTool
+# held out 668 -> 661 with "words", 671 with "name"; docs/BENCHMARKS.md, bench/advice_sets.py
+# --not-for); with nothing there the doctor's test set breaks a right step.
+NOT_FOR = "name"
 _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|`[^`]*`|[*_#>{}|\\]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 
@@ -116,9 +124,20 @@ def examples_change(steps: Sequence[str], card: ToolCard) -> list[Change]:
 
 
 def changes_for(steps: Sequence[str], right: ToolCard, wrong: ToolCard) -> list[Change]:
-    """The steps (cleaned) as examples of the right card, and a "Not for" line on the wrong."""
+    """The steps (cleaned) as examples of the right card, and a "Not for" line on the wrong
+    (``NOT_FOR``)."""
     changes = examples_change(steps, right)
-    words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS]
+    if NOT_FOR == "none":
+        return changes
+    if NOT_FOR == "right":
+        have = card_words(right)
+        lack = [w for w in distinguishing(steps, right, wrong) if w not in have]
+        also = f"Also for requests about {', '.join(lack[:MAX_NOT_FOR_WORDS])}."
+        if lack and also not in right.description:
+            text = f"{right.description.rstrip()} {also}"
+            changes.append(Change(right.name, "description", text))
+        return changes
+    words = distinguishing(steps, right, wrong)[:MAX_NOT_FOR_WORDS] if NOT_FOR == "words" else []
     line = f"Not for {' '.join(words) or 'these requests'}: use {right.name}."
     if line not in wrong.description:
         changes.append(Change(wrong.name, "description", f"{wrong.description.rstrip()} {line}"))

@@ -28,6 +28,7 @@ class Replay:
     fixed: int
     broken: int
     won: int = 0  # cases an edited tool comes first for only after (fixed ones included)
+    held_fixed: int | None = None  # of them, newer cases held out of the finding (None: none)
 
     def offered(self) -> bool:
         """At least one case fixed, none broken, and no case won for an edited tool beyond
@@ -41,6 +42,8 @@ class Replay:
             return "broke"
         if self.fixed < 1:
             return "fixed_nothing"
+        if self.held_fixed is not None and self.held_fixed < 1:
+            return "fixed_no_held_out"
         return "gaming" if self.won > self.fixed else None
 
 
@@ -120,22 +123,25 @@ def replay(
     cases: Sequence[Case],
     edited: Mapping[str, ToolCard],
     before: Sequence[str | None] | None = None,
+    held: int = 0,
 ) -> Replay:
     """Route every case before and after the edits: a case is fixed when its used tool comes
     first only after, broken when it came first only before, won when an edited tool comes
     first only after. Every reported case is checked, the steps reported for other tools too:
     an edit that wins steps for its tool that were reported for another breaks them, or wins
     more than it fixes (the gaming case). ``before``: the cases' first tools on ``index``,
-    when the caller routed them already (one list for many findings)."""
+    when the caller routed them already (one list for many findings). ``held``: the first
+    cases were held out of the finding; how many of them it fixes is counted apart."""
     queries = [c.query for c in cases]
     before = firsts(index, encoder, queries) if before is None else before
     after = firsts(shadow(index, encoder, edited), encoder, queries)
-    fixed = broken = won = 0
-    for case, was, now in zip(cases, before, after, strict=True):
+    fixed = broken = won = held_fixed = 0
+    for i, (case, was, now) in enumerate(zip(cases, before, after, strict=True)):
         fixed += was != case.chosen and now == case.chosen
+        held_fixed += i < held and was != case.chosen and now == case.chosen
         broken += was == case.chosen and now != case.chosen
         won += now in edited and was != now
-    return Replay(len(cases), fixed, broken, won)
+    return Replay(len(cases), fixed, broken, won, held_fixed if held else None)
 
 
 def heal(
