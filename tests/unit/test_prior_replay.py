@@ -63,4 +63,41 @@ def test_replayed_feedback_raises_quality_and_cold_start_is_unchanged(tmp_path: 
     for metric in ("recall@3", "ndcg@10"):
         assert results["with_prior"]["all"][metric] >= results["no_prior"]["all"][metric]
     table = format_replay(report)
-    assert table.count("\n") == 13 and "with_prior  seen" in table and "with_memory seen" in table
+    assert (
+        table.count("\n") == 13 and "with_prior    seen" in table and "with_memory   seen" in table
+    )
+
+
+def test_a_replay_with_learning_trains_a_guarded_adapter_the_reports_agree_with(
+    tmp_path: Path,
+) -> None:
+    """Two weather cards worded apart among 33; the agents' weather steps all use the one the
+    router puts second: the guard promotes an adapter that puts it first."""
+    tools = [
+        {"name": "weather_now", "description": "Current weather in a city: temperature and rain."},
+        {"name": "weather_town", "description": "Current weather, a town: temperature, wind."},
+        {"name": "send_email", "description": "Send an email to someone."},
+        *(  # a namespace of some size: the fusion's z-scores are those of a real one
+            {"name": f"other_{n}", "description": f"Manage {thing} records, kind {n}."}
+            for n, thing in enumerate(["invoice", "ticket", "order", "contact", "file"] * 6)
+        ),
+    ]
+    docs = [ToolDoc(t["name"], t["description"], t["description"]) for t in tools]
+    encoder = make_encoder("fake")
+    index = RouterIndex.build(
+        docs, encoder.encode([embedding_text(d) for d in docs]), RouterConfig()
+    )
+    steps = [f"current weather in {city} for day {n}" for n in range(6) for city in CITIES]
+    vector = np.asarray(encoder.encode([steps[0]])[0], dtype=np.float32)
+    second = [c.name for c in route(index, steps[0], vector, k=3, config=RouterConfig())][1]
+    queries = [{"query": step, "relevant": [second]} for step in steps]
+    (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools) + "\n")
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
+    settings = make_settings(f"sqlite:///{tmp_path}/unused.db")
+    report = replay_prior(tmp_path, settings, 0.5, encoder=encoder, learn=True)
+    verdict = report["learning"]["verdict"]
+    assert verdict["promoted"] is True, verdict
+    results = report["results"]
+    assert results["learned"]["seen"]["hit@1"] > results["no_prior"]["seen"]["hit@1"]
+    assert results["learned"]["all"]["ece"] is not None
+    assert "learning: " in format_replay(report)
