@@ -75,7 +75,10 @@ def test_a_replay_with_learning_trains_a_guarded_adapter_the_reports_agree_with(
     router puts second: the guard promotes an adapter that puts it first."""
     tools = [
         {"name": "weather_now", "description": "Current weather in a city: temperature and rain."},
-        {"name": "weather_town", "description": "Current weather, a town: temperature, wind."},
+        {
+            "name": "weather_town",
+            "description": "Current weather for a town: temperature and wind.",
+        },
         {"name": "send_email", "description": "Send an email to someone."},
         *(  # a namespace of some size: the fusion's z-scores are those of a real one
             {"name": f"other_{n}", "description": f"Manage {thing} records, kind {n}."}
