@@ -92,8 +92,8 @@ def client(database_url: str) -> Iterator[TestClient]:
 
 
 def report(client: TestClient, wrong: bool = False, seed: int = 0, rounds: int = 16) -> None:
-    """Route 5 steps a round (80 by default), from three keys, and report each a success: of its own tool, or of a
-    random other one (``wrong``); then rebuild the memory and the prior."""
+    """Route 5 steps a round (80 by default), from three keys, and report each a success: of
+    its own tool, or of a random other one (``wrong``); then rebuild the memory and the prior."""
     rng = random.Random(seed)
     for i in range(rounds):
         for n, (name, (_, phrase)) in enumerate(PHRASES.items()):

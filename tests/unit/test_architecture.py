@@ -50,8 +50,6 @@ MAY_IMPORT: dict[str, set[str]] = {
     "limits": {"registry", "db", "settings", "errors"},  # counted in memory, shared by the db
     # The card doctor: advice from reported steps, replayed on a shadow index.
     "advice": {"routing", "registry", "embedding", "tools", "loop", "errors"},
-    # Learning from reports: adapters trained off the request path, guarded, stored, served.
-    "learning": {"routing", "registry", "embedding", "tools", "loop", "db", "settings", "errors"},
     # The foundation: small modules every room may stand on.
     "settings": {"routing", "embedding", "registry"},
     "db": set(),
