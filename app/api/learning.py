@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Path, Query
+from sqlalchemy.orm import Session
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AdminDep, ServicesDep, SessionDep, ViewerDep
@@ -55,10 +56,7 @@ def learning_off(
 ) -> dict[str, Any]:
     """Switch the namespace's learning off: its routes read no learned model, and nothing is
     trained, until it is switched on again (on every replica)."""
-    cache = known(services, admin, namespace)
-    learning.switch(session, namespace, enabled=False)
-    background.add_task(cache.heard)
-    return {"namespace": namespace, "enabled": False}
+    return switched(services, admin, session, background, namespace, enabled=False)
 
 
 @router.post("/{namespace}/on", responses=ERRORS)
@@ -70,10 +68,22 @@ def learning_on(
     background: BackgroundTasks,
 ) -> dict[str, Any]:
     """Switch the namespace's learning on again: its serving model (if any) serves."""
+    return switched(services, admin, session, background, namespace, enabled=True)
+
+
+def switched(
+    services: Services,
+    admin: Caller,
+    session: Session,
+    background: BackgroundTasks,
+    namespace: str,
+    enabled: bool,
+) -> dict[str, Any]:
+    """Write the namespace's switch; every replica reloads (this one at once)."""
     cache = known(services, admin, namespace)
-    learning.switch(session, namespace, enabled=True)
+    learning.switch(session, namespace, enabled=enabled)
     background.add_task(cache.heard)
-    return {"namespace": namespace, "enabled": True}
+    return {"namespace": namespace, "enabled": enabled}
 
 
 @router.post("/{namespace}/rollback", responses=ERRORS)
