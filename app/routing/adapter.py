@@ -45,10 +45,6 @@ class Adapter:
     tools: frozenset[str] = frozenset()
     _digest: list[str] = field(default_factory=list, repr=False)
 
-    @classmethod
-    def identity(cls, dim: int) -> Adapter:
-        return cls(np.eye(dim, dtype=np.float32))
-
     @property
     def dim(self) -> int:
         return int(self.matrix.shape[0])
