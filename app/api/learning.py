@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Path, Query
-from sqlalchemy.orm import Session
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AdminDep, ServicesDep, SessionDep, ViewerDep
@@ -74,7 +73,7 @@ def learning_on(
 def switched(
     services: Services,
     admin: Caller,
-    session: Session,
+    session: SessionDep,
     background: BackgroundTasks,
     namespace: str,
     enabled: bool,
