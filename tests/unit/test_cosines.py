@@ -10,6 +10,7 @@ import pytest
 
 from app.embedding.cosines import CosineBatcher, Int8Matrix, principal_basis
 from app.routing.signals import gemv_rows
+from app.settings import Settings
 
 RNG = np.random.default_rng(3)
 MATRIX = RNG.standard_normal((50, 8)).astype(np.float32)
@@ -87,6 +88,20 @@ def test_a_large_matrix_is_scored_in_int8_within_a_small_error() -> None:
     assert rows.shape == (3, 6000)
     error = np.abs(rows - exact.T)
     assert 0 < error.max() < 0.01  # really quantized, and close
+
+
+def test_the_default_takes_the_int8_pass_from_3000_tools() -> None:
+    """Where the first pass pays (bench/int8_threshold.py: 0.75x the exact product's
+    rank_step at 3,000 tools, 0.58x at 4,745 real ones, 0.95x at 2,000): the service's
+    default gives a 3,000-tool namespace its int8 copy, and a smaller one none."""
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    batcher = CosineBatcher(
+        int8_min_tools=settings.cosine_int8_min_tools, int8_dims=settings.cosine_int8_dims
+    )
+    large, small = unit_rows(3000, 96, 3), unit_rows(2999, 96, 4)
+    batcher.prepare(large)
+    batcher.prepare(small)
+    assert batcher.approximate(large) and not batcher.approximate(small)
 
 
 def low_rank_rows(n: int, dim: int, rank: int, noise: float, seed: int) -> np.ndarray:
