@@ -12,6 +12,11 @@ request's model call batched only with whoever happened to be waiting at that mo
 the threads are the event loop plus ``workers``, and the queue is the batch. Measured at
 10,000 tools in docs/BENCHMARKS.md ("What limits throughput").
 
+One batch is ranked at a time. A model call releases the interpreter lock and the ranking
+holds it, so a second worker overlaps its model call with another batch's ranking; two
+rankings at once only traded the lock back and forth (server CPU per route on repeated steps
+0.81x with one ranking at a time, docs/BENCHMARKS.md, issue 32).
+
 The queue is bounded (``max_queue``): past it a step is refused at once with 503
 ``overloaded`` and ``Retry-After``, instead of every later step waiting longer and longer
 while the clients time out. A refused step did no work, so a retry is safe.
@@ -71,6 +76,10 @@ class RouteExecutor:
         self.max_queue = max_queue  # 0: no limit
         self._queue: list[_Job] = []
         self._cond = threading.Condition()
+        # One batch ranked at a time: the ranking is interpreter-bound, so two workers ranking
+        # at once only hand the interpreter lock back and forth; a model call (which releases
+        # it) still overlaps another batch's ranking.
+        self._ranking = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._stopping = False
 
@@ -167,6 +176,16 @@ class RouteExecutor:
         for group in texts:
             vectors.append(rows[offset : offset + len(group)] if group else None)
             offset += len(group)
+        with self._ranking:
+            self._rank(batch, texts, vectors, embed)
+
+    def _rank(
+        self,
+        batch: list[_Job],
+        texts: list[list[str]],
+        vectors: list[np.ndarray | None],
+        embed: float,
+    ) -> None:
         try:
             products = self._shared_products(batch, vectors)
         except Exception:  # each step then makes its own product

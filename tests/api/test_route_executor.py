@@ -311,3 +311,53 @@ def test_a_batch_the_queue_cannot_take_whole_is_refused_whole(
     finally:
         executor.stop()
     assert encoder.calls == [[STEPS[0]], STEPS[1:4]]
+
+
+def test_two_workers_rank_one_batch_at_a_time_while_the_other_embeds(
+    services: tuple[Services, GatedEncoder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranking holds the interpreter, so two batches ranked at once only trade it back
+    and forth: one ranks at a time, while another batch's model call still overlaps it."""
+    built, encoder = services
+    encoder.release.set()
+    original, guard = route_executor.route_step, threading.Lock()
+    ranking, most, overlapped = [0], [0], [0]
+
+    def rank(request: RouteRequest, parts: Services, **kwargs: object) -> object:
+        with guard:
+            ranking[0] += 1
+            most[0] = max(most[0], ranking[0])
+        time.sleep(0.05)
+        try:
+            return original(request, parts, **kwargs)  # type: ignore[arg-type]
+        finally:
+            with guard:
+                ranking[0] -= 1
+
+    inner = encoder.encode
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        with guard:
+            overlapped[0] += ranking[0] > 0
+        return inner(texts)
+
+    monkeypatch.setattr(route_executor, "route_step", rank)
+    monkeypatch.setattr(encoder, "encode", encode)
+    steps = [f"{s} number {n}" for n in range(2) for s in STEPS]
+
+    async def spaced(executor: RouteExecutor) -> list:
+        tasks = []
+        for step in steps:
+            tasks.append(asyncio.create_task(executor.route(RouteRequest(query=step))))
+            await asyncio.sleep(0.02)
+        return await asyncio.gather(*tasks)
+
+    executor = RouteExecutor(built, workers=2, max_batch=1)
+    executor.start()
+    try:
+        answers = asyncio.run(spaced(executor))
+    finally:
+        executor.stop()
+    assert all(a.candidates for a in answers)
+    assert most[0] == 1  # never two rankings at once
+    assert overlapped[0] > 0  # a model call ran while another batch was ranked
