@@ -14,6 +14,7 @@ from app.settings import Settings, parse_key_entry
 
 def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
     from app.db import make_session_factory
+    from app.learning.service import purge as purge_models
     from app.loop.retention import count_purgeable, purge
     from app.services import open_database
 
@@ -25,12 +26,14 @@ def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
         total = count_purgeable(factory, before)
         with progress_bar(total, "purging route events", unit="route") as bar:
             result = purge(factory, before, progress=bar.update)
+        models = purge_models(factory, before)
     finally:
         engine.dispose()
     print(
-        f"purged {result.routes} route events (with their feedback) and "
-        f"{result.orphan_feedback} other feedback older than {days:g} days "
-        f"(before {before.isoformat(timespec='seconds')})"
+        f"purged {result.routes} route events (with their feedback), "
+        f"{result.orphan_feedback} other feedback and {models} learned-model verdicts older "
+        f"than {days:g} days (before {before.isoformat(timespec='seconds')}); learned weights "
+        "are kept for each namespace's serving and previous model only"
     )
     return 0
 
@@ -81,7 +84,10 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add `purge` and `simulate` to the `toolreach` sub-commands."""
-    purge = sub.add_parser("purge", help="delete route events and feedback past the retention")
+    purge = sub.add_parser(
+        "purge",
+        help="delete route events, feedback and learned-model verdicts past the retention",
+    )
     purge.add_argument(
         "--older-than",
         type=cli_args.days,

@@ -1,70 +1,74 @@
 """Champion and challenger: a new adapter serves only if it routes the namespace's most recent
-reports better than the current one, and costs the steps of tools without reports nothing.
+reports better than the current one, costs the steps of tools it does not move nothing,
+and changes a key's routes only as far as other keys agree (bounded influence, ``scope.py``).
 
 The remembered steps (app/loop/memory.py) are cut by time: the newest ``HELD_OUT_SHARE`` of
 them (at least ``MIN_HELD_OUT``) are held out, the challenger is trained on the rest and the
 cards' anchors (``pairs.py``). Both models route every held-out step through the whole
-pipeline; the challenger is promoted when
+pipeline (``exam.py``), twice: as a key that reported none, and as the key that reported it.
 
-* it wins: of the held-out steps the two models disagree on (one puts the reported tool
-  first, the other does not), the challenger has more, and so many more that a coin would
-  give as many less often than ``SIGNIFICANCE`` (a one-sided sign test; McNemar 1947). A win
-  of one step in ten is noise: wrong reports promoted 7 of 20 such models on a margin of
-  one step (``bench/learn_wrong_reports.py``);
-* and it loses at most ``MAX_UNSEEN_LOSS`` of hit@1 on the held-out steps whose tool has no
-  training reports (tools it must leave where they were).
+1. **Other keys' routes.** The challenger moves its confirmed tools in every key's routes
+   only if, routed as a key that reported none, it wins the held-out steps, each key's
+   steps counted at most as often as the ``trust_keys``-th busiest key's
+   (``trust.key_capped``): the key that writes the reports also writes the newest steps,
+   so one key alone (fewer than ``trust_keys``) can never pass this. Otherwise it moves no
+   tool there; it is refused if that costs other keys, beyond chance, what the current
+   model gave them.
+2. **Its own routes**, as it will then serve (each step routed as its reporting key): it
+   wins — of the held-out steps the two models disagree on, the challenger has more, and so
+   many more that a coin would give as many less often than ``SIGNIFICANCE`` (a one-sided
+   sign test; McNemar 1947); a win of one step in ten is noise: wrong reports promoted 7 of
+   20 such models on a margin of one step (``bench/learn_wrong_reports.py``) —; no key's own
+   steps lose beyond chance; and, in both views, it loses at most ``MAX_UNSEEN_LOSS`` of
+   hit@1 on the held-out steps whose tool that view does not move (it must leave them where
+   they were).
 
 Reports that name the wrong tool teach an adapter what the newer reports do not confirm:
-random wrong reports win nothing on the held-out ones, so such a model is refused.
+random wrong reports win nothing on the held-out ones, so such a model is refused. One key's
+consistent wrong reports may win its own newest steps: such a model serves that key's own
+routes only.
 
 The calibration (``app.routing.calibration``) is fitted on the challenger's held-out answers
-(its top candidate's confidence, and whether the reported tool was first); its calibration
-error is measured two-fold (fitted on one half, read on the other) and it is kept only
-when that beats the confidence as it is.
+in its own view (its top candidate's confidence, and whether the reported tool was first);
+its calibration error is measured two-fold (fitted on one half, read on the other) and it
+is kept only when that beats the confidence as it is.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from app.learning.exam import SIGNIFICANCE, HeldOut, Score, harmed, sign_test
 from app.learning.pairs import ANCHOR_WEIGHT, step_pairs
+from app.learning.scope import scope_of
 from app.loop.memory import RememberedStep
+from app.loop.trust import key_capped
 from app.routing.adapter import DEFAULT_TRAINING, Learned, Training, anchors, joined, train
 from app.routing.calibration import Calibration, expected_calibration_error
 from app.routing.index import RouterIndex
-from app.routing.pipeline import route
 from app.routing.types import RouterConfig
 
 HELD_OUT_SHARE = 0.2
 MIN_HELD_OUT = 10
 MIN_TRAINING = 10  # remembered steps a namespace needs before anything is trained
-SIGNIFICANCE = 0.05
 MAX_UNSEEN_LOSS = 0.01
 
 
 @dataclass(frozen=True, slots=True)
-class Score:
-    """How one model routed the held-out steps."""
+class Others:
+    """How a challenger routes the held-out steps as a key that reported none sees it, and
+    whether other keys agree with what it learned (``scope.py``)."""
 
-    steps: int
-    hits: int
-    unseen: int  # held-out steps whose tool has no training reports
-    unseen_hits: int
-    confidence: tuple[float, ...]  # each step's top confidence (0: empty answer)
-    hit: tuple[bool, ...]
-
-    @property
-    def hit_at_1(self) -> float:
-        return self.hits / self.steps if self.steps else 0.0
-
-    @property
-    def unseen_hit_at_1(self) -> float | None:
-        return self.unseen_hits / self.unseen if self.unseen else None
+    champion: Score
+    challenger: Score
+    wins: float  # held-out steps won and lost, each key counted at most as often as the
+    losses: float  # trust_keys-th busiest (``trust.key_capped``)
+    shared: bool  # it moves the confirmed tools in every key's routes
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,23 +79,18 @@ class Verdict:
     reason: str
     trained_on: int  # remembered steps the challenger was trained on
     held_out: int
-    champion: Score | None
+    champion: Score | None  # each held-out step routed as its own reporting key
     challenger: Score | None
     ece_before: float | None  # the challenger's held-out top confidence, as it is
     ece_after: float | None  # … through its calibration (two-fold)
     seconds: float  # training and scoring
+    others: Others | None = None  # … routed as a key that reported none
+    keys: int = 0  # distinct keys whose reports it was trained on
+    confirmed: int = 0  # tools it may move in every key's routes (if shared)
+    own: int = 0  # tools it may move only in the one key's routes that reported them
 
     def summary(self) -> dict[str, object]:
-        def hits(score: Score | None) -> dict[str, object] | None:
-            if score is None:
-                return None
-            unseen = score.unseen_hit_at_1
-            return {
-                "hit@1": round(score.hit_at_1, 4),
-                "unseen_steps": score.unseen,
-                "unseen_hit@1": None if unseen is None else round(unseen, 4),
-            }
-
+        others = self.others
         return {
             "promoted": self.promoted,
             "reason": self.reason,
@@ -102,15 +101,30 @@ class Verdict:
             "ece_before": self.ece_before,
             "ece_after": self.ece_after,
             "seconds": round(self.seconds, 2),
+            "keys": self.keys,
+            "shared": others is not None and others.shared,
+            "confirmed_tools": self.confirmed if others is not None and others.shared else 0,
+            "own_tools": self.own,
+            "other_keys": None
+            if others is None
+            else {
+                "champion": hits(others.champion),
+                "challenger": hits(others.challenger),
+                "wins": round(others.wins, 2),
+                "losses": round(others.losses, 2),
+            },
         }
 
 
-def sign_test(wins: int, losses: int) -> float:
-    """P(at least ``wins`` heads in ``wins + losses`` fair coin tosses)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n
+def hits(score: Score | None) -> dict[str, object] | None:
+    if score is None:
+        return None
+    unseen = score.unseen_hit_at_1
+    return {
+        "hit@1": round(score.hit_at_1, 4),
+        "unseen_steps": score.unseen,
+        "unseen_hit@1": None if unseen is None else round(unseen, 4),
+    }
 
 
 def time_split(steps: Sequence[RememberedStep]) -> tuple[list[int], list[int]]:
@@ -119,34 +133,6 @@ def time_split(steps: Sequence[RememberedStep]) -> tuple[list[int], list[int]]:
     held = max(MIN_HELD_OUT, round(len(order) * HELD_OUT_SHARE))
     held = min(held, len(order))
     return sorted(order[: len(order) - held]), sorted(order[len(order) - held :])
-
-
-def score(
-    index: RouterIndex,
-    steps: Sequence[RememberedStep],
-    vectors: np.ndarray,
-    positions: Sequence[int],
-    trained_tools: frozenset[str],
-    config: RouterConfig,
-    learned: Learned | None,
-    prior: Mapping[str, float] | None = None,
-) -> Score:
-    hits = unseen = unseen_hits = 0
-    confidence: list[float] = []
-    hit: list[bool] = []
-    for i in positions:
-        step = steps[i]
-        answer = route(
-            index, step.text, vectors[i], k=3, config=config, prior=prior, learned=learned
-        )
-        first = bool(answer) and answer[0].name == step.tool
-        hits += first
-        confidence.append(answer[0].confidence if answer else 0.0)
-        hit.append(first)
-        if step.tool not in trained_tools:
-            unseen += 1
-            unseen_hits += first
-    return Score(len(positions), hits, unseen, unseen_hits, tuple(confidence), tuple(hit))
 
 
 Fit = Callable[[Sequence[float], Sequence[bool]], Calibration | None]
@@ -184,7 +170,7 @@ def challenge(
 ) -> tuple[Learned | None, Verdict]:
     """Train a challenger on the older steps and judge it on the newest (module doc): the
     challenger (``None`` when there were too few steps to train one) and the verdict; it may
-    serve only if ``verdict.promoted``."""
+    serve only if ``verdict.promoted``. ``needed``: ``trust_keys``."""
     began = clock()
     usable = [i for i, s in enumerate(steps) if s.tool in index.positions]
     if len(usable) < MIN_TRAINING + MIN_HELD_OUT:
@@ -196,48 +182,17 @@ def challenge(
     reported, picked = step_pairs(
         index, [kept[i] for i in train_at], kept_vectors[train_at], needed
     )
-    tools = frozenset(kept[train_at[i]].tool for i in picked)
+    trained = [kept[train_at[i]] for i in picked]
+    scope = scope_of(trained, needed)
+    tools = frozenset(s.tool for s in trained)
     pairs = joined(reported, anchors(index.embeddings, ANCHOR_WEIGHT))
     adapter = train(pairs, index.embeddings, sorted(tools), training)
-    candidate = Learned(adapter, version=version)
-    args = (index, kept, kept_vectors, held_at, tools, config)
-    before = score(*args, champion, prior)
-    after = score(*args, candidate, prior)
-    ece_before = round(expected_calibration_error(after.confidence, after.hit), 4)
-    measured = {
-        name: e
-        for name, fit in FITS.items()
-        if (e := two_fold_ece(after.confidence, after.hit, fit)) is not None
-    }
-    ece_after = None
-    if measured and min(measured.values()) < ece_before:
-        best = min(measured, key=lambda name: measured[name])
-        ece_after = measured[best]
-        fitted = FITS[best](after.confidence, after.hit)
-        candidate = Learned(adapter, version=version, calibration=fitted)
-    lost = (
-        0.0
-        if before.unseen_hit_at_1 is None or after.unseen_hit_at_1 is None
-        else before.unseen_hit_at_1 - after.unseen_hit_at_1
-    )
-    wins = sum(a and not b for a, b in zip(after.hit, before.hit, strict=True))
-    losses = sum(b and not a for a, b in zip(after.hit, before.hit, strict=True))
-    chance = sign_test(wins, losses)
-    if wins <= losses or chance >= SIGNIFICANCE:
-        reason = (
-            f"held-out hit@1 {after.hit_at_1:.3f} against the current {before.hit_at_1:.3f}: "
-            f"{wins} steps won, {losses} lost (p = {chance:.3f}; needs < {SIGNIFICANCE})"
-        )
-        promoted = False
-    elif lost > MAX_UNSEEN_LOSS:
-        reason = f"held-out steps of tools without reports lose {lost:.3f} of hit@1"
-        promoted = False
-    else:
-        reason = (
-            f"held-out hit@1 {before.hit_at_1:.3f} -> {after.hit_at_1:.3f} "
-            f"({wins} steps won, {losses} lost, p = {chance:.3f})"
-        )
-        promoted = True
+    whole = Learned(adapter, version=version, confirmed=scope.confirmed, own=scope.own)
+    held = HeldOut(index, kept, kept_vectors, held_at, config, prior)
+    candidate, others = for_other_keys(held, whole, champion, needed)
+    before, after = held.score(champion, own=True), held.score(candidate, own=True)
+    candidate, ece_before, ece_after = calibrated(candidate, after)
+    promoted, reason = decide(held, before, after, others, needed)
     verdict = Verdict(
         promoted,
         reason,
@@ -248,5 +203,83 @@ def challenge(
         ece_before,
         ece_after,
         clock() - began,
+        others,
+        len({key for s in trained for key in s.keys}),
+        len(scope.confirmed),
+        sum(len(t) for t in scope.own.values()),
     )
     return candidate, verdict
+
+
+def for_other_keys(
+    held: HeldOut, candidate: Learned, champion: Learned | None, needed: int
+) -> tuple[Learned, Others]:
+    """The challenger as it may serve other keys, and how it routes for them: it moves its
+    confirmed tools in every key's routes only if it wins the held-out steps routed as a key
+    that reported none, each key counted at most as often as the ``needed``-th busiest
+    (``key_capped``: fewer keys than ``needed`` cannot pass it); else in nobody's but the
+    keys' that alone reported a tool (``scope.py``)."""
+    before = held.score(champion, own=False)
+    after = held.score(candidate, own=False)
+    wins, losses = key_capped(held.votes(after, before), needed)
+    if wins > losses and sign_test(round(wins), round(losses)) < SIGNIFICANCE:
+        return candidate, Others(before, after, wins, losses, shared=True)
+    alone = dataclasses.replace(candidate, confirmed=frozenset())
+    after = held.score(alone, own=False)
+    wins, losses = key_capped(held.votes(after, before), needed)
+    return alone, Others(before, after, wins, losses, shared=False)
+
+
+def calibrated(candidate: Learned, after: Score) -> tuple[Learned, float, float | None]:
+    """The challenger with the better calibration of its held-out top confidence, if one
+    beats the confidence as it is (two-fold); the error before and after."""
+    ece_before = round(expected_calibration_error(after.confidence, after.hit), 4)
+    measured = {
+        name: e
+        for name, fit in FITS.items()
+        if (e := two_fold_ece(after.confidence, after.hit, fit)) is not None
+    }
+    if not measured or min(measured.values()) >= ece_before:
+        return candidate, ece_before, None
+    best = min(measured, key=lambda name: measured[name])
+    fitted = FITS[best](after.confidence, after.hit)
+    return dataclasses.replace(candidate, calibration=fitted), ece_before, measured[best]
+
+
+def unseen_loss(before: Score, after: Score) -> float:
+    """The hit@1 lost on the held-out steps whose tool the challenger's view does not move."""
+    if before.unseen_hit_at_1 is None or after.unseen_hit_at_1 is None:
+        return 0.0
+    return before.unseen_hit_at_1 - after.unseen_hit_at_1
+
+
+def decide(
+    held: HeldOut, before: Score, after: Score, others: Others, needed: int
+) -> tuple[bool, str]:
+    """Promoted or not, and why (module doc)."""
+    wins = sum(a and not b for a, b in zip(after.hit, before.hit, strict=True))
+    losses = sum(b and not a for a, b in zip(after.hit, before.hit, strict=True))
+    chance = sign_test(wins, losses)
+    lost = max(unseen_loss(before, after), unseen_loss(others.champion, others.challenger))
+    hurt = harmed(held.votes(after, before))
+    if wins <= losses or chance >= SIGNIFICANCE:
+        return False, (
+            f"held-out hit@1 {after.hit_at_1:.3f} against the current {before.hit_at_1:.3f}: "
+            f"{wins} steps won, {losses} lost (p = {chance:.3f}; needs < {SIGNIFICANCE})"
+        )
+    if lost > MAX_UNSEEN_LOSS:
+        return False, f"held-out steps of tools it does not move lose {lost:.3f} of hit@1"
+    agreed = f"{others.wins:.1f} won, {others.losses:.1f} lost, trust_keys {needed}"
+    if harmed({"": (others.wins, others.losses)}):
+        return False, f"other keys' routes would lose what the current model gave them ({agreed})"
+    if hurt:
+        return False, f"the routes of {len(hurt)} reporting key(s) would lose held-out steps"
+    reach = (
+        "every key's routes: other keys agree"
+        if others.shared
+        else "only the routes of the key that alone reported a tool: other keys do not agree"
+    )
+    return True, (
+        f"held-out hit@1 {before.hit_at_1:.3f} -> {after.hit_at_1:.3f} ({wins} steps won, "
+        f"{losses} lost, p = {chance:.3f}); it moves {reach} ({agreed})"
+    )

@@ -1,11 +1,13 @@
 """Tables of learning from reports: each namespace's trained models, and its switch.
 
-``learned_models`` keeps every challenger the guard judged (app/learning/guard.py), refused
-ones too (their verdict says why; a challenger too few steps allowed holds no weights). At
+``learned_models`` keeps the challengers the guard judged (app/learning/guard.py), refused
+ones too (their verdict says why). Only two hold weights: the one serving and the previous
+one (the retired model a rollback would serve); every other row is a verdict, and a
+namespace keeps the newest ``repository.KEPT_VERDICTS`` of those (``repository.prune``). At
 most one row of a namespace is ``serving``; a promotion retires the one before it, and a
-rollback serves the newest retired one below it again. ``version`` counts a namespace's
-rows, so a replica knows whether the model it holds is the one stored. A model an admin
-rolled back from is ``rolled_back``: no later rollback serves it again.
+rollback serves the previous one again. ``version`` counts a namespace's judgements, so a
+replica knows whether the model it holds is the one stored. A model an admin rolled back
+from is ``rolled_back``: no later rollback serves it again.
 """
 
 from __future__ import annotations
@@ -43,8 +45,15 @@ class LearnedModel(Base):
     namespace: Mapped[str] = mapped_column(String(64))
     version: Mapped[int] = mapped_column(Integer)  # 1, 2, … per namespace
     dim: Mapped[int] = mapped_column(Integer)
-    weights: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)  # None: none trained
+    # None: none trained, or no longer kept. Read only when a model is loaded (deferred).
+    weights: Mapped[bytes | None] = mapped_column(LargeBinary, default=None, deferred=True)
+    digest: Mapped[str | None] = mapped_column(String(16), default=None)  # Adapter.digest
     tools: Mapped[list[str]] = mapped_column(JSON)  # the tools it was trained with reports of
+    # Whose routes it may move which tool in (app/learning/scope.py): the tools it moves for
+    # every key, and key → the tools it moves for that key alone. None: judged before the
+    # rule, so it moves no tool (and the namespace is retrained).
+    confirmed: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True), default=None)
+    own: Mapped[dict[str, list[str]] | None] = mapped_column(JSON(none_as_null=True), default=None)
     calibration: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     # How a route reads it (``app.routing.adapter.Learned``): as it was judged.
     weight: Mapped[float] = mapped_column(Float)

@@ -4,16 +4,19 @@ A change of what serves (a promotion, a rollback) is announced on ``LEARNING_CHA
 its own transaction, like a registry write (``registry.repository.next_revision``): on
 Postgres every replica hears of it at commit and loads the serving model; the poll is the
 fallback.
+
+Bounded storage (``prune``, after every judgement and rollback, and by ``toolreach purge``):
+a namespace keeps the weights of its serving and its previous model only (a refused
+challenger's are never stored), and the newest ``KEPT_VERDICTS`` verdicts besides.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.learning.models import REFUSED, RETIRED, SERVING, LearnedModel, LearningSwitch
@@ -22,12 +25,14 @@ from app.routing.calibration import Calibration
 
 LEARNING_CHANNEL = "toolreach_learning"
 ROLLED_BACK = "rolled_back"  # served, then an admin rolled it back: never served again by one
+KEPT_VERDICTS = 20  # a namespace's newest verdicts kept beside its serving and previous model
 
 
 @dataclass(frozen=True, slots=True)
 class ServingRow:
     namespace: str
     version: int
+    scoped: bool  # judged with whose routes it may move (False: before the rule)
 
 
 def announce(session: Session, namespace: str) -> None:
@@ -39,9 +44,11 @@ def announce(session: Session, namespace: str) -> None:
 def serving_versions(session: Session) -> list[ServingRow]:
     """Which version serves in each namespace that has one (no weights read)."""
     rows = session.execute(
-        select(LearnedModel.namespace, LearnedModel.version).where(LearnedModel.state == SERVING)
+        select(
+            LearnedModel.namespace, LearnedModel.version, LearnedModel.confirmed.is_not(None)
+        ).where(LearnedModel.state == SERVING)
     )
-    return [ServingRow(ns, version) for ns, version in rows]
+    return [ServingRow(ns, version, bool(scoped)) for ns, version, scoped in rows]
 
 
 def switched_off(session: Session) -> frozenset[str]:
@@ -101,15 +108,9 @@ def next_version(session: Session, namespace: str) -> int:
     return (latest or 0) + 1
 
 
-def digest(row: LearnedModel) -> str | None:
-    """``Adapter.digest`` of the stored weights, without reading them into a matrix."""
-    if row.weights is None:
-        return None
-    return hashlib.sha256(row.weights).hexdigest()[:16]
-
-
 def as_learned(row: LearnedModel) -> Learned:
-    """The stored model as ``route`` reads it; ValueError for a row with no weights."""
+    """The stored model as ``route`` reads it; ValueError for a row with no weights. A model
+    judged before bounded influence (``confirmed`` None) moves no tool."""
     if row.weights is None:
         raise ValueError(f"model {row.version} of {row.namespace!r} holds no weights")
     adapter = Adapter.from_bytes(row.weights, row.dim, row.tools)
@@ -121,6 +122,8 @@ def as_learned(row: LearnedModel) -> Learned:
         version=row.version,
         relative=row.relative,
         calibration=calibration,
+        confirmed=frozenset(row.confirmed or ()),
+        own={key: frozenset(tools) for key, tools in (row.own or {}).items()},
     )
 
 
@@ -135,17 +138,22 @@ def add_model(
     promoted: bool,
     now: datetime,
 ) -> LearnedModel:
-    """Store a judged challenger; a promoted one serves, and the one that served retires."""
+    """Store a judged challenger (its weights only if promoted); a promoted one serves, the
+    one that served retires, and the namespace's rows are pruned (``prune``)."""
     if promoted:
         retire_serving(session, namespace, RETIRED)
     adapter = None if learned is None else learned.adapter
     calibration = None if learned is None or learned.calibration is None else learned.calibration
+    confirmed = None if learned is None or learned.confirmed is None else learned.confirmed
     row = LearnedModel(
         namespace=namespace,
         version=version,
         dim=dim if adapter is None else adapter.dim,
-        weights=None if adapter is None else adapter.to_bytes(),
+        weights=adapter.to_bytes() if adapter is not None and promoted else None,
+        digest=None if adapter is None else adapter.digest(),
         tools=[] if adapter is None else sorted(adapter.tools),
+        confirmed=None if confirmed is None else sorted(confirmed),
+        own=None if learned is None else {k: sorted(t) for k, t in sorted(learned.own.items())},
         calibration=None if calibration is None else calibration.to_json(),
         weight=LEARNED_WEIGHT if learned is None else learned.weight,
         pool=LEARNED_POOL if learned is None else learned.pool,
@@ -158,6 +166,7 @@ def add_model(
     )
     session.add(row)
     session.flush()
+    prune(session, namespace)
     if promoted:
         announce(session, namespace)
     return row
@@ -171,28 +180,81 @@ def retire_serving(session: Session, namespace: str, state: str) -> None:
     )
 
 
-def rollback(session: Session, namespace: str, now: datetime) -> LearnedModel | None:
-    """Serve the retired model that served last again (the serving one is rolled back, and
-    no rollback serves it again); None, changing nothing, when there is none."""
-    previous = session.scalar(
+def previous(session: Session, namespace: str) -> LearnedModel | None:
+    """The retired model that served last, if its weights are kept: what a rollback serves."""
+    return session.scalar(
         select(LearnedModel)
-        .where(LearnedModel.namespace == namespace, LearnedModel.state == RETIRED)
+        .where(
+            LearnedModel.namespace == namespace,
+            LearnedModel.state == RETIRED,
+            LearnedModel.weights.is_not(None),
+        )
         .order_by(LearnedModel.served_at.desc(), LearnedModel.version.desc())
         .limit(1)
     )
-    if previous is None:
+
+
+def rollback(session: Session, namespace: str, now: datetime) -> LearnedModel | None:
+    """Serve the previous model again (the serving one is rolled back, and no rollback
+    serves it again); None, changing nothing, when there is none."""
+    restored = previous(session, namespace)
+    if restored is None:
         return None
     retire_serving(session, namespace, ROLLED_BACK)
-    previous.state, previous.served_at = SERVING, now
+    restored.state, restored.served_at = SERVING, now
     session.flush()
+    prune(session, namespace)
     announce(session, namespace)
-    return previous
+    return restored
+
+
+def prune(session: Session, namespace: str, before: datetime | None = None) -> int:
+    """Drop the weights of every model of ``namespace`` but the serving and the previous
+    one, and delete the verdicts beyond the newest ``KEPT_VERDICTS`` (and, with ``before``,
+    those judged before it, the newest one kept); the rows deleted."""
+    served = serving(session, namespace)
+    back = previous(session, namespace)
+    held = [row.id for row in (served, back) if row is not None]
+    session.execute(
+        update(LearnedModel)
+        .where(
+            LearnedModel.namespace == namespace,
+            LearnedModel.weights.is_not(None),
+            LearnedModel.id.not_in(held),
+        )
+        .values(weights=None)
+    )
+    recent = select(LearnedModel.id).where(LearnedModel.namespace == namespace)
+    newest = list(
+        session.scalars(recent.order_by(LearnedModel.version.desc()).limit(KEPT_VERDICTS))
+    )
+    stale: ColumnElement[bool] = LearnedModel.id.not_in(newest)
+    if before is not None:
+        stale = stale | (LearnedModel.created_at < before)
+    gone = session.execute(
+        delete(LearnedModel).where(
+            LearnedModel.namespace == namespace, LearnedModel.id.not_in(held + newest[:1]), stale
+        )
+    )
+    session.flush()
+    return int(gone.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def namespaces(session: Session) -> list[str]:
+    """The namespaces with a stored model or verdict."""
+    return list(session.scalars(select(LearnedModel.namespace).distinct()))
 
 
 def newest(session: Session, namespace: str) -> LearnedModel | None:
     """The namespace's last judged model, whatever became of it."""
     rows: Sequence[LearnedModel] = history(session, namespace, 1)
     return rows[0] if rows else None
+
+
+def judged_last(session: Session, namespace: str) -> bool:
+    """Whether the serving model of ``namespace`` is also its newest judgement."""
+    last = newest(session, namespace)
+    return last is not None and last.state == SERVING
 
 
 def last_trained(session: Session) -> dict[str, datetime]:

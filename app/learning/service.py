@@ -15,8 +15,10 @@ replica loads it at once. A restart
 loads the stored model and trains nothing until new steps come. A failure is logged and
 the previous model keeps serving; routes only read an immutable mapping.
 
-``get(namespace)`` is what a route reads: the serving model, or None when there is none,
-learning is off (``TOOLREACH_LEARNING``) or an admin switched the namespace off.
+``get(namespace, key)`` is what a route reads: the serving model as ``key``'s routes read it
+(bounded influence, ``scope.py``: the tools it may move there), or None when there is none,
+learning is off (``TOOLREACH_LEARNING``) or an admin switched the namespace off. A model
+judged before that rule moves no tool, and its namespace is due for training at once.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from app.loop import repository as event_repository
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.loop.repository import ForgetMark
+from app.loop.trust import ANONYMOUS
 from app.routing.adapter import Learned
 from app.tools.examples import TextEncoder, text_vectors
 from app.tools.live_index import IndexManager
@@ -77,17 +80,20 @@ class LearningCache:
         self._clock = clock
         self._models: Mapping[str, Learned] = MappingProxyType({})
         self._off: frozenset[str] = frozenset()
+        self._unscoped: frozenset[str] = frozenset()  # serving a model judged before the rule
         self._training = threading.Lock()  # one training at a time in this process
         self.trainings = 0  # challengers trained by this process (tests read it)
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def get(self, namespace: str) -> Learned | None:
-        """The model a route of ``namespace`` reads (None: none serves, or learning is off)."""
+    def get(self, namespace: str, key: str | None = None) -> Learned | None:
+        """The model a route of ``namespace`` by ``key`` reads (None: none serves, or learning
+        is off; ``key`` None: a request without one, ``ANONYMOUS``)."""
         if not self.enabled or namespace in self._off:
             return None
-        return self._models.get(namespace)
+        model = self._models.get(namespace)
+        return None if model is None else model.for_key(key or ANONYMOUS)
 
     def held(self, namespace: str) -> Learned | None:
         """The stored serving model this process holds, switched off or not."""
@@ -99,7 +105,8 @@ class LearningCache:
         with unit_of_work(self._factory) as session:
             off = repository.switched_off(session)
             models: dict[str, Learned] = {}
-            for row in repository.serving_versions(session):
+            rows = repository.serving_versions(session)
+            for row in rows:
                 had = self._models.get(row.namespace)
                 if had is not None and had.version == row.version:
                     models[row.namespace] = had
@@ -112,16 +119,20 @@ class LearningCache:
                 except ValueError:
                     log.exception("model %d of %s is unreadable", row.version, row.namespace)
         self._models, self._off = MappingProxyType(models), off
+        self._unscoped = frozenset(row.namespace for row in rows if not row.scoped)
 
     def due(self) -> list[str]:
         """The namespaces, learning on, with ``min_new_steps`` remembered steps newer than
-        their last training, or with reports forgotten since (``_forgot``)."""
+        their last training, with reports forgotten since (``_forgot``), or serving a model
+        judged before bounded influence and not judged again since (once memory holds its
+        steps)."""
         if not self.enabled:
             return []
         with unit_of_work(self._factory) as session:
             trained = repository.last_trained(session)
             off = repository.switched_off(session)
             marks = event_repository.forget_marks(session)
+            unjudged = {ns for ns in self._unscoped if repository.judged_last(session, ns)}
         due = []
         for namespace in sorted(self._index.namespaces()):
             since = trained.get(namespace)
@@ -129,7 +140,11 @@ class LearningCache:
             new = sum(since is None or s.last_seen > since for s in steps)
             if namespace in off:
                 continue
-            if new >= self.min_new_steps or self._forgot(namespace, since, marks):
+            if (
+                new >= self.min_new_steps
+                or self._forgot(namespace, since, marks)
+                or (namespace in unjudged and steps)
+            ):
                 due.append(namespace)
         return due
 
@@ -247,13 +262,20 @@ class LearningCache:
             self._thread.join(timeout=5)
 
 
+def purge(factory: sessionmaker[Session], before: datetime) -> int:
+    """``toolreach purge``: every namespace's stored models pruned (``repository.prune``),
+    verdicts judged before ``before`` deleted too; the rows deleted."""
+    with unit_of_work(factory) as session:
+        return sum(repository.prune(session, ns, before) for ns in repository.namespaces(session))
+
+
 def model_json(row: LearnedModel) -> dict[str, Any]:
     """A stored model as the admin API shows it (never its weights)."""
     verdict = row.verdict
     return {
         "version": row.version,
         "state": row.state,
-        "digest": repository.digest(row),
+        "digest": row.digest,
         "tools": len(row.tools),
         "steps": row.steps,
         "trained_on": verdict.get("trained_on"),
@@ -264,6 +286,7 @@ def model_json(row: LearnedModel) -> dict[str, Any]:
             "without": (verdict.get("champion") or {}).get("hit@1"),
             "with": (verdict.get("challenger") or {}).get("hit@1"),
         },
+        "shared": bool(verdict.get("shared", False)),
         "verdict": verdict,
         "calibrated": row.calibration is not None,
         "created_at": row.created_at.isoformat(),

@@ -125,6 +125,25 @@ def unconfirmed(
     return dict(out)
 
 
+Votes = Mapping[str, tuple[float, float]]  # key → (wins, losses) on the steps it reported
+
+
+def key_capped(votes: Votes, needed: int) -> tuple[float, float]:
+    """(wins, losses) of an exam over several keys' steps, each key's counted at most as
+    often as the ``needed``-th busiest key's (by steps decided): fewer than ``needed`` keys
+    can pass nothing, and one key's volume counts no more than another's. ``needed`` ≤ 1:
+    the plain sums."""
+    if needed <= 1:
+        return sum(w for w, _ in votes.values()), sum(lost for _, lost in votes.values())
+    decided = sorted((w + lost for w, lost in votes.values()), reverse=True)
+    cap = decided[needed - 1] if len(decided) >= needed else 0.0
+    wins = losses = 0.0
+    for w, lost in votes.values():
+        scale = min(1.0, cap / (w + lost)) if w + lost > 0 else 0.0
+        wins, losses = wins + w * scale, losses + lost * scale
+    return wins, losses
+
+
 def normalise_text(text: str) -> str:
     """What makes two step texts the same one: case and spacing do not count."""
     return " ".join(text.lower().split())

@@ -119,7 +119,7 @@ def rank_step(
             own_memory=None if memory is None else memory.own(request.namespace, key_id),
             examples=None if parts.examples is None else parts.examples.get(request.namespace),
             split=request.split,
-            learned=None if learning is None else learning.get(request.namespace),
+            learned=None if learning is None else learning.get(request.namespace, key_id),
         )
         timings = {"embed": step.seconds, "rank": time.perf_counter() - started}
     read = list(step.texts[1:]) if len(step.texts) > 1 else None

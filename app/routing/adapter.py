@@ -24,8 +24,9 @@ cached vectors; the service runs it off the request path (app/learning/).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -265,7 +266,14 @@ LEARNED_POOL = 50
 
 @dataclass(frozen=True, eq=False)
 class Learned:
-    """A namespace's serving adapter: what ``route`` reads for the ``learned`` part."""
+    """A namespace's serving adapter as one key's routes read it: what ``route`` reads for
+    the ``learned`` part.
+
+    Bounded influence (app/loop/trust.py, app/learning/scope.py): the part moves a tool in
+    a route only if every key may be moved by it (``confirmed``: enough keys reported it) or
+    the routing key (``key``) alone reported it (``own``: key → those tools). ``confirmed``
+    None: every tool the adapter has reports of (each report trusted for every key, as in
+    a replay); ``key`` None: a key that reported nothing."""
 
     adapter: Adapter
     weight: float = LEARNED_WEIGHT
@@ -277,17 +285,39 @@ class Learned:
     # The namespace's own calibration of the top candidate's confidence (calibration.py),
     # read by every candidate; None: the fitted model's confidence as it is.
     calibration: Calibration | None = None
-    # The last index's reported-tool mask (by column): one slot, swapped whole.
-    _aligned: list[tuple[Sequence[str], np.ndarray] | None] = field(
+    confirmed: frozenset[str] | None = None
+    own: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    key: str | None = None
+    # The last index's confirmed mask and name → column (by ``names``' identity): one slot,
+    # swapped whole, shared by every key's view.
+    _aligned: list[tuple[Sequence[str], np.ndarray, dict[str, int]] | None] = field(
         default_factory=lambda: [None], repr=False
     )
 
-    def reported(self, names: Sequence[str]) -> np.ndarray:
-        """Which of an index's ``names`` (by column) the adapter was trained with reports of."""
+    def for_key(self, key: str | None) -> Learned:
+        """This model as ``key``'s routes read it."""
+        return self if key == self.key else dataclasses.replace(self, key=key)
+
+    def moves(self) -> frozenset[str]:
+        """The tools this view's routes may move."""
+        confirmed = self.adapter.tools if self.confirmed is None else self.confirmed
+        mine = frozenset() if self.key is None else self.own.get(self.key, frozenset())
+        return confirmed | mine
+
+    def movable(self, names: Sequence[str]) -> np.ndarray:
+        """Which of an index's ``names`` (by column) this view's routes may move."""
         cached = self._aligned[0]
-        if cached is not None and cached[0] is names:
+        if cached is None or cached[0] is not names:
+            confirmed = self.adapter.tools if self.confirmed is None else self.confirmed
+            mask = np.fromiter((n in confirmed for n in names), dtype=bool, count=len(names))
+            cached = (names, mask, {})
+            self._aligned[0] = cached
+        mine = () if self.key is None else self.own.get(self.key, ())
+        if not mine:
             return cached[1]
-        tools = self.adapter.tools
-        mask = np.fromiter((n in tools for n in names), dtype=bool, count=len(names))
-        self._aligned[0] = (names, mask)
-        return mask
+        columns = cached[2]
+        if not columns:  # once per index, and only when some key owns tools
+            columns.update((n, i) for i, n in enumerate(names))
+        out = cached[1].copy()
+        out[[columns[t] for t in mine if t in columns]] = True
+        return out

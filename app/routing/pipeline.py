@@ -189,7 +189,8 @@ def with_learned(
 ) -> Scores:
     """``scores`` with the learned adapter's part (``adapter.py``) when one serves the
     namespace and the embedding stage is on; unchanged (no part at all) otherwise. Only the
-    best ``learned.pool`` tools by score that have reports get a part."""
+    best ``learned.pool`` tools by score that it may move in this key's routes get a part
+    (``Learned.movable``)."""
     if learned is None or "embedding" not in stages or query_vec is None:
         return scores
     part = np.zeros(scores.cols.size, dtype=np.float32)
@@ -198,7 +199,7 @@ def with_learned(
     if scores.signal and unit is not None:
         pool = top_indices(scores.total(), learned.pool)
         cols = scores.cols[pool]
-        reported = learned.reported(index.names)[cols]
+        reported = learned.movable(index.names)[cols]
         if reported.any():
             weight = learned.weight
             if learned.relative:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import html
 import random
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event, func, select, update
 
+from app.cli.main import main
 from app.db import unit_of_work
 from app.embedding.encoders import make_encoder
 from app.learning import repository
@@ -369,3 +371,126 @@ def test_the_digest_is_the_adapters(client: TestClient) -> None:
     assert learning is not None
     held = learning.get(NS)
     assert held is not None and model["digest"] == held.adapter.digest()
+
+
+def stored(services: Services) -> tuple[int, int, int]:
+    """(rows, rows holding weights, bytes of weights) of the namespace's stored models."""
+    with unit_of_work(services.session_factory) as session:
+        rows = session.execute(
+            select(LearnedModel.id, func.length(LearnedModel.weights)).where(
+                LearnedModel.namespace == NS
+            )
+        ).all()
+    sizes = [size for _, size in rows if size is not None]
+    return len(rows), len(sizes), sum(sizes)
+
+
+def test_looping_train_does_not_grow_storage(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38 item 5: each training stored a whole matrix, refused ones too, and nothing
+    deleted them. Now the serving and the previous model keep their weights, and a
+    namespace keeps ``KEPT_VERDICTS`` verdicts besides."""
+    monkeypatch.setattr(repository, "KEPT_VERDICTS", 3, raising=False)
+    report(client)
+    assert train(client)["promoted"] is True
+    services = services_of(client)
+    learning = services.learning
+    assert learning is not None
+    held = learning.get(NS)
+    assert held is not None
+    matrix = 4 * held.adapter.dim**2
+    for version in range(2, 8):  # six more promotions, as retraining on new reports makes
+        with unit_of_work(services.session_factory) as session:
+            repository.add_model(
+                session, NS, version, held, held.adapter.dim, {}, 80, True, datetime.now(UTC)
+            )
+    learning.load()
+    for _ in range(3):
+        train(client)  # refused or not: judged again
+    after = stored(services)
+    for _ in range(4):
+        train(client)
+    assert stored(services) == after  # the loop adds nothing
+    rows, weighted, size = after
+    assert rows <= 3 + 2 and weighted == 2 and size == 2 * matrix
+    states = {m.version: m.state for m in models(services)}
+    assert list(states.values()).count("serving") == 1
+
+
+def test_reading_the_state_reads_no_weights(client: TestClient) -> None:
+    """``GET /v1/learning`` read and hashed every listed matrix; the digest is stored."""
+    report(client)
+    model = train(client)
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    engine = services_of(client).engine
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        state = client.get("/v1/learning", params={"namespace": NS}, headers=ADMIN)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert state.status_code == 200, state.text
+    assert state.json()["serving"]["digest"] == model["digest"] is not None
+    assert any("learned_models" in s for s in statements)
+    assert not any("weights" in s for s in statements), statements
+
+
+def test_purge_deletes_old_verdicts_and_keeps_what_serves(
+    client: TestClient,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report(client)
+    first = train(client)
+    services = services_of(client)
+    learning = services.learning
+    assert learning is not None
+    held = learning.get(NS)
+    assert held is not None
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    with unit_of_work(services.session_factory) as session:
+        for version in range(2, 6):  # old refused verdicts
+            repository.add_model(session, NS, version, held, 4, {}, 80, False, long_ago)
+        session.execute(
+            update(LearnedModel)
+            .where(LearnedModel.version == first["version"])
+            .values(created_at=long_ago)
+        )
+    monkeypatch.setenv("TOOLREACH_DATABASE_URL", database_url)
+    assert main(["purge", "--older-than", "30"]) == 0
+    assert "3 learned-model verdicts" in capsys.readouterr().out
+    kept = {m.version: m.state for m in models(services)}
+    assert kept == {first["version"]: "serving", 5: "refused"}  # what serves, and the newest
+
+
+def test_a_model_judged_before_bounded_influence_moves_nothing_and_is_retrained(
+    database_url: str,
+) -> None:
+    """A stored model without a scope (from before migration 0012) serves no key after a
+    restart, and the namespace is trained again at once, without new reports."""
+    with started(database_url) as first:
+        tools = [{"name": n, "description": d} for n, (d, _) in PHRASES.items()]
+        body = {"tools": tools, "namespace": NS}
+        assert first.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
+        report(first)
+        trained = train(first)
+        assert trained["promoted"] is True and trained["shared"] is True
+        assert any(part for answer in learned_parts(answers(first)) for _, part in answer)
+        with unit_of_work(services_of(first).session_factory) as session:
+            session.execute(update(LearnedModel).values(confirmed=None, own=None))
+    with started(database_url) as second:
+        services = services_of(second)
+        learning = services.learning
+        assert learning is not None and learning.get(NS) is not None
+        refresh(services)
+        assert not any(part for answer in learned_parts(answers(second)) for _, part in answer)
+        assert learning.due() == [NS]
+        learning.tick()
+        assert learning.trainings == 1 and learning.due() == []
+        assert models(services)[0].version == trained["version"] + 1
+

@@ -1,0 +1,133 @@
+"""The guard's exam: the held-out steps, routed by a model as each key's routes would read
+it, and the figures a verdict is made of (app/learning/guard.py).
+
+Each held-out step is routed once per distinct *view* of a model (the tools it moves, and
+its calibration): as the key that reported it (its own routes) or as a key that reported
+none (everyone else's). Wins and losses are counted per key, a step's split among the keys
+that reported it, so that ``trust.key_capped`` can count each key at most as often as the
+``trust_keys``-th busiest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.loop.memory import RememberedStep
+from app.loop.trust import ANONYMOUS
+from app.routing.adapter import Learned
+from app.routing.index import RouterIndex
+from app.routing.pipeline import route
+from app.routing.types import RouterConfig
+
+SIGNIFICANCE = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """How one model routed the held-out steps."""
+
+    steps: int
+    hits: int
+    unseen: int  # held-out steps whose tool has no training reports
+    unseen_hits: int
+    confidence: tuple[float, ...]  # each step's top confidence (0: empty answer)
+    hit: tuple[bool, ...]
+
+    @property
+    def hit_at_1(self) -> float:
+        return self.hits / self.steps if self.steps else 0.0
+
+    @property
+    def unseen_hit_at_1(self) -> float | None:
+        return self.unseen_hits / self.unseen if self.unseen else None
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """P(at least ``wins`` heads in ``wins + losses`` fair coin tosses)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n
+
+
+class HeldOut:
+    """The held-out steps, each routed once per distinct view of a model (the tools it moves
+    and its calibration), as its own reporting key or as another key routes it."""
+
+    def __init__(
+        self,
+        index: RouterIndex,
+        steps: Sequence[RememberedStep],
+        vectors: np.ndarray,
+        positions: Sequence[int],
+        config: RouterConfig,
+        prior: Mapping[str, float] | None = None,
+    ) -> None:
+        self.index, self.steps, self.vectors = index, steps, vectors
+        self.positions, self.config, self.prior = list(positions), config, prior
+        self._answers: dict[tuple[object, ...], tuple[bool, float]] = {}
+
+    def reporter(self, i: int) -> str:
+        """The key a held-out step is routed as in its own view (one of those that reported it)."""
+        return min(self.steps[i].keys, default=ANONYMOUS)
+
+    def answer(self, i: int, view: Learned | None) -> tuple[bool, float]:
+        """Whether ``view`` puts the step's reported tool first, and its top confidence."""
+        moves = frozenset() if view is None else view.moves()
+        calibration = None if view is None else view.calibration
+        at = (i, id(view.adapter) if view is not None and moves else None, moves, id(calibration))
+        if at not in self._answers:
+            step = self.steps[i]
+            answer = route(
+                self.index,
+                step.text,
+                self.vectors[i],
+                k=3,
+                config=self.config,
+                prior=self.prior,
+                learned=view,
+            )
+            first = bool(answer) and answer[0].name == step.tool
+            self._answers[at] = (first, answer[0].confidence if answer else 0.0)
+        return self._answers[at]
+
+    def score(self, model: Learned | None, own: bool) -> Score:
+        """How ``model`` routes the held-out steps: each as its reporting key (``own``) or
+        as a key that reported none. *Unseen*: steps whose tool that view does not move."""
+        hits = unseen = unseen_hits = 0
+        confidence: list[float] = []
+        hit: list[bool] = []
+        for i in self.positions:
+            view = None if model is None else model.for_key(self.reporter(i) if own else None)
+            first, top = self.answer(i, view)
+            hits += first
+            confidence.append(top)
+            hit.append(first)
+            if view is None or self.steps[i].tool not in view.moves():
+                unseen += 1
+                unseen_hits += first
+        return Score(len(hit), hits, unseen, unseen_hits, tuple(confidence), tuple(hit))
+
+    def votes(self, after: Score, before: Score) -> dict[str, tuple[float, float]]:
+        """Key → (wins, losses) of ``after`` over ``before``: each step's split among the
+        keys that reported it."""
+        votes: dict[str, tuple[float, float]] = {}
+        for i, a, b in zip(self.positions, after.hit, before.hit, strict=True):
+            keys = self.steps[i].keys or frozenset({ANONYMOUS})
+            for key in keys:
+                w, lost = votes.get(key, (0.0, 0.0))
+                votes[key] = (w + (a and not b) / len(keys), lost + (b and not a) / len(keys))
+        return votes
+
+
+def harmed(votes: Mapping[str, tuple[float, float]]) -> list[str]:
+    """The keys whose held-out steps lose more than they win, beyond chance."""
+    return [
+        key
+        for key, (w, lost) in votes.items()
+        if lost > w and sign_test(round(lost), round(w)) < SIGNIFICANCE
+    ]

@@ -1,0 +1,112 @@
+"""Bounded influence over learning, without a server: the exam's per-key cap (hand-computed),
+the scope of a model (app/learning/scope.py), whose routes a served model moves
+(``Learned.movable``), and the guard's verdict on one key's reports and on several keys'
+(app/learning/guard.py, fake encoder)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from app.embedding.encoders import make_encoder
+from app.learning.guard import challenge
+from app.learning.scope import scope_of
+from app.loop.memory import RememberedStep
+from app.loop.trust import key_capped
+from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
+from app.routing.adapter import Adapter, Learned
+from tests.api.test_learning import PHRASES, WORDS
+
+NOW = datetime(2026, 12, 3, tzinfo=UTC)
+
+
+def remembered(tool: str, text: str, keys: set[str], n: int = 0) -> RememberedStep:
+    return RememberedStep(tool, text, 1.0, 1, f"r{n}", NOW + timedelta(minutes=n), frozenset(keys))
+
+
+def test_one_key_alone_passes_nothing_and_counts_no_more_than_another() -> None:
+    assert key_capped({"a": (10.0, 0.0)}, 3) == (0.0, 0.0)
+    assert key_capped({"a": (10.0, 0.0), "b": (9.0, 0.0)}, 3) == (0.0, 0.0)
+    # decided: a 10, b 2, c 2; the third busiest's 2 caps a at 2 of its 10 (a fifth of each)
+    votes = {"a": (9.0, 1.0), "b": (2.0, 0.0), "c": (1.0, 1.0)}
+    assert key_capped(votes, 3) == pytest.approx((1.8 + 2 + 1, 0.2 + 0 + 1))
+    assert key_capped(votes, 1) == (12.0, 2.0)  # trust_keys 1: the plain sums
+
+
+def test_a_tool_moves_for_all_when_enough_keys_report_it_for_one_when_it_alone_did() -> None:
+    steps = [
+        remembered("t1", "s1", {"a"}),
+        remembered("t1", "s2", {"b", "c"}),
+        remembered("t2", "s3", {"a"}),
+        remembered("t2", "s4", {"a"}),
+        remembered("t3", "s5", {"a", "b"}),
+    ]
+    scope = scope_of(steps, 3)
+    assert scope.confirmed == {"t1"}  # a, b and c
+    assert scope.own == {"a": {"t2"}}  # t3: two keys, too few for all and not one's own
+    assert scope_of(steps, 1).confirmed == {"t1", "t2", "t3"} and scope_of(steps, 1).own == {}
+
+
+def test_a_served_model_moves_the_confirmed_tools_and_the_keys_own() -> None:
+    adapter = Adapter(np.eye(4, dtype=np.float32), frozenset({"t0", "t1", "t2", "t3"}))
+    names = ("t0", "t1", "t2", "t3", "t4")
+    model = Learned(adapter, confirmed=frozenset({"t1"}), own={"a": frozenset({"t2"})})
+    assert model.for_key(None).movable(names).tolist() == [False, True, False, False, False]
+    assert model.for_key("a").movable(names).tolist() == [False, True, True, False, False]
+    assert model.for_key("b").movable(names).tolist() == [False, True, False, False, False]
+    assert model.for_key("a").moves() == {"t1", "t2"}
+    assert Learned(adapter).movable(names).tolist() == [True, True, True, True, False]
+
+
+def steps_of(keys: list[str], rounds: int = 16) -> list[RememberedStep]:
+    """tests/api/test_learning.py's steps (five tools the cold router cannot tell apart), the
+    keys in turn."""
+    out = []
+    for i in range(rounds):
+        for n, (tool, (_, phrase)) in enumerate(PHRASES.items()):
+            text = f"{phrase} {WORDS[i]} {WORDS[(i * 7 + 3) % len(WORDS)]}"
+            number = i * len(PHRASES) + n
+            out.append(remembered(tool, text, {keys[number % len(keys)]}, number))
+    return out
+
+
+def judged(keys: list[str], needed: int) -> tuple[Learned | None, dict[str, object]]:
+    encoder = make_encoder("fake")
+    docs = [ToolDoc(name, text, text) for name, (text, _) in PHRASES.items()]
+    config = RouterConfig()
+    index = RouterIndex.build(docs, encoder.encode([embedding_text(d) for d in docs]), config)
+    steps = steps_of(keys)
+    vectors = np.asarray(encoder.encode([s.text for s in steps]), dtype=np.float32)
+    learned, verdict = challenge(index, steps, vectors, needed, config, None)
+    return learned, verdict.summary()
+
+
+def test_one_keys_reports_serve_its_own_routes_only() -> None:
+    learned, verdict = judged(["a"], 3)
+    assert verdict["promoted"] is True and verdict["shared"] is False, verdict
+    assert verdict["confirmed_tools"] == 0 and verdict["own_tools"] == len(PHRASES)
+    assert learned is not None
+    assert learned.for_key("a").moves() == set(PHRASES)
+    assert learned.for_key("b").moves() == set() and learned.for_key(None).moves() == set()
+
+
+def test_what_three_keys_agree_on_serves_every_key() -> None:
+    learned, verdict = judged(["a", "b", "c"], 3)
+    assert verdict["promoted"] is True and verdict["shared"] is True, verdict
+    assert learned is not None and learned.for_key("z").moves() == set(PHRASES)
+    other = verdict["other_keys"]
+    assert isinstance(other, dict) and other["wins"] > other["losses"]
+
+
+def test_two_keys_are_too_few_to_serve_anyone_else() -> None:
+    learned, verdict = judged(["a", "b"], 3)
+    assert verdict["shared"] is False, verdict
+    assert learned is not None and learned.for_key("z").moves() == set()
+
+
+def test_trusting_every_report_serves_every_key_as_before() -> None:
+    learned, verdict = judged(["a"], 1)
+    assert verdict["promoted"] is True and verdict["shared"] is True, verdict
+    assert learned is not None and learned.for_key("z").moves() == set(PHRASES)
