@@ -11,9 +11,17 @@ from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AdminDep, ServicesDep, SessionDep, ViewerDep
 from app.keys.scope import Caller, require_writable
 from app.learning import service as learning
+from app.learning.schemas import (
+    LearnedModelRead,
+    LearningRead,
+    LearningRollbackRead,
+    LearningSwitchRead,
+    LearningTrainRead,
+)
 from app.learning.service import LearningCache
 from app.schemas import NAMESPACE_PATTERN
 from app.services import Services
+from app.tools.namespaces import require_known
 from registry.errors import Conflict, NotFound
 
 router = APIRouter(prefix="/v1/learning", tags=["learning"])
@@ -22,10 +30,13 @@ NamespaceArg = Annotated[str, Query(pattern=NAMESPACE_PATTERN, description="the 
 NamespacePath = Annotated[str, Path(pattern=NAMESPACE_PATTERN)]
 
 
-def known(services: Services, caller: Caller, namespace: str) -> LearningCache:
-    """The learning room, for a namespace the caller may write to and that holds tools:
-    Forbidden out of scope, NotFound for a namespace without tools."""
-    require_writable(namespace, caller.namespaces)
+def known(services: Services, caller: Caller, namespace: str, write: bool = True) -> LearningCache:
+    """The learning room, for a namespace the caller may see (``write``: write to) and that
+    holds tools: out of scope, Forbidden for a write and, for a read, the NotFound of a
+    namespace that never held a tool (app/keys/scope.py); NotFound for one without tools."""
+    if write:
+        require_writable(namespace, caller.namespaces)
+    require_known(services.index, namespace, caller.namespaces)
     snapshot = services.index.get(namespace)
     if snapshot is None or not len(snapshot.cards):
         raise NotFound(f"unknown namespace {namespace!r}", {"namespace": namespace})
@@ -34,38 +45,38 @@ def known(services: Services, caller: Caller, namespace: str) -> LearningCache:
     return services.learning
 
 
-@router.get("", responses=ERRORS)
+@router.get("", response_model=LearningRead, responses=ERRORS)
 def learning_state(
     namespace: NamespaceArg, session: SessionDep, services: ServicesDep, viewer: ViewerDep
-) -> dict[str, Any]:
+) -> LearningRead:
     """The namespace's learned model: on or off, the one serving (trained on how many
     reports, held-out hit@1 with it and without), the last verdict (refused ones say why),
     and the newest models."""
-    cache = known(services, viewer, namespace)
-    return learning.state(session, cache, namespace)
+    cache = known(services, viewer, namespace, write=False)
+    return LearningRead.model_validate(learning.state(session, cache, namespace))
 
 
-@router.post("/{namespace}/off", responses=ERRORS)
+@router.post("/{namespace}/off", response_model=LearningSwitchRead, responses=ERRORS)
 def learning_off(
     namespace: NamespacePath,
     session: SessionDep,
     services: ServicesDep,
     admin: AdminDep,
     background: BackgroundTasks,
-) -> dict[str, Any]:
+) -> LearningSwitchRead:
     """Switch the namespace's learning off: its routes read no learned model, and nothing is
     trained, until it is switched on again (on every replica)."""
     return switched(services, admin, session, background, namespace, enabled=False)
 
 
-@router.post("/{namespace}/on", responses=ERRORS)
+@router.post("/{namespace}/on", response_model=LearningSwitchRead, responses=ERRORS)
 def learning_on(
     namespace: NamespacePath,
     session: SessionDep,
     services: ServicesDep,
     admin: AdminDep,
     background: BackgroundTasks,
-) -> dict[str, Any]:
+) -> LearningSwitchRead:
     """Switch the namespace's learning on again: its serving model (if any) serves."""
     return switched(services, admin, session, background, namespace, enabled=True)
 
@@ -77,37 +88,38 @@ def switched(
     background: BackgroundTasks,
     namespace: str,
     enabled: bool,
-) -> dict[str, Any]:
+) -> LearningSwitchRead:
     """Write the namespace's switch; every replica reloads (this one at once)."""
     cache = known(services, admin, namespace)
     learning.switch(session, namespace, enabled=enabled)
     background.add_task(cache.heard)
-    return {"namespace": namespace, "enabled": enabled}
+    return LearningSwitchRead(namespace=namespace, enabled=enabled)
 
 
-@router.post("/{namespace}/rollback", responses=ERRORS)
+@router.post("/{namespace}/rollback", response_model=LearningRollbackRead, responses=ERRORS)
 def learning_rollback(
     namespace: NamespacePath,
     session: SessionDep,
     services: ServicesDep,
     admin: AdminDep,
     background: BackgroundTasks,
-) -> dict[str, Any]:
+) -> LearningRollbackRead:
     """Serve the previous model again (409 if there is none); the one serving is rolled
     back and no later rollback serves it."""
     cache = known(services, admin, namespace)
-    restored = learning.rollback(session, namespace)
+    restored = LearnedModelRead.model_validate(learning.rollback(session, namespace))
     background.add_task(cache.heard)
-    return {"namespace": namespace, "serving": restored}
+    return LearningRollbackRead(namespace=namespace, serving=restored)
 
 
-@router.post("/{namespace}/train", responses=ERRORS)
+@router.post("/{namespace}/train", response_model=LearningTrainRead, responses=ERRORS)
 def learning_train(
     namespace: NamespacePath, session: SessionDep, services: ServicesDep, admin: AdminDep
-) -> dict[str, Any]:
+) -> LearningTrainRead:
     """Train and judge a challenger now, on the namespace's remembered steps: the stored
     model and its verdict (409 while learning is off)."""
     cache = known(services, admin, namespace)
     if not learning.enabled(session, cache, namespace):
         raise Conflict(f"learning is off in namespace {namespace!r}", {"namespace": namespace})
-    return {"namespace": namespace, "model": cache.train(namespace)}
+    model = LearnedModelRead.model_validate(cache.train(namespace))
+    return LearningTrainRead(namespace=namespace, model=model)

@@ -247,7 +247,7 @@ EXPECTED: dict[str, tuple[int | str, ...]] = {
     "DELETE /v1/memory/{name}": (204, 204, 403, 403, 403, 403),
     "GET /v1/advice": (200, 200, 403, 403, 403, 200),
     "POST /v1/advice/{advice_id}/apply": (409, 409, 403, 403, 403, 403),
-    "GET /v1/learning": (200, 200, 403, 403, 403, 200),
+    "GET /v1/learning": (200, 200, 404, 403, 403, 200),
     "POST /v1/learning/{namespace}/train": (200, 200, 403, 403, 403, 403),
     "POST /v1/learning/{namespace}/rollback": (409, 409, 403, 403, 403, 403),
     "POST /v1/learning/{namespace}/off": (200, 200, 403, 403, 403, 403),
@@ -343,6 +343,19 @@ def test_another_namespace_is_answered_as_one_that_does_not_exist(world: World) 
         hidden = world.client.get(path, params={"namespace": OTHER}, headers=key)
         nowhere = world.client.get(path, params={"namespace": NOWHERE}, headers=key)
         same_shape(hidden, nowhere, (NOWHERE, OTHER))
+
+
+def test_another_namespaces_learning_is_the_404_of_a_missing_one(world: World) -> None:
+    """A read, so not the 403 of a write (issue 38 item 9): word for word a namespace that
+    never held a tool, for the scoped dashboard key and the scoped admin alike."""
+    for key in (SCOPED_VIEWER, SCOPED_ADMIN):
+        params = {"namespace": OTHER}
+        hidden = world.client.get("/v1/learning", params=params, headers=bearer(key))
+        nowhere = world.client.get(
+            "/v1/learning", params={"namespace": NOWHERE}, headers=bearer(key)
+        )
+        same_shape(hidden, nowhere, (NOWHERE, OTHER))
+        assert hidden.json()["error"]["details"] == {"namespace": OTHER, "did_you_mean": [OWN]}
 
 
 def test_another_namespaces_route_is_an_unknown_route(world: World) -> None:

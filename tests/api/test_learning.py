@@ -494,3 +494,40 @@ def test_a_model_judged_before_bounded_influence_moves_nothing_and_is_retrained(
         assert learning.trainings == 1 and learning.due() == []
         assert models(services)[0].version == trained["version"] + 1
 
+
+@pytest.mark.parametrize(
+    ("method", "path", "schema"),
+    [
+        ("get", "/v1/learning", "LearningRead"),
+        ("post", "/v1/learning/{namespace}/train", "LearningTrainRead"),
+        ("post", "/v1/learning/{namespace}/rollback", "LearningRollbackRead"),
+        ("post", "/v1/learning/{namespace}/off", "LearningSwitchRead"),
+        ("post", "/v1/learning/{namespace}/on", "LearningSwitchRead"),
+    ],
+)
+def test_the_openapi_document_describes_each_answer(
+    client: TestClient, method: str, path: str, schema: str
+) -> None:
+    """Issue 39 item 4: the answers were ``dict[str, Any]``, an object of no fields."""
+    document = client.get("/openapi.json").json()
+    answer = document["paths"][path][method]["responses"]["200"]["content"]["application/json"]
+    assert answer["schema"] == {"$ref": f"#/components/schemas/{schema}"}
+    schemas = document["components"]["schemas"]
+    assert set(schemas[schema]["properties"]) >= {"namespace"}
+    model = schemas["LearnedModelRead"]["properties"]
+    assert {"version", "state", "digest", "hit@1", "shared", "verdict", "served_at"} <= set(model)
+    assert {"promoted", "reason", "shared", "other_keys"} <= set(
+        schemas["VerdictRead"]["properties"]
+    )
+
+
+def test_every_answer_is_its_documented_shape(client: TestClient) -> None:
+    """What the endpoints answer reads back into their models, aliases and all."""
+    report(client)
+    model = train(client)
+    assert set(model) >= {"version", "state", "digest", "hit@1", "shared", "verdict"}
+    assert model["hit@1"]["with"] == model["verdict"]["challenger"]["hit@1"]
+    state = client.get("/v1/learning", params={"namespace": NS}, headers=ADMIN).json()
+    assert state["serving"] == model and state["history"] == [model]
+    switched = client.post(f"/v1/learning/{NS}/off", headers=ADMIN).json()
+    assert switched == {"namespace": NS, "enabled": False}
