@@ -28,14 +28,28 @@ SIGNIFICANCE = 0.05
 
 @dataclass(frozen=True, slots=True)
 class Score:
-    """How one model routed the held-out steps."""
+    """How one model routed the held-out steps; *unseen*: the steps whose tool the
+    challenger's view does not move (the same steps for the champion and the challenger)."""
 
-    steps: int
-    hits: int
-    unseen: int  # held-out steps whose tool has no training reports
-    unseen_hits: int
     confidence: tuple[float, ...]  # each step's top confidence (0: empty answer)
     hit: tuple[bool, ...]
+    unseen_at: tuple[bool, ...] = ()
+
+    @property
+    def steps(self) -> int:
+        return len(self.hit)
+
+    @property
+    def hits(self) -> int:
+        return sum(self.hit)
+
+    @property
+    def unseen(self) -> int:
+        return sum(self.unseen_at)
+
+    @property
+    def unseen_hits(self) -> int:
+        return sum(h and u for h, u in zip(self.hit, self.unseen_at, strict=True))
 
     @property
     def hit_at_1(self) -> float:
@@ -44,6 +58,9 @@ class Score:
     @property
     def unseen_hit_at_1(self) -> float | None:
         return self.unseen_hits / self.unseen if self.unseen else None
+
+    def seen_by(self, unseen_at: tuple[bool, ...]) -> Score:
+        return Score(self.confidence, self.hit, unseen_at)
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -95,22 +112,22 @@ class HeldOut:
             self._answers[at] = (first, answer[0].confidence if answer else 0.0)
         return self._answers[at]
 
+    def view(self, model: Learned | None, i: int, own: bool) -> Learned | None:
+        """``model`` as step ``i``'s own reporting key (``own``) or a key that reported
+        none routes it."""
+        return None if model is None else model.for_key(self.reporter(i) if own else None)
+
     def score(self, model: Learned | None, own: bool) -> Score:
-        """How ``model`` routes the held-out steps: each as its reporting key (``own``) or
-        as a key that reported none. *Unseen*: steps whose tool that view does not move."""
-        hits = unseen = unseen_hits = 0
-        confidence: list[float] = []
-        hit: list[bool] = []
-        for i in self.positions:
-            view = None if model is None else model.for_key(self.reporter(i) if own else None)
-            first, top = self.answer(i, view)
-            hits += first
-            confidence.append(top)
-            hit.append(first)
-            if view is None or self.steps[i].tool not in view.moves():
-                unseen += 1
-                unseen_hits += first
-        return Score(len(hit), hits, unseen, unseen_hits, tuple(confidence), tuple(hit))
+        """How ``model`` routes the held-out steps, each in that view."""
+        answers = [self.answer(i, self.view(model, i, own)) for i in self.positions]
+        return Score(tuple(top for _, top in answers), tuple(first for first, _ in answers))
+
+    def unseen(self, challenger: Learned, own: bool) -> tuple[bool, ...]:
+        """Which held-out steps' tool ``challenger`` does not move in that view."""
+        return tuple(
+            self.steps[i].tool not in challenger.for_key(self.reporter(i) if own else None).moves()
+            for i in self.positions
+        )
 
     def votes(self, after: Score, before: Score) -> dict[str, tuple[float, float]]:
         """Key → (wins, losses) of ``after`` over ``before``: each step's split among the

@@ -190,7 +190,9 @@ def challenge(
     whole = Learned(adapter, version=version, confirmed=scope.confirmed, own=scope.own)
     held = HeldOut(index, kept, kept_vectors, held_at, config, prior)
     candidate, others = for_other_keys(held, whole, champion, needed)
-    before, after = held.score(champion, own=True), held.score(candidate, own=True)
+    unseen = held.unseen(candidate, own=True)
+    before = held.score(champion, own=True).seen_by(unseen)
+    after = held.score(candidate, own=True).seen_by(unseen)
     candidate, ece_before, ece_after = calibrated(candidate, after)
     promoted, reason = decide(held, before, after, others, needed)
     verdict = Verdict(
@@ -222,12 +224,13 @@ def for_other_keys(
     before = held.score(champion, own=False)
     after = held.score(candidate, own=False)
     wins, losses = key_capped(held.votes(after, before), needed)
-    if wins > losses and sign_test(round(wins), round(losses)) < SIGNIFICANCE:
-        return candidate, Others(before, after, wins, losses, shared=True)
-    alone = dataclasses.replace(candidate, confirmed=frozenset())
-    after = held.score(alone, own=False)
-    wins, losses = key_capped(held.votes(after, before), needed)
-    return alone, Others(before, after, wins, losses, shared=False)
+    shared = wins > losses and sign_test(round(wins), round(losses)) < SIGNIFICANCE
+    if not shared:
+        candidate = dataclasses.replace(candidate, confirmed=frozenset())
+        after = held.score(candidate, own=False)
+        wins, losses = key_capped(held.votes(after, before), needed)
+    unseen = held.unseen(candidate, own=False)
+    return candidate, Others(before.seen_by(unseen), after.seen_by(unseen), wins, losses, shared)
 
 
 def calibrated(candidate: Learned, after: Score) -> tuple[Learned, float, float | None]:

@@ -51,7 +51,7 @@ class LearnedModel(Base):
     tools: Mapped[list[str]] = mapped_column(JSON)  # the tools it was trained with reports of
     # Whose routes it may move which tool in (app/learning/scope.py): the tools it moves for
     # every key, and key → the tools it moves for that key alone. None: judged before the
-    # rule, so it moves no tool (and the namespace is retrained).
+    # rule: it serves nobody (and the namespace is retrained).
     confirmed: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True), default=None)
     own: Mapped[dict[str, list[str]] | None] = mapped_column(JSON(none_as_null=True), default=None)
     calibration: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)

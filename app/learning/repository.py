@@ -181,13 +181,15 @@ def retire_serving(session: Session, namespace: str, state: str) -> None:
 
 
 def previous(session: Session, namespace: str) -> LearnedModel | None:
-    """The retired model that served last, if its weights are kept: what a rollback serves."""
+    """The retired model that served last, if its weights are kept (and it was judged with
+    bounded influence): what a rollback serves."""
     return session.scalar(
         select(LearnedModel)
         .where(
             LearnedModel.namespace == namespace,
             LearnedModel.state == RETIRED,
             LearnedModel.weights.is_not(None),
+            LearnedModel.confirmed.is_not(None),
         )
         .order_by(LearnedModel.served_at.desc(), LearnedModel.version.desc())
         .limit(1)

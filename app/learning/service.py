@@ -18,7 +18,8 @@ the previous model keeps serving; routes only read an immutable mapping.
 ``get(namespace, key)`` is what a route reads: the serving model as ``key``'s routes read it
 (bounded influence, ``scope.py``: the tools it may move there), or None when there is none,
 learning is off (``TOOLREACH_LEARNING``) or an admin switched the namespace off. A model
-judged before that rule moves no tool, and its namespace is due for training at once.
+judged before that rule (migration 0012) is not loaded: its namespace routes as without
+learning, and is due for training at once.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class LearningCache:
             models: dict[str, Learned] = {}
             rows = repository.serving_versions(session)
             for row in rows:
+                if not row.scoped:  # judged before bounded influence: serves nobody
+                    continue
                 had = self._models.get(row.namespace)
                 if had is not None and had.version == row.version:
                     models[row.namespace] = had
@@ -196,6 +199,8 @@ class LearningCache:
         log.info("learning %s: model %d %s", namespace, version, summary["reason"])
         with unit_of_work(self._factory) as session:
             stored = repository.serving(session, namespace)
+            if stored is not None and stored.confirmed is None:
+                stored = None  # judged before bounded influence: never loaded
             if (None if stored is None else stored.version) != (
                 None if champion is None else champion.version
             ):

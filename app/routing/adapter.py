@@ -264,6 +264,10 @@ LEARNED_WEIGHT = 3.0
 LEARNED_POOL = 50
 
 
+# An index's names, the confirmed tools, their mask by column, and name → column.
+Aligned = tuple[Sequence[str], frozenset[str] | None, np.ndarray, dict[str, int]]
+
+
 @dataclass(frozen=True, eq=False)
 class Learned:
     """A namespace's serving adapter as one key's routes read it: what ``route`` reads for
@@ -288,11 +292,9 @@ class Learned:
     confirmed: frozenset[str] | None = None
     own: Mapping[str, frozenset[str]] = field(default_factory=dict)
     key: str | None = None
-    # The last index's confirmed mask and name → column (by ``names``' identity): one slot,
-    # swapped whole, shared by every key's view.
-    _aligned: list[tuple[Sequence[str], np.ndarray, dict[str, int]] | None] = field(
-        default_factory=lambda: [None], repr=False
-    )
+    # The last index's confirmed mask and name → column (by the identity of ``names`` and
+    # ``confirmed``): one slot, swapped whole, shared by every key's view.
+    _aligned: list[Aligned | None] = field(default_factory=lambda: [None], repr=False)
 
     def for_key(self, key: str | None) -> Learned:
         """This model as ``key``'s routes read it."""
@@ -307,17 +309,17 @@ class Learned:
     def movable(self, names: Sequence[str]) -> np.ndarray:
         """Which of an index's ``names`` (by column) this view's routes may move."""
         cached = self._aligned[0]
-        if cached is None or cached[0] is not names:
+        if cached is None or cached[0] is not names or cached[1] is not self.confirmed:
             confirmed = self.adapter.tools if self.confirmed is None else self.confirmed
             mask = np.fromiter((n in confirmed for n in names), dtype=bool, count=len(names))
-            cached = (names, mask, {})
+            cached = (names, self.confirmed, mask, {})
             self._aligned[0] = cached
         mine = () if self.key is None else self.own.get(self.key, ())
         if not mine:
-            return cached[1]
-        columns = cached[2]
+            return cached[2]
+        columns = cached[3]
         if not columns:  # once per index, and only when some key owns tools
             columns.update((n, i) for i, n in enumerate(names))
-        out = cached[1].copy()
+        out = cached[2].copy()
         out[[columns[t] for t in mine if t in columns]] = True
         return out

@@ -5,6 +5,7 @@ the scope of a model (app/learning/scope.py), whose routes a served model moves
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -58,6 +59,9 @@ def test_a_served_model_moves_the_confirmed_tools_and_the_keys_own() -> None:
     assert model.for_key("b").movable(names).tolist() == [False, True, False, False, False]
     assert model.for_key("a").moves() == {"t1", "t2"}
     assert Learned(adapter).movable(names).tolist() == [True, True, True, True, False]
+    alone = dataclasses.replace(model, confirmed=frozenset())  # shares the cache slot
+    assert alone.for_key(None).movable(names).tolist() == [False] * 5
+    assert model.for_key(None).movable(names).tolist() == [False, True, False, False, False]
 
 
 def steps_of(keys: list[str], rounds: int = 16) -> list[RememberedStep]:
