@@ -6,7 +6,7 @@ Create Date: 2026-12-03 12:00:00.000000
 
 Bounded influence over learning (app/learning/scope.py): ``confirmed`` lists the tools a
 model moves in every key's routes, ``own`` each key's tools it moves in that key's alone. A
-model stored before has neither: it moves no tool, and its namespace is trained again.
+model stored before has neither: it serves nobody, and its namespace is trained again.
 ``digest`` keeps ``Adapter.digest`` so that ``GET /v1/learning`` never reads the weights
 (filled here for the rows that hold them); only the serving and the previous model keep
 their weights from now on (``app.learning.repository.prune``, ``toolreach purge``).
