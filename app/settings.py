@@ -334,7 +334,15 @@ class Settings(BaseSettings):
         if isinstance(value, dict):
             unknown = _unknown_keys(value, RouterConfig)
             if unknown:
-                raise ValueError(f"unknown router setting(s): {', '.join(sorted(unknown))}")
+                hints = [
+                    f"{k} (now {RENAMED_ROUTER_KEYS[k]})"
+                    for k in sorted(unknown)
+                    if k in RENAMED_ROUTER_KEYS
+                ]
+                raise ValueError(
+                    f"unknown router setting(s): {', '.join(sorted(unknown))}"
+                    + (f"; renamed: {', '.join(hints)}" if hints else "")
+                )
         return value
 
     @field_validator("router")
@@ -413,6 +421,10 @@ def parse_key_entry(entry: str) -> tuple[str, frozenset[str] | None]:
             "after '@' come namespace names separated by '|' (letters, digits, _ . : -)"
         )
     return secret, frozenset(namespaces)
+
+
+# Router settings that were renamed: the old name is refused with the new one named.
+RENAMED_ROUTER_KEYS = {"segment_weight": "part_weight", "mmr_multi_ask_only": "mmr_multi_part_only"}
 
 
 def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[str]:

@@ -37,8 +37,9 @@ from app.loop.memory import RememberedStep
 from app.routing.adapter import DEFAULT_TRAINING, Learned, Training, anchors, joined, train
 from app.routing.calibration import Calibration, expected_calibration_error
 from app.routing.index import RouterIndex
-from app.routing.pipeline import route
-from app.routing.types import RouterConfig
+from app.routing.pipeline import Router
+from app.routing.types import RouteOptions, RouterConfig
+from app.routing.view import NamespaceView
 
 HELD_OUT_SHARE = 0.2
 MIN_HELD_OUT = 10
@@ -134,11 +135,10 @@ def score(
     hits = unseen = unseen_hits = 0
     confidence: list[float] = []
     hit: list[bool] = []
+    router, view = Router(config), NamespaceView(index, prior=prior, learned=learned)
     for i in positions:
         step = steps[i]
-        answer = route(
-            index, step.text, vectors[i], k=3, config=config, prior=prior, learned=learned
-        )
+        answer = router.route(view, step.text, vectors[i], RouteOptions(k=3))
         first = bool(answer) and answer[0].name == step.tool
         hits += first
         confidence.append(answer[0].confidence if answer else 0.0)
