@@ -14,6 +14,7 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 
+from app.cli.main import main
 from app.sources import openapi
 from app.sources.documents import (
     DocumentError,
@@ -234,3 +235,15 @@ def test_yaml_is_read_fast_and_an_alias_is_still_refused() -> None:
         "openapi": "3.0.3",
         "x": 1,
     }
+
+
+def test_the_cli_says_which_operations_it_cannot_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_document(tmp_path / "doc", 1, SHIPPED_PATHS, SHIPPED_SERVERS)
+    monkeypatch.setenv("TOOLREACH_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("TOOLREACH_ENCODER", "fake")
+    assert main(["source", "add", "shipped", "--openapi", str(root)]) == 0
+    said = capsys.readouterr()
+    assert "shipped: synced, 14 tools (14 created" in said.out
+    assert "  note: POST /v2/agents/{uuid}/chat: imported; not callable: its server" in said.err
