@@ -176,8 +176,9 @@ class Settings(BaseSettings):
     # An OpenAPI source's documents (app/sources/documents.py, docs/SOURCES.md "Bounds"): the
     # documents its $refs may reach, their bytes in all, the $ref hops from the root document
     # to the farthest, and the seconds reading, checking and converting them may take. The
-    # defaults take real multi-file API descriptions as they ship (hundreds of files).
-    source_max_documents: int = Field(default=2000, ge=1, le=100_000)
+    # defaults take real multi-file API descriptions as they ship (a few thousand files): the
+    # count is a backstop, the bytes, depth and time are the real bounds.
+    source_max_documents: int = Field(default=20_000, ge=1, le=100_000)
     source_max_bytes: int = Field(default=64 * 1_048_576, ge=1024, le=4 * 1_073_741_824)
     source_max_depth: int = Field(default=64, ge=1, le=10_000)
     source_read_seconds: float = Field(default=120.0, gt=0, le=86_400)

@@ -63,7 +63,10 @@ def build_request(
 ) -> httpx.Request:
     """The request for one call; ``headers`` and ``query`` are the source's own (resolved
     credentials included). An argument its place cannot hold is ``invalid_arguments``
-    (app/gateway/arguments.py): nothing is sent."""
+    (app/gateway/arguments.py): nothing is sent. An operation imported with no usable server
+    (app/sources/openapi_servers.py) is ``not_callable``, naming what is missing."""
+    if not binding.get("server"):
+        raise _no_server(binding)
     path = str(binding["path"])
     params: list[tuple[str, str | int | float | bool | None]] = list(query.items())
     sent_headers = dict(headers)
@@ -96,6 +99,17 @@ def build_request(
     body = _body(binding.get("body"), arguments, sent_headers)
     return client.build_request(
         str(binding["method"]), url, params=params, headers=sent_headers, **body
+    )
+
+
+def _no_server(binding: Mapping[str, Any]) -> CallFailed:
+    reason = str(binding.get("not_callable") or "the operation names no server")
+    return CallFailed(
+        "not_callable",
+        f"no base URL to call {binding.get('method')} {binding.get('path')} at: {reason}",
+        details={"missing": "base_url", "reason": reason},
+        suggestion="Give the source a base_url (toolreach source add ... --base-url URL), "
+        "or call the operation yourself at the URL its description names.",
     )
 
 

@@ -159,7 +159,9 @@ async def _openapi(spec: SourceSpec, reach: Reach, limits: DocumentLimits) -> Sn
         _convert, documents, options, config.strict, deadline, limits.max_card_bytes
     )
     if config.base_url is None:  # the servers the document itself names: checked now too
-        for server in sorted({str(binding["server"]) for _, binding in snapshot.cards}):
+        # An operation with no usable server (binding "not_callable") has none to check.
+        named = {binding["server"] for _, binding in snapshot.cards if binding.get("server")}
+        for server in sorted(map(str, named)):
             try:
                 await reach.rules.check_url(server, unresolved_ok=True)
             except OutboundRefused as exc:
