@@ -23,7 +23,7 @@ from app.learning.repository import LEARNING_CHANNEL
 from app.learning.service import LearningCache
 from app.limits.limiter import RateLimiter
 from app.loop.events import EventWriter
-from app.loop.feedback import OtherReplicas
+from app.loop.feedback import OtherReplicas, Waits
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.loop.repository import ROUTE_WANTED_CHANNEL
@@ -315,7 +315,8 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     listener, replicas = None, None
     if settings.listen_url is not None:
         listener = make_listener(settings.listen_url, index, events, learning)
-        replicas = OtherReplicas(factory, settings.feedback_wait_seconds)
+        waits = Waits(settings.feedback_waits_per_key, settings.feedback_waits)
+        replicas = OtherReplicas(factory, settings.feedback_wait_seconds, waits)
     services = Services(
         settings=settings,
         engine=engine,

@@ -233,6 +233,10 @@ class Settings(BaseSettings):
     # Feedback on a route this replica does not know, with an id made in the last minute: how
     # long to wait for the replica that answered it to write it (asked to at once). 0: no wait.
     feedback_wait_seconds: float = Field(default=1.0, ge=0, le=30)
+    # Such waits at once: for one key (past it, 429), and on one process (past it, 503). A
+    # wait holds a worker thread, never a database connection (issue 38 item 4).
+    feedback_waits_per_key: int = Field(default=2, ge=1, le=1000)
+    feedback_waits: int = Field(default=8, ge=1, le=1000)
     # POST /v1/tools/bulk with Content-Type application/x-ndjson (one tool a line, streamed):
     # the most bytes such a body may have. Each line is also held to max_body_bytes.
     max_import_bytes: int = Field(default=256 * 1_048_576, ge=1024, le=16 * 1_073_741_824)
