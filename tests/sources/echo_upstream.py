@@ -3,8 +3,9 @@ received (the raw path and query, the headers, the cookies, the body, Basic cred
 decoded), under a base path (``/api/v1``) so a request that climbs above its operation shows.
 
 Its OpenAPI document puts an argument in every place a request has one (path, query,
-header, cookie, JSON body), and adds operations that answer a chosen status, answer late,
-answer the echo as text (JSON-escaped), or redirect within the origin.
+header, cookie, JSON body), and adds operations that answer a chosen status, answer late (a
+second, or as long as asked), answer the echo as text (JSON-escaped), or redirect within the
+origin.
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ def document(port: int) -> dict[str, Any]:
                 )
             },
             "/slow": {"get": _op("answer_late", "Answer after a second", _string("q", "query"))},
+            "/sleep": {
+                "get": _op(
+                    "answer_after",
+                    "Answer after the seconds asked for",
+                    _string("seconds", "query", required=True),
+                    _string("q", "query"),
+                )
+            },
             "/hop": {"get": _op("redirect_home", "Redirect to /echo within the origin")},
             "/away": {"get": _op("redirect_away", "Redirect to the cloud metadata address")},
         },
@@ -149,6 +158,8 @@ class EchoUpstream:
                     return self._answer(code, json.dumps(echoed).encode(), "application/json")
                 if path == f"{BASE}/slow":
                     time.sleep(1.0)
+                if path == f"{BASE}/sleep":
+                    time.sleep(float(echoed["query"]["seconds"][0]))
                 if path == f"{BASE}/hop":
                     return self._answer(302, b"", "text/plain", Location=f"{BASE}/echo")
                 if path == f"{BASE}/away":
