@@ -20,6 +20,7 @@ SUGGESTIONS = {
     "outbound_refused": "The outbound rules forbid this destination; tell the operator.",
     "redirect_refused": "The source redirected elsewhere, which is refused; tell the operator.",
     "response_too_large": "The answer was too large; ask for less (filters, a smaller page).",
+    "response_too_deep": "The answer was nested too deeply to pass on; tell the operator.",
     "protocol_error": "The source answered malformed data; retry later or tell the operator.",
     "credentials_missing": "The source's credentials are not configured; tell the operator.",
     "tool_error": "The tool reported an error: read the message, fix the call or try another.",
@@ -27,6 +28,9 @@ SUGGESTIONS = {
     "internal": "The gateway failed on this call (it has been logged); tell the operator.",
 }
 MESSAGE_CHARS = 2000  # of a failure's message, cut after the secrets are masked
+# The most levels of objects and lists an answer may nest: real APIs nest a few dozen at
+# most, and past about 250 the answer's own JSON cannot be written (pydantic's bound).
+MAX_DEPTH = 100
 
 
 class CallFailed(Exception):
@@ -56,6 +60,35 @@ class CallFailed(Exception):
         self.details = details
         self.suggestion = suggestion
         self.attempts = 0  # requests sent upstream before it failed
+
+
+def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON ``value`` nests more than ``limit`` objects and lists, one in another
+    (walked without recursion: the value may be deeper than Python's stack)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if level >= limit:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False
+
+
+def too_deep(what: str) -> CallFailed:
+    """An answer nested deeper than ``MAX_DEPTH``: the source answered (it is up), but the
+    gateway does not pass it on."""
+    return CallFailed(
+        "response_too_deep",
+        f"{what} is nested more than {MAX_DEPTH} levels deep (objects and lists); "
+        f"the gateway passes on at most {MAX_DEPTH}",
+        answered=True,
+    )
 
 
 def reason(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import httpx
 
 from app.gateway import arguments as checked
-from app.gateway.failures import CallFailed
+from app.gateway.failures import CallFailed, deeper_than, too_deep
 from app.sources.outbound import same_origin
 from app.sources.secrets import mask
 
@@ -163,15 +163,21 @@ async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Respo
 
 
 def answer(response: httpx.Response) -> Any:
-    """The body: JSON when it is JSON, else text."""
+    """The body: JSON when it is JSON, else text; ``response_too_deep`` for JSON nested
+    deeper than the gateway passes on (checked before anything walks it)."""
     if not response.content:
         return None
     kind = response.headers.get("content-type", "")
     if "json" in kind:
         try:
-            return response.json()
+            parsed = response.json()
+        except RecursionError:  # deeper than Python's stack, so deeper than MAX_DEPTH
+            raise too_deep(f"the source's HTTP {response.status_code} answer") from None
         except ValueError:
-            pass
+            return response.text
+        if deeper_than(parsed):
+            raise too_deep(f"the source's HTTP {response.status_code} answer")
+        return parsed
     return response.text
 
 

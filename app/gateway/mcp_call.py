@@ -3,7 +3,8 @@
 The session is the pool's (app/gateway/mcp_pool.py); this module words the outcome. What the
 server answered says it is up, even when the answer is an error: the tool's own error
 (``tool_error``), arguments it refused (JSON-RPC ``-32602``: ``invalid_arguments``, the
-caller's error), an answer too large (``response_too_large``). What counts against the
+caller's error), an answer too large (``response_too_large``) or nested too deep
+(``response_too_deep``). What counts against the
 source: its transport closed (``unreachable``), an error of its own (``protocol_error``:
 ``-32603`` and the rest), an answer the SDK could not read.
 """
@@ -15,13 +16,22 @@ from typing import Any
 
 import anyio
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
+from mcp.types import (
+    CONNECTION_CLOSED,
+    INVALID_PARAMS,
+    PARSE_ERROR,
+    REQUEST_TIMEOUT,
+    CallToolResult,
+)
 
-from app.gateway.failures import CallFailed, reason, too_large
+from app.gateway.failures import CallFailed, deeper_than, reason, too_deep, too_large
 from app.gateway.mcp_pool import McpPool
 from app.sources.outbound import TOO_LARGE, OutboundRefused
 from app.sources.schemas import SourceConfig
 from app.sources.secrets import SecretMissing, mask
+
+# What the SDK's JSON parser (pydantic's) says of JSON nested deeper than it reads.
+DEEP_JSON = "recursion limit exceeded"
 
 
 async def call_tool(
@@ -44,9 +54,11 @@ async def call_tool(
     except Exception as exc:  # a malformed answer, an answer too large, the SDK's checks
         if too_large(exc):
             raise CallFailed("response_too_large", reason(exc), answered=True) from None
+        if DEEP_JSON in reason(exc):
+            raise too_deep("the MCP server's answer") from None
         message = f"the MCP server's answer is unusable: {reason(exc)}"
         raise CallFailed("protocol_error", message, source_fault=True) from None
-    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    dumped = _dumped(result)
     if len(json.dumps(dumped)) > max_bytes:  # a stdio server's answer is not capped as it comes
         raise CallFailed("response_too_large", f"{TOO_LARGE} {max_bytes} bytes", answered=True)
     answer: dict[str, Any] = mask(dumped, secrets)
@@ -57,6 +69,18 @@ async def call_tool(
         message = " ".join(texts) or "the tool reported an error"
         raise CallFailed("tool_error", message, details=answer, answered=True)
     return answer
+
+
+def _dumped(result: CallToolResult) -> dict[str, Any]:
+    """The result as JSON; ``response_too_deep`` past the gateway's bound (the SDK's parser
+    refuses much deeper JSON itself: ``DEEP_JSON``)."""
+    try:
+        dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    except ValueError:  # pydantic's own bound on depth
+        raise too_deep("the MCP server's answer") from None
+    if deeper_than(dumped):
+        raise too_deep("the MCP server's answer")
+    return dumped
 
 
 def unreachable(exc: BaseException) -> CallFailed:
@@ -76,6 +100,8 @@ def _error_answer(exc: MCPError) -> CallFailed:
         problem = f"the MCP server refused the arguments: {exc.message}"
         details = [{"path": "", "message": exc.message, "suggestion": None}]
         return CallFailed("invalid_arguments", problem, details=details, answered=True)
+    if exc.code == PARSE_ERROR and DEEP_JSON in exc.message:
+        return too_deep("the MCP server's answer")
     if exc.code == CONNECTION_CLOSED:
         return unreachable(exc)
     if exc.code == REQUEST_TIMEOUT:

@@ -280,10 +280,14 @@ def _worded(exc: Exception, secrets: list[str]) -> CallFailed:
     return _internal(exc, secrets)
 
 
+LOGGED_FRAMES, LOGGED_CHARS = 20, 8000  # of a bug's traceback: a deep one runs to 100s of KB
+
+
 def _internal(exc: Exception, secrets: list[str]) -> CallFailed:
-    """A bug of ours: logged (the secrets masked), answered as the call's own error."""
-    text = "".join(traceback.format_exception(exc))
-    log.error("a call failed unexpectedly: %s", mask(text, secrets))
+    """A bug of ours: logged (its innermost frames, the secrets masked, then cut to size),
+    answered as the call's own error."""
+    text = "".join(traceback.format_exception(exc, limit=-LOGGED_FRAMES))
+    log.error("a call failed unexpectedly: %s", mask(text, secrets)[-LOGGED_CHARS:])
     return CallFailed("internal", "the gateway failed on this call; it has been logged")
 
 

@@ -174,12 +174,29 @@ class _NoQueryInLogs(logging.Filter):
         return True
 
 
+class _NoAnswersInLogs(logging.Filter):
+    """The MCP SDK logs a server's answer it could not read with its traceback, whose
+    validation error quotes the answer (a secret it echoes, unmasked) and may run to many
+    kilobytes: the line keeps its message and the exception's first line only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            first = (str(exc).splitlines() or [""])[0][:200]
+            record.msg, record.args = f"{record.getMessage()} ({type(exc).__name__}: {first})", None
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 _NO_QUERY = _NoQueryInLogs()
+_NO_ANSWERS = _NoAnswersInLogs()
+MCP_CLIENT_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.stdio")
 
 
 def keep_secrets_out_of_logs() -> None:
-    """Install the filter on the HTTP libraries' loggers (once)."""
-    for name in ("httpx", "httpx2"):
-        logger = logging.getLogger(name)
-        if _NO_QUERY not in logger.filters:
-            logger.addFilter(_NO_QUERY)
+    """Install the filters on the HTTP libraries' and the MCP SDK's loggers (once)."""
+    for names, found in ((("httpx", "httpx2"), _NO_QUERY), (MCP_CLIENT_LOGGERS, _NO_ANSWERS)):
+        for name in names:
+            logger = logging.getLogger(name)
+            if found not in logger.filters:
+                logger.addFilter(found)

@@ -4,8 +4,8 @@ decoded), under a base path (``/api/v1``) so a request that climbs above its ope
 
 Its OpenAPI document puts an argument in every place a request has one (path, query,
 header, cookie, JSON body), and adds operations that answer a chosen status, answer late (a
-second, or as long as asked), answer the echo as text (JSON-escaped), or redirect within the
-origin.
+second, or as long as asked), answer JSON nested as deep as asked, answer the echo as text
+(JSON-escaped), or redirect within the origin.
 """
 
 from __future__ import annotations
@@ -83,6 +83,14 @@ def document(port: int) -> dict[str, Any]:
                 )
             },
             "/slow": {"get": _op("answer_late", "Answer after a second", _string("q", "query"))},
+            "/deep": {
+                "get": _op(
+                    "answer_deep",
+                    "Answer JSON nested as many levels deep as asked, with this status",
+                    _string("levels", "query", required=True),
+                    _string("status", "query"),
+                )
+            },
             "/sleep": {
                 "get": _op(
                     "answer_after",
@@ -95,6 +103,11 @@ def document(port: int) -> dict[str, Any]:
             "/away": {"get": _op("redirect_away", "Redirect to the cloud metadata address")},
         },
     }
+
+
+def nested(levels: int) -> str:
+    """JSON ``levels`` deep (objects and lists in turn), written without recursion."""
+    return '{"a": [' * (levels // 2) + '"bottom"' + "]}" * (levels // 2)
 
 
 class EchoUpstream:
@@ -158,6 +171,11 @@ class EchoUpstream:
                     return self._answer(code, json.dumps(echoed).encode(), "application/json")
                 if path == f"{BASE}/slow":
                     time.sleep(1.0)
+                if path == f"{BASE}/deep":
+                    query = echoed["query"]
+                    status = int(query.get("status", ["200"])[0])
+                    raw = nested(int(query["levels"][0])).encode()
+                    return self._answer(status, raw, "application/json")
                 if path == f"{BASE}/sleep":
                     time.sleep(float(echoed["query"]["seconds"][0]))
                 if path == f"{BASE}/hop":
