@@ -21,6 +21,7 @@ SUGGESTIONS = {
     "redirect_refused": "The source redirected elsewhere, which is refused; tell the operator.",
     "response_too_large": "The answer was too large; ask for less (filters, a smaller page).",
     "response_too_deep": "The answer was nested too deeply to pass on; tell the operator.",
+    "secret_withheld": "The answer held the source's credentials: withheld; tell the operator.",
     "protocol_error": "The source answered malformed data; retry later or tell the operator.",
     "credentials_missing": "The source's credentials are not configured; tell the operator.",
     "tool_error": "The tool reported an error: read the message, fix the call or try another.",
@@ -31,6 +32,9 @@ MESSAGE_CHARS = 2000  # of a failure's message, cut after the secrets are masked
 # The most levels of objects and lists an answer may nest: real APIs nest a few dozen at
 # most, and past about 250 the answer's own JSON cannot be written (pydantic's bound).
 MAX_DEPTH = 100
+# An answer larger than this is read, checked and masked on a worker thread, not on the
+# event loop that serves every other request (masking looks into every blob it holds).
+INLINE_BYTES = 64 * 1024
 
 
 class CallFailed(Exception):
@@ -87,6 +91,17 @@ def too_deep(what: str) -> CallFailed:
         "response_too_deep",
         f"{what} is nested more than {MAX_DEPTH} levels deep (objects and lists); "
         f"the gateway passes on at most {MAX_DEPTH}",
+        answered=True,
+    )
+
+
+def withheld() -> CallFailed:
+    """An answer that holds the source's credentials in a form that cannot be masked in
+    place (app/sources/masking.py): the source answered, the gateway does not pass it on."""
+    return CallFailed(
+        "secret_withheld",
+        "the source's answer holds the source's own credentials cut across its strings, "
+        "which cannot be masked in place; the answer is withheld",
         answered=True,
     )
 

@@ -16,9 +16,9 @@ from urllib.parse import quote
 import httpx
 
 from app.gateway import arguments as checked
-from app.gateway.failures import CallFailed, deeper_than, too_deep
+from app.gateway.failures import CallFailed, deeper_than, too_deep, withheld
+from app.sources.masking import SecretEchoed, masked_answer
 from app.sources.outbound import same_origin
-from app.sources.secrets import mask
 
 MAX_REDIRECTS = 5
 RETRYABLE_STATUS = frozenset({408, 429, 502, 503, 504})
@@ -184,7 +184,10 @@ def answer(response: httpx.Response) -> Any:
 def result_or_failure(response: httpx.Response, secrets: list[str]) -> dict[str, Any]:
     """A 2xx answer's result; CallFailed with the status as its code otherwise. The secrets
     are masked out of the body before it is cut to size (a cut secret would show its start)."""
-    body = mask(answer(response), secrets)
+    try:
+        body = masked_answer(answer(response), secrets)
+    except SecretEchoed:
+        raise withheld() from None
     if response.is_success:
         return {"status": response.status_code, "body": body}
     status = response.status_code

@@ -24,11 +24,20 @@ from mcp.types import (
     CallToolResult,
 )
 
-from app.gateway.failures import CallFailed, deeper_than, reason, too_deep, too_large
+from app.gateway.failures import (
+    INLINE_BYTES,
+    CallFailed,
+    deeper_than,
+    reason,
+    too_deep,
+    too_large,
+    withheld,
+)
 from app.gateway.mcp_pool import McpPool
+from app.sources.masking import SecretEchoed, masked_answer
 from app.sources.outbound import TOO_LARGE, OutboundRefused
 from app.sources.schemas import SourceConfig
-from app.sources.secrets import SecretMissing, mask
+from app.sources.secrets import SecretMissing
 
 # What the SDK's JSON parser (pydantic's) says of JSON nested deeper than it reads.
 DEEP_JSON = "recursion limit exceeded"
@@ -59,15 +68,27 @@ async def call_tool(
         message = f"the MCP server's answer is unusable: {reason(exc)}"
         raise CallFailed("protocol_error", message, source_fault=True) from None
     dumped = _dumped(result)
-    if len(json.dumps(dumped)) > max_bytes:  # a stdio server's answer is not capped as it comes
+    size = len(json.dumps(dumped))
+    if size > max_bytes:  # a stdio server's answer is not capped as it comes
         raise CallFailed("response_too_large", f"{TOO_LARGE} {max_bytes} bytes", answered=True)
-    answer: dict[str, Any] = mask(dumped, secrets)
+    if size <= INLINE_BYTES:
+        answer = _masked(dumped, secrets)
+    else:
+        answer = await anyio.to_thread.run_sync(_masked, dumped, secrets)
     answer.pop("_meta", None)
     answer.pop("resultType", None)
     if result.is_error:
         texts = [c.get("text", "") for c in answer.get("content", []) if isinstance(c, dict)]
         message = " ".join(texts) or "the tool reported an error"
         raise CallFailed("tool_error", message, details=answer, answered=True)
+    return answer
+
+
+def _masked(dumped: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
+    try:
+        answer: dict[str, Any] = masked_answer(dumped, secrets)
+    except SecretEchoed:
+        raise withheld() from None
     return answer
 
 

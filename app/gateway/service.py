@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import DATABASE_TROUBLE, unit_of_work
 from app.gateway import http_call, mcp_call
-from app.gateway.failures import MESSAGE_CHARS, CallFailed, error_of
+from app.gateway.failures import INLINE_BYTES, MESSAGE_CHARS, CallFailed, error_of
 from app.gateway.forward import Deadline, forward
 from app.gateway.limits import Limits
 from app.gateway.mcp_pool import McpPool
@@ -47,10 +47,11 @@ from app.schemas import Outcome
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.headers import header_problem
+from app.sources.masking import mask
 from app.sources.mcp import Reach
 from app.sources.outbound import OutboundRefused, ResponseTooLarge, http_client
 from app.sources.schemas import SourceConfig
-from app.sources.secrets import SecretMissing, mask, resolve_all, secret_values
+from app.sources.secrets import SecretMissing, resolve_all, secret_values
 from app.tools.live_index import IndexManager
 from registry.calls import did_you_mean, validate_arguments
 from registry.card import ToolCard
@@ -226,7 +227,10 @@ class Gateway:
                 query=query.values,
             )
             response = await http_call.send(client, built)
-            return http_call.result_or_failure(response, headers.secrets + query.secrets)
+            secrets = headers.secrets + query.secrets
+            if len(response.content) <= INLINE_BYTES:
+                return http_call.result_or_failure(response, secrets)
+            return await anyio.to_thread.run_sync(http_call.result_or_failure, response, secrets)
 
     async def _report(
         self, request: CallRequest, card: ToolCard | None, answer: CallResult

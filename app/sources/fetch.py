@@ -23,6 +23,7 @@ from app.sources.documents import (
     read_file,
 )
 from app.sources.headers import header_problem
+from app.sources.masking import mask
 from app.sources.mcp import ListingTooLarge, Reach, connect, list_all_tools, to_cards
 from app.sources.openapi_check import problems
 from app.sources.outbound import (
@@ -33,7 +34,7 @@ from app.sources.outbound import (
     same_origin,
 )
 from app.sources.schemas import SourceConfig, SourceKind
-from app.sources.secrets import SecretMissing, mask, resolve_all, secret_values
+from app.sources.secrets import SecretMissing, resolve_all, secret_values
 from registry.card import ToolCard
 from registry.errors import ToolReachError
 
