@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.gateway.schemas import CallError
+from app.sources.causes import Unreached
 from app.sources.outbound import ResponseTooLarge
 from registry.card import ToolCard
 
@@ -93,6 +94,27 @@ def too_deep(what: str) -> CallFailed:
         f"the gateway passes on at most {MAX_DEPTH}",
         answered=True,
     )
+
+
+def unreachable(found: Unreached, who: str = "the source") -> CallFailed:
+    """A failure to reach the source, worded by its cause (app/sources/causes.py):
+    ``timeout`` for time that ran out, else ``unreachable``; ``details.cause`` names it.
+    It counts against the source; it may be retried unless it is TLS (an operator's)."""
+    if found.cause == "timeout":
+        code, message = "timeout", f"{who} did not answer in time: {found.reason}"
+    else:
+        code, message = "unreachable", f"{who} cannot be reached: {found.reason}"
+    return CallFailed(
+        code,
+        message,
+        retryable=found.retryable,
+        source_fault=True,
+        details={"cause": found.cause},
+        suggestion=None if found.retryable else TLS_SUGGESTION,
+    )
+
+
+TLS_SUGGESTION = "The source's TLS is refused (its certificate?); tell the operator."
 
 
 def withheld() -> CallFailed:

@@ -130,7 +130,7 @@ def _late(
     elif deadline.callers and not own:
         failure = CallFailed(
             "timeout",
-            f"no answer from source {source!r} within the call's timeout_seconds "
+            f"no answer from source {source!r} in time: within the call's timeout_seconds "
             f"({deadline.seconds:g} s)",
             retryable=True,
         )
@@ -138,13 +138,15 @@ def _late(
         breaker.failed(run.ticket)
         failure = CallFailed(
             "timeout",
-            f"no answer from source {source!r} within {deadline.seconds:g} s",
+            f"no answer from source {source!r} in time: within {deadline.seconds:g} s",
             retryable=True,
             source_fault=True,
         )
     else:
         failure = _cut_short(source, deadline, run)
     failure.attempts = run.attempts
+    if run.sending:
+        failure.details = {"cause": "timeout"}
     return failure
 
 

@@ -5,7 +5,8 @@ server answered says it is up, even when the answer is an error: the tool's own 
 (``tool_error``), arguments it refused (JSON-RPC ``-32602``: ``invalid_arguments``, the
 caller's error), an answer too large (``response_too_large``) or nested too deep
 (``response_too_deep``). What counts against the
-source: its transport closed (``unreachable``), an error of its own (``protocol_error``:
+source: it cannot be reached or its transport closed (``unreachable`` or ``timeout``, with
+the cause: app/sources/causes.py), an error of its own (``protocol_error``:
 ``-32603`` and the rest), an answer the SDK could not read.
 """
 
@@ -17,7 +18,6 @@ from typing import Any
 import anyio
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
-    CONNECTION_CLOSED,
     INVALID_PARAMS,
     PARSE_ERROR,
     REQUEST_TIMEOUT,
@@ -31,9 +31,11 @@ from app.gateway.failures import (
     reason,
     too_deep,
     too_large,
+    unreachable,
     withheld,
 )
 from app.gateway.mcp_pool import McpPool
+from app.sources.causes import unreached
 from app.sources.masking import SecretEchoed, masked_answer
 from app.sources.outbound import TOO_LARGE, OutboundRefused
 from app.sources.schemas import SourceConfig
@@ -58,9 +60,10 @@ async def call_tool(
         raise  # worded by the gateway, as for an HTTP source
     except MCPError as exc:
         raise _error_answer(exc) from None
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-        raise unreachable(exc) from None
-    except Exception as exc:  # a malformed answer, an answer too large, the SDK's checks
+    except Exception as exc:  # unreached; a malformed answer, too large, the SDK's checks
+        found = unreached(exc)
+        if found is not None:
+            raise unreachable(found, "the MCP server") from None
         if too_large(exc):
             raise CallFailed("response_too_large", reason(exc), answered=True) from None
         if DEEP_JSON in reason(exc):
@@ -104,15 +107,6 @@ def _dumped(result: CallToolResult) -> dict[str, Any]:
     return dumped
 
 
-def unreachable(exc: BaseException) -> CallFailed:
-    return CallFailed(
-        "unreachable",
-        f"the MCP server cannot be reached: {reason(exc)}",
-        retryable=True,
-        source_fault=True,
-    )
-
-
 def _error_answer(exc: MCPError) -> CallFailed:
     """A JSON-RPC error as the gateway words it."""
     if TOO_LARGE in exc.message:
@@ -123,8 +117,9 @@ def _error_answer(exc: MCPError) -> CallFailed:
         return CallFailed("invalid_arguments", problem, details=details, answered=True)
     if exc.code == PARSE_ERROR and DEEP_JSON in exc.message:
         return too_deep("the MCP server's answer")
-    if exc.code == CONNECTION_CLOSED:
-        return unreachable(exc)
+    found = unreached(exc)
+    if found is not None:  # its transport closed (the pool chains why, when it knows)
+        return unreachable(found, "the MCP server")
     if exc.code == REQUEST_TIMEOUT:
         message = f"the MCP server did not answer in time: {exc.message}"
         return CallFailed("timeout", message, retryable=True, source_fault=True)

@@ -35,7 +35,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import DATABASE_TROUBLE, unit_of_work
 from app.gateway import http_call, mcp_call
-from app.gateway.failures import INLINE_BYTES, MESSAGE_CHARS, CallFailed, error_of
+from app.gateway.failures import (
+    INLINE_BYTES,
+    MESSAGE_CHARS,
+    CallFailed,
+    error_of,
+    reason,
+    unreachable,
+)
 from app.gateway.forward import Deadline, forward
 from app.gateway.limits import Limits
 from app.gateway.mcp_pool import McpPool
@@ -46,6 +53,7 @@ from app.metrics import Metrics
 from app.schemas import Outcome
 from app.settings import Settings
 from app.sources import repository as sources
+from app.sources.causes import unreached
 from app.sources.headers import header_problem
 from app.sources.masking import mask
 from app.sources.mcp import Reach
@@ -272,14 +280,14 @@ def _worded(exc: Exception, secrets: list[str]) -> CallFailed:
         return CallFailed("outbound_refused", str(exc))
     if isinstance(exc, ResponseTooLarge):
         return CallFailed("response_too_large", str(exc), answered=True)
-    if isinstance(exc, httpx.TimeoutException):
-        message = "the source did not answer in time"
-        return CallFailed("timeout", message, retryable=True, source_fault=True)
     if isinstance(exc, httpx.LocalProtocolError):  # refused by httpx itself: never sent
         message = f"the request cannot be sent as HTTP: {type(exc).__name__}"
         return CallFailed("invalid_arguments", message)
+    found = unreached(exc)
+    if found is not None:
+        return unreachable(found)
     if isinstance(exc, httpx.TransportError | OSError):
-        message = f"the source cannot be reached: {type(exc).__name__}"
+        message = f"the source cannot be reached: {reason(exc)}"
         return CallFailed("unreachable", message, retryable=True, source_fault=True)
     return _internal(exc, secrets)
 

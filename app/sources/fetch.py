@@ -12,6 +12,7 @@ import anyio
 import httpx
 
 from app.sources import openapi
+from app.sources.causes import unreached
 from app.sources.documents import (
     Deadline,
     DocumentError,
@@ -95,14 +96,19 @@ async def fetch(spec: SourceSpec, reach: Reach, limits: DocumentLimits | None = 
     except Exception as exc:
         leaf = _leaf(exc)
         failure = SourceMissing if isinstance(leaf, DocumentMissing) else SourceFailed
-        message = _failure(spec.name, leaf)
+        message = _failure(spec.name, leaf, exc)
     shown = mask(message, secret_values(spec.config, reach.secret_dirs))
     raise failure(shown[:REASON_CHARS])
 
 
-def _failure(name: str, exc: BaseException) -> str:
+def _failure(name: str, exc: BaseException, whole: BaseException | None = None) -> str:
+    """What went wrong, in a line: a rule's refusal, the cause the source could not be
+    reached for (app/sources/causes.py: looked for in the whole chain), or the error."""
     if isinstance(exc, READ_REFUSED):
         return f"source {name!r}: {exc}"
+    found = unreached(whole or exc)
+    if found is not None:
+        return f"source {name!r} is unreachable: {found.reason}"
     if isinstance(exc, httpx.HTTPError | OSError | TimeoutError):
         return f"source {name!r} is unreachable: {_text(exc)}"
     return f"source {name!r} failed: {_text(exc)}"  # the MCP SDK's, a malformed answer
