@@ -29,7 +29,7 @@ from tests.conftest import ADMIN, ADMIN_KEY, empty_database, make_settings
 
 ATTACKERS = [f"team-a-agent-{n}-0123456789" for n in range(3)]
 VICTIM = "team-b-agent-key-0123456789"
-WAIT = 1.0  # TOOLREACH_FEEDBACK_WAIT_SECONDS, the default
+WAIT = 2.0  # TOOLREACH_FEEDBACK_WAIT_SECONDS (1 by default: longer, so the timing holds under load)
 PER_KEY = 2  # TOOLREACH_FEEDBACK_WAITS_PER_KEY, the default
 # One client for every thread (a client per request costs more than the request here).
 HTTP = httpx.Client(timeout=30, limits=httpx.Limits(max_connections=32))
@@ -131,7 +131,7 @@ def test_each_key_waits_for_only_a_few_routes_at_once(server: str) -> None:
     429 at once. Another key of the same tenant still gets its own waits."""
     with ThreadPoolExecutor(12) as pool:
         mine = [pool.submit(made_up_report, server, ATTACKERS[0]) for _ in range(10)]
-        time.sleep(0.2)
+        time.sleep(0.3)
         other = pool.submit(made_up_report, server, ATTACKERS[1])
         answers = [f.result() for f in mine]
         other_status, other_seconds = other.result()
@@ -139,5 +139,5 @@ def test_each_key_waits_for_only_a_few_routes_at_once(server: str) -> None:
     refused = [seconds for status, seconds in answers if status == 429]
     assert len(waited) == PER_KEY and len(refused) == 10 - PER_KEY, answers
     assert all(seconds >= WAIT * 0.9 for seconds in waited), answers
-    assert all(seconds < 0.5 for seconds in refused), answers
+    assert all(seconds < WAIT / 2 for seconds in refused), answers
     assert other_status == 404 and other_seconds >= WAIT * 0.9
