@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from app.cli.evaluate import NAMESPACE, _encode_queries, throwaway_services  # noqa: E402
 from app.db import unit_of_work  # noqa: E402
 from app.embedding.encoders import Encoder, make_encoder  # noqa: E402
-from app.routing import route  # noqa: E402
+from app.routing import RouteOptions  # noqa: E402
 from app.services import Services  # noqa: E402
 from app.settings import load_settings  # noqa: E402
 from app.sources import mcp, openapi  # noqa: E402
@@ -109,26 +109,22 @@ def read_steps(path: Path) -> list[dict[str, Any]]:
 
 
 def service_ranker(services: Services, cards: list[Card], namespace: str) -> Ranker:
-    """The steps' top names by the service's route, on the cards written to ``namespace``."""
+    """The steps' top names by the service's route (its router and the namespace's view,
+    as ``POST /v1/route`` ranks them), on the cards written to ``namespace``."""
     batch = parse_batch(cards, namespace)
     with unit_of_work(services.session_factory) as session:
         write_cards(session, services.encoder, batch.cards)
     services.index.sync()
-    examples = None
-    if services.examples is not None:
-        services.examples.refresh()
-        examples = services.examples.get(namespace)
-    snapshot = services.index.get(namespace)
-    assert snapshot is not None
+    services.examples.refresh()
+    current = services.routing.views.get(namespace)
+    assert current is not None
+    router = services.routing.router
 
     def ranked(texts: list[str]) -> list[list[str]]:
         vectors = _encode_queries(services.encoder, texts)
         tops = []
         for text, vector in zip(texts, vectors, strict=True):
-            found = route(
-                snapshot.index, text, vector, k=10, config=services.index.config,
-                cosines=services.cosines, examples=examples,
-            )  # fmt: skip
+            found = router.route(current.view, text, vector, RouteOptions(k=10))
             tops.append([c.name for c in found])
         return tops
 
