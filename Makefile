@@ -9,8 +9,9 @@ PORT    ?= 8000
 INSPECTOR_VERSION := 1.0.3
 INSPECTOR := .npm-tools/.inspector-$(INSPECTOR_VERSION)
 # Real MCP servers from npm for tests/sources (run with the machine's node 20).
-MCP_SERVERS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
-NPM_SERVERS := .npm-tools/.servers-2026.8.31
+MCP_SERVERS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31 \
+  @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-github@2025.4.8
+NPM_SERVERS := .npm-tools/.servers-2026.8.31-github-2025.4.8
 
 .PHONY: install system-packages run test lint format typecheck unit migrate eval bench docker-check clean
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 
 from sqlalchemy import Engine
@@ -23,13 +23,15 @@ from app.learning.repository import LEARNING_CHANNEL
 from app.learning.service import LearningCache
 from app.limits.limiter import RateLimiter
 from app.loop.events import EventWriter
-from app.loop.feedback import OtherReplicas
+from app.loop.feedback import OtherReplicas, Waits
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.loop.repository import ROUTE_WANTED_CHANNEL
 from app.loop.validation import ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
+from app.route.views import NamespaceViews
+from app.routing import Router
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.settings import Settings
 from app.sources.service import SourceService
@@ -44,18 +46,48 @@ from registry.repository import REVISION_CHANNEL
 log = logging.getLogger("toolreach")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class Routing:
+    """What a route reads of the service (app/route/deps.py ``RouteDeps``)."""
+
+    index: IndexManager
+    encoder: Encoder
+    views: NamespaceViews
+    router: Router
+    cosines: CosineBatcher
+    events: EventWriter
+    metrics: Metrics
+    settings: Settings
+
+
+@dataclass(frozen=True, kw_only=True)
 class Services:
+    """Every part a serving process holds, built once in dependency order
+    (``build_services``) and torn down with the process."""
+
     settings: Settings
     engine: Engine
     session_factory: sessionmaker[Session]
-    encoder: Encoder
-    index: IndexManager
-    events: EventWriter
-    prior: PriorCache
-    metrics: Metrics
     # Whether the database answers; refuses database work at once while it does not.
     health: DatabaseHealth
+    encoder: BatchingEncoder
+    # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
+    cosines: CosineBatcher
+    index: IndexManager
+    events: EventWriter
+    metrics: Metrics
+    prior: PriorCache
+    # Steps that used a tool successfully, as evidence for it (app/loop/memory.py).
+    memory: MemoryCache
+    # Each card's example requests as vectors, voting for their tool (app/tools/examples.py).
+    examples: ExampleCache
+    # Each namespace's guarded, learned model, trained and loaded off the request path
+    # (app/learning/service.py); routes read its serving model.
+    learning: LearningCache
+    # What a route reads (app/route/deps.py), and POST /v1/route's queue and worker threads
+    # (app/route/executor.py).
+    routing: Routing
+    executor: RouteExecutor
     # /v1/validate calls naming a route, recorded by the event writer's thread.
     validated: ValidatedCalls
     # Every key, environment and table, in memory; reloaded every key_refresh_seconds.
@@ -66,23 +98,13 @@ class Services:
     slots: Slots
     # Requests and failed sign-ins counted per client and key, shared through the database.
     limiter: RateLimiter
-    # Concurrent routes share one matrix product for their cosine rows (app/embedding/cosines.py).
-    cosines: CosineBatcher = field(default_factory=CosineBatcher)
-    # POST /v1/route's queue and worker threads (app/route/executor.py); run by start().
-    router: RouteExecutor | None = None
-    # Steps that used a tool successfully, as evidence for it (app/loop/memory.py).
-    memory: MemoryCache | None = None
-    # Each card's example requests as vectors, voting for their tool (app/tools/examples.py).
-    examples: ExampleCache | None = None
-    # Each namespace's guarded, learned adapter, trained and loaded off the request path
-    # (app/learning/service.py); routes read its serving model.
-    learning: LearningCache | None = None
     # Sources read into cards, and the gateway that forwards calls to them (docs/SOURCES.md).
-    sources: SourceService | None = None
-    gateway: Gateway | None = None
-    # Postgres: other replicas' writes and feedback requests, heard at once (app/tools/listener.py).
+    sources: SourceService
+    gateway: Gateway
+    # Postgres only (None on SQLite): other replicas' writes, feedback requests and models,
+    # heard at once (app/tools/listener.py), and feedback for a route another replica
+    # answered a moment ago (app/loop/feedback.py).
     listener: Listener | None = None
-    # Postgres: feedback for a route another replica answered a moment ago (app/loop/feedback.py).
     replicas: OtherReplicas | None = None
 
     def start(self) -> None:
@@ -95,36 +117,27 @@ class Services:
         self.keys.start(self.settings.key_refresh_seconds)
         self.limiter.start()
         self.events.start()
-        if self.router is not None:
-            self.router.start()
+        self.executor.start()
         self.prior.start(self.settings.prior_refresh_seconds)
-        if self.memory is not None:
-            self.memory.start(self.settings.prior_refresh_seconds)
-        if self.examples is not None:
-            self.examples.start()
-        if self.learning is not None:
-            self.learning.start(
-                self.settings.index_poll_seconds, self.settings.learning_interval_seconds
-            )
+        self.memory.start(self.settings.prior_refresh_seconds)
+        self.examples.start()
+        self.learning.start(
+            self.settings.index_poll_seconds, self.settings.learning_interval_seconds
+        )
 
     async def start_sources(self) -> None:
         """On the serving event loop: the sources' schedule, and a session held open to each
         live MCP source to hear its tools/list_changed (opened in the background)."""
-        if self.sources is None or self.gateway is None:
-            return
         self.sources.start()
         if self.settings.source_watch:
             self.sources.watch(self.gateway.pool)
 
     async def close_sources(self) -> None:
-        if self.sources is not None:
-            await self.sources.aclose()
-        if self.gateway is not None:
-            await self.gateway.aclose()
+        await self.sources.aclose()
+        await self.gateway.aclose()
 
     def close(self) -> None:
-        if self.router is not None:
-            self.router.stop()  # queued routes get 503; routes in hand finish and are recorded
+        self.executor.stop()  # queued routes get 503; routes in hand finish and are recorded
         if self.listener is not None:
             self.listener.stop()
         self.index.stop()
@@ -132,12 +145,9 @@ class Services:
         self.keys.stop()
         self.limiter.stop()
         self.prior.stop()
-        if self.memory is not None:
-            self.memory.stop()
-        if self.examples is not None:
-            self.examples.stop()
-        if self.learning is not None:
-            self.learning.stop()
+        self.memory.stop()
+        self.examples.stop()
+        self.learning.stop()
         self.events.stop()  # writes what is still buffered: a clean stop loses no event
         self.health.stop()
         self.engine.dispose()
@@ -237,77 +247,35 @@ def build_encoder(settings: Settings) -> Encoder:
 
 
 def build_services(settings: Settings, encoder: Encoder | None = None) -> Services:
-    """Engine, encoder and index, on a database whose schema is at head."""
+    """Every part, in dependency order, on a database whose schema is at head."""
     limit_blas_threads()
     health = DatabaseHealth()
     engine = open_database(settings, health)
     factory = make_session_factory(engine)
-    # Concurrent routes share model calls (see app/embedding/batching.py).
-    encoder = BatchingEncoder(
-        encoder or build_encoder(settings),
-        query_threads=settings.encoder_threads,
-        bulk_threads=settings.encoder_bulk_threads,
-        parallel=settings.encoder_parallel_batches,
-        cache_size=settings.embedding_cache_size,
-    )
-    if encoder.name != CONFIDENCE_MODEL.encoder:  # it reads that encoder's raw cosines
-        log.warning(
-            "the route confidence was fit with %s, not %s: it is not calibrated for it "
-            "(bench/fit_confidence.py refits it)",
-            CONFIDENCE_MODEL.encoder,
-            encoder.name,
-        )
+    batching = build_batching_encoder(settings, encoder)
     cosines = CosineBatcher(
         int8_min_tools=settings.cosine_int8_min_tools,
         int8_dims=settings.cosine_int8_dims,
         moment_dims=settings.cosine_moment_dims,
     )
-    index = IndexManager(factory, encoder, settings.router, on_matrix=cosines.prepare)
+    index = IndexManager(factory, batching, settings.router, on_matrix=cosines.prepare)
     events = make_event_writer(settings, factory)
+    metrics = make_metrics(index, events)
+    metrics.watch_encoder(batching)
+    metrics.database_reachable.set_function(lambda: float(health.state.reachable))
     prior = PriorCache(factory, settings.prior_half_life_days, settings.trust_keys)
     memory = MemoryCache(
         factory,
-        encoder,
+        batching,
         settings.prior_half_life_days,
         index.has_tool,
         dims=settings.router.memory_dims,
         needed=settings.trust_keys,
     )
-    validated = ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size)
-    metrics = make_metrics(index, events)
-    metrics.watch_encoder(encoder)
-    keys = KeyStore.from_settings(settings, factory)
-    keys.refresh()  # the table's keys before the first request
-    metrics.database_reachable.set_function(lambda: float(health.state.reachable))
-    lookalikes = LookalikeCache(
-        index, neighbours=settings.lookalike_neighbours, floor=settings.lookalike_floor
-    )
-    services = Services(
-        settings,
-        engine,
+    examples = ExampleCache(index, factory, batching)
+    learning = LearningCache(
         factory,
-        encoder,
-        index,
-        events,
-        prior,
-        metrics,
-        health,
-        validated,
-        keys,
-        lookalikes,
-        Slots.of_sizes(
-            settings.slots_reports,
-            settings.slots_imports,
-            settings.slots_exports,
-            on_refused=lambda kind: metrics.requests_refused.labels(kind).inc(),
-        ),
-        RateLimiter.from_settings(settings, factory),
-        cosines,
-    )
-    services.memory = memory
-    services.learning = LearningCache(
-        factory,
-        encoder,
+        batching,
         index,
         memory,
         prior,
@@ -315,32 +283,98 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         min_new_steps=settings.learning_min_new_steps,
         needed=settings.trust_keys,
     )
-    services.examples = ExampleCache(index, factory, encoder)
-    services.router = RouteExecutor(
-        services,
+    routing = Routing(
+        index=index,
+        encoder=batching,
+        views=NamespaceViews(index, prior, memory, examples, learning),
+        router=Router(settings.router, cosines=cosines),
+        cosines=cosines,
+        events=events,
+        metrics=metrics,
+        settings=settings,
+    )
+    executor = RouteExecutor(
+        routing,
         workers=settings.route_workers,
         max_batch=settings.route_max_batch,
         max_queue=settings.route_max_queue,
     )
-    metrics.route_queue.set_function(services.router.waiting)
-    services.sources = SourceService(settings, factory, services.encoder, index.sync)
-    services.gateway = Gateway(
+    metrics.route_queue.set_function(executor.waiting)
+    keys = KeyStore.from_settings(settings, factory)
+    keys.refresh()  # the table's keys before the first request
+    sources = SourceService(settings, factory, batching, index.sync)
+    gateway = Gateway(
         settings,
         factory,
         index,
         events,
         metrics,
-        services.sources.reach,
-        on_list_changed=services.sources.request_sync,
+        sources.reach,
+        on_list_changed=sources.request_sync,
     )
+    listener, replicas = None, None
     if settings.listen_url is not None:
-        services.listener = make_listener(settings.listen_url, index, events, services.learning)
-        services.replicas = OtherReplicas(factory, settings.feedback_wait_seconds)
+        listener = make_listener(settings.listen_url, index, events, learning)
+        waits = Waits(settings.feedback_waits_per_key, settings.feedback_waits)
+        replicas = OtherReplicas(factory, settings.feedback_wait_seconds, waits)
+    services = Services(
+        settings=settings,
+        engine=engine,
+        session_factory=factory,
+        health=health,
+        encoder=batching,
+        cosines=cosines,
+        index=index,
+        events=events,
+        metrics=metrics,
+        prior=prior,
+        memory=memory,
+        examples=examples,
+        learning=learning,
+        routing=routing,
+        executor=executor,
+        validated=ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size),
+        keys=keys,
+        lookalikes=LookalikeCache(
+            index, neighbours=settings.lookalike_neighbours, floor=settings.lookalike_floor
+        ),
+        slots=Slots.of_sizes(
+            settings.slots_reports,
+            settings.slots_imports,
+            settings.slots_exports,
+            on_refused=lambda kind: metrics.requests_refused.labels(kind).inc(),
+        ),
+        limiter=RateLimiter.from_settings(settings, factory),
+        sources=sources,
+        gateway=gateway,
+        listener=listener,
+        replicas=replicas,
+    )
     if settings.load_demo:
         load_demo_once(services)
     index.sync()
-    services.learning.load()  # the stored serving models before the first route
+    learning.load()  # the stored serving models before the first route
     return services
+
+
+def build_batching_encoder(settings: Settings, encoder: Encoder | None) -> BatchingEncoder:
+    """The encoder behind the batching that lets concurrent routes share model calls
+    (app/embedding/batching.py)."""
+    batching = BatchingEncoder(
+        encoder or build_encoder(settings),
+        query_threads=settings.encoder_threads,
+        bulk_threads=settings.encoder_bulk_threads,
+        parallel=settings.encoder_parallel_batches,
+        cache_size=settings.embedding_cache_size,
+    )
+    if batching.name != CONFIDENCE_MODEL.encoder:  # it reads that encoder's raw cosines
+        log.warning(
+            "the route confidence was fit with %s, not %s: it is not calibrated for it "
+            "(bench/fit_confidence.py refits it)",
+            CONFIDENCE_MODEL.encoder,
+            batching.name,
+        )
+    return batching
 
 
 def demo_cards() -> list[object]:

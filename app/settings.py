@@ -176,8 +176,9 @@ class Settings(BaseSettings):
     # An OpenAPI source's documents (app/sources/documents.py, docs/SOURCES.md "Bounds"): the
     # documents its $refs may reach, their bytes in all, the $ref hops from the root document
     # to the farthest, and the seconds reading, checking and converting them may take. The
-    # defaults take real multi-file API descriptions as they ship (hundreds of files).
-    source_max_documents: int = Field(default=2000, ge=1, le=100_000)
+    # defaults take real multi-file API descriptions as they ship (a few thousand files): the
+    # count is a backstop, the bytes, depth and time are the real bounds.
+    source_max_documents: int = Field(default=20_000, ge=1, le=100_000)
     source_max_bytes: int = Field(default=64 * 1_048_576, ge=1024, le=4 * 1_073_741_824)
     source_max_depth: int = Field(default=64, ge=1, le=10_000)
     source_read_seconds: float = Field(default=120.0, gt=0, le=86_400)
@@ -232,6 +233,10 @@ class Settings(BaseSettings):
     # Feedback on a route this replica does not know, with an id made in the last minute: how
     # long to wait for the replica that answered it to write it (asked to at once). 0: no wait.
     feedback_wait_seconds: float = Field(default=1.0, ge=0, le=30)
+    # Such waits at once: for one key (past it, 429), and on one process (past it, 503). A
+    # wait holds a worker thread, never a database connection (issue 38 item 4).
+    feedback_waits_per_key: int = Field(default=2, ge=1, le=1000)
+    feedback_waits: int = Field(default=8, ge=1, le=1000)
     # POST /v1/tools/bulk with Content-Type application/x-ndjson (one tool a line, streamed):
     # the most bytes such a body may have. Each line is also held to max_body_bytes.
     max_import_bytes: int = Field(default=256 * 1_048_576, ge=1024, le=16 * 1_073_741_824)
@@ -334,7 +339,15 @@ class Settings(BaseSettings):
         if isinstance(value, dict):
             unknown = _unknown_keys(value, RouterConfig)
             if unknown:
-                raise ValueError(f"unknown router setting(s): {', '.join(sorted(unknown))}")
+                hints = [
+                    f"{k} (now {RENAMED_ROUTER_KEYS[k]})"
+                    for k in sorted(unknown)
+                    if k in RENAMED_ROUTER_KEYS
+                ]
+                raise ValueError(
+                    f"unknown router setting(s): {', '.join(sorted(unknown))}"
+                    + (f"; renamed: {', '.join(hints)}" if hints else "")
+                )
         return value
 
     @field_validator("router")
@@ -413,6 +426,10 @@ def parse_key_entry(entry: str) -> tuple[str, frozenset[str] | None]:
             "after '@' come namespace names separated by '|' (letters, digits, _ . : -)"
         )
     return secret, frozenset(namespaces)
+
+
+# Router settings that were renamed: the old name is refused with the new one named.
+RENAMED_ROUTER_KEYS = {"segment_weight": "part_weight", "mmr_multi_ask_only": "mmr_multi_part_only"}
 
 
 def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[str]:

@@ -13,7 +13,15 @@ import numpy as np
 from app.advice.doctor import Case, Finding, edited
 from app.advice.kinds import Standing, findings
 from app.embedding.encoders import Encoder, l2_normalise
-from app.routing import Candidate, RouterIndex, embedding_text, query_texts, route
+from app.routing import (
+    Candidate,
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterIndex,
+    embedding_text,
+    query_texts,
+)
 from app.routing.segments import IndexSegment
 from app.tools.catalog import card_to_doc
 from registry.card import ToolCard
@@ -64,7 +72,8 @@ def ranked(index: RouterIndex, encoder: Encoder, query: str, k: int) -> list[Can
     ``query_texts``, one model call)."""
     texts = query_texts(query)
     vectors = np.asarray(encoder.encode(texts), dtype=np.float32) if texts else None
-    return route(index, query, vectors, k=k, config=index.config, texts=texts)
+    view = NamespaceView(index)
+    return Router(index.config).route(view, query, vectors, RouteOptions(k=k), texts=texts)
 
 
 def firsts(index: RouterIndex, encoder: Encoder, queries: Sequence[str]) -> list[str | None]:

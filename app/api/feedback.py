@@ -15,7 +15,7 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
 @router.post(
     "/feedback",
     response_model=FeedbackRead,
-    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 409, 413, 422, 503)},
+    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 409, 413, 422, 429, 503)},
 )
 def report_feedback(
     request: FeedbackRequest, session: SessionDep, services: ServicesDep, caller: AgentDep
@@ -23,6 +23,7 @@ def report_feedback(
     """Report the tool called (null: none fit) and the outcome; repeating a report is safe.
 
     To a key limited to namespaces, a route of another namespace is an unknown route (404).
+    A recent route another replica answered is waited for, a few at once per key (429).
     """
     feedback, changed = record_feedback(
         session,

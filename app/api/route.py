@@ -6,7 +6,6 @@ from fastapi import APIRouter
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AgentDep, ServicesDep
-from app.errors import Unavailable
 from app.schemas import RouteBatchRequest, RouteBatchResponse, RouteRequest, RouteResponse
 from app.tools.namespaces import in_namespace
 
@@ -29,10 +28,8 @@ async def route_tools(
     (a key limited to namespaces gets it for any other, before anything is ranked); with no
     `namespace`, a key limited to one routes in that one.
     """
-    if services.router is None:
-        raise Unavailable("the router is not running")
     request = in_namespace(caller, request, services.index)
-    return await services.router.route(request, caller.key_id)  # batched with others
+    return await services.executor.route(request, caller.key_id)  # batched with others
 
 
 @router.post(
@@ -51,7 +48,5 @@ async def route_batch(
     scope, or one that never held a tool, makes the whole batch a 404, before anything is
     ranked.
     """
-    if services.router is None:
-        raise Unavailable("the router is not running")
     steps = [in_namespace(caller, step, services.index) for step in batch.steps]
-    return RouteBatchResponse(answers=await services.router.route_many(steps, caller.key_id))
+    return RouteBatchResponse(answers=await services.executor.route_many(steps, caller.key_id))

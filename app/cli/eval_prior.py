@@ -38,7 +38,7 @@ from app.embedding.encoders import Encoder
 from app.learning.guard import challenge
 from app.loop.feedback import record_feedback
 from app.route.service import route_step
-from app.routing import ALL_STAGES, query_texts, route
+from app.routing import NamespaceView, RouteOptions, Router, query_texts
 from app.routing.adapter import Learned
 from app.routing.calibration import Calibration, expected_calibration_error
 from app.routing.memory import QueryMemory
@@ -82,7 +82,7 @@ def replay_feedback(
         wrong = poisoned.get(number)
         for _ in range(FLOOD if wrong else 1):
             request = RouteRequest(query=query.text, namespace=NAMESPACE, k=10)
-            response = route_step(request, services)
+            response = route_step(request, services.routing)
             chosen = wrong or pick_choice(query.relevant, [c.name for c in response.candidates])
             key = POISON_KEY if wrong else f"agent-{number % HONEST_KEYS}"
             report = FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")
@@ -136,18 +136,10 @@ def score_queries(
     snapshot = services.index.get(NAMESPACE)
     assert snapshot is not None
     rows = []
+    router = Router(config or services.index.config)
+    view = NamespaceView(snapshot.index, prior=prior, memory=memory, learned=learned)
     for query, vector in zip(queries, vectors, strict=True):
-        ranked = route(
-            snapshot.index,
-            query.text,
-            vector,
-            k=10,
-            config=config or services.index.config,
-            stages=ALL_STAGES,
-            prior=prior,
-            memory=memory,
-            learned=learned,
-        )
+        ranked = router.route(view, query.text, vector, RouteOptions(k=10))
         row = score([c.name for c in ranked], query.relevant)
         top = ranked[0].confidence if ranked else 0.0
         row["confidence"] = calibration(top) if calibration is not None and ranked else top

@@ -41,7 +41,7 @@ from app.cli.no_fit import (
 from app.cli.progress import progress_bar, progress_iter
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
-from app.routing import query_texts, route
+from app.routing import NamespaceView, RouteOptions, Router, query_texts
 from app.routing.confidence_fit import RECOMMENDED_MIN_CONFIDENCE
 from app.routing.index import doc_tokens
 from app.services import Services, build_services
@@ -287,10 +287,8 @@ def evaluate(
         ):
             write_cards(session, services.encoder, batch.cards, progress=bar.update)
         services.index.sync()
-        examples = None
-        if services.examples is not None:  # the cards' examples, as a route finds them
-            services.examples.refresh()
-            examples = services.examples.get(NAMESPACE)
+        services.examples.refresh()  # the cards' examples, as a route finds them
+        examples = services.examples.get(NAMESPACE)
         snapshot = services.index.get(NAMESPACE)
         if snapshot is None:  # loaded_tools saw cards: only a failed write leaves none
             raise RuntimeError("the evaluation registry is empty after writing its tools")
@@ -298,21 +296,18 @@ def evaluate(
         per_variant: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
         complete: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
         in_scope: list[Asked] = []
+        view = NamespaceView(snapshot.index, examples=examples)
+        # the service's product (int8 on large sets)
+        routers = {
+            variant: Router(services.index.config, stages, cosines=services.cosines)
+            for variant, stages in VARIANTS.items()
+        }
         for query, vector in progress_iter(
             list(zip(queries, vectors, strict=True)), "routing", unit="query"
         ):
-            for variant, stages in VARIANTS.items():
-                ranked = route(
-                    snapshot.index,
-                    query.text,
-                    vector,
-                    k=10,
-                    config=services.index.config,
-                    stages=stages,
-                    cosines=services.cosines,  # the service's product (int8 on large sets)
-                    examples=examples,
-                    split=variant != "one_part",
-                )
+            for variant, router in routers.items():
+                options = RouteOptions(k=10, split=variant != "one_part")
+                ranked = router.route(view, query.text, vector, options)
                 names = [c.name for c in ranked]
                 per_variant[variant].append(score(names, query.relevant))
                 complete[variant].append(step_scores(names, query.relevant))
@@ -351,12 +346,12 @@ def no_fit_test(
     corpus = [doc_tokens(card_to_doc(snapshot.cards[n]), config.fields) for n in index.names]
     questions = [(queries[i].text, queries[i].relevant, vectors[i]) for i in chosen]
     cosines = services.cosines
-    examples = None if services.examples is None else services.examples.get(NAMESPACE)
+    examples = services.examples.get(NAMESPACE)
     return asked_without(index, corpus, questions, config, cosines, cosines.prepare, examples)
 
 
 def _encode_queries(encoder: Encoder, queries: list[str], batch: int = 256) -> list[np.ndarray]:
-    """Per query, the rows route() takes: the whole query, then each of its asks."""
+    """Per query, the rows a route takes: the whole query, then each of its parts."""
     groups = [query_texts(q) for q in queries]
     flat = [text for group in groups for text in group]
     parts = [

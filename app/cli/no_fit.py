@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from app.routing import RouterConfig, RouterIndex, route
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex
 from app.routing.calibration import ECE_BINS, expected_calibration_error, reliability
 from app.routing.memory import QueryMemory
 from app.routing.signals import Cosines, gemv_rows
@@ -88,15 +88,15 @@ def asked_without(
     for i, (_, relevant, _) in enumerate(questions):
         by_labels.setdefault(relevant, []).append(i)
     out: dict[int, Asked] = {}
+    router = Router(config, cosines=cosines)
     for relevant, members in by_labels.items():
         smaller = index.without(relevant)
         if prepare is not None:
             prepare(smaller.embeddings)
         for i in members:
             text, _, vectors = questions[i]
-            answer = route(
-                smaller, text, vectors, k=1, config=config, cosines=cosines, examples=examples
-            )
+            view = NamespaceView(smaller, examples=examples)
+            answer = router.route(view, text, vectors, RouteOptions(k=1))
             out[i] = top_of(answer, relevant)
     return [out[i] for i in range(len(questions))]
 

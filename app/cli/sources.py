@@ -151,6 +151,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
     for refused in report["refused"]:
         what = refused.get("operation") or refused.get("tool") or refused.get("name")
         print(f"  refused {what}: {refused['reason']}", file=sys.stderr)
+    for note in report.get("notes") or []:  # renamed clashes; operations it cannot call
+        print(f"  note: {note}", file=sys.stderr)
     if report["problems"]:
         print(
             f"  the document has {len(report['problems'])} problems (imported anyway; "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.gateway.schemas import CallError
+from app.sources.causes import Unreached
 from app.sources.outbound import ResponseTooLarge
 from registry.card import ToolCard
 
@@ -20,6 +21,8 @@ SUGGESTIONS = {
     "outbound_refused": "The outbound rules forbid this destination; tell the operator.",
     "redirect_refused": "The source redirected elsewhere, which is refused; tell the operator.",
     "response_too_large": "The answer was too large; ask for less (filters, a smaller page).",
+    "response_too_deep": "The answer was nested too deeply to pass on; tell the operator.",
+    "secret_withheld": "The answer held the source's credentials: withheld; tell the operator.",
     "protocol_error": "The source answered malformed data; retry later or tell the operator.",
     "credentials_missing": "The source's credentials are not configured; tell the operator.",
     "tool_error": "The tool reported an error: read the message, fix the call or try another.",
@@ -27,6 +30,12 @@ SUGGESTIONS = {
     "internal": "The gateway failed on this call (it has been logged); tell the operator.",
 }
 MESSAGE_CHARS = 2000  # of a failure's message, cut after the secrets are masked
+# The most levels of objects and lists an answer may nest: real APIs nest a few dozen at
+# most, and past about 250 the answer's own JSON cannot be written (pydantic's bound).
+MAX_DEPTH = 100
+# An answer larger than this is read, checked and masked on a worker thread, not on the
+# event loop that serves every other request (masking looks into every blob it holds).
+INLINE_BYTES = 64 * 1024
 
 
 class CallFailed(Exception):
@@ -56,6 +65,67 @@ class CallFailed(Exception):
         self.details = details
         self.suggestion = suggestion
         self.attempts = 0  # requests sent upstream before it failed
+
+
+def deeper_than(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON ``value`` nests more than ``limit`` objects and lists, one in another
+    (walked without recursion: the value may be deeper than Python's stack)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if level >= limit:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False
+
+
+def too_deep(what: str) -> CallFailed:
+    """An answer nested deeper than ``MAX_DEPTH``: the source answered (it is up), but the
+    gateway does not pass it on."""
+    return CallFailed(
+        "response_too_deep",
+        f"{what} is nested more than {MAX_DEPTH} levels deep (objects and lists); "
+        f"the gateway passes on at most {MAX_DEPTH}",
+        answered=True,
+    )
+
+
+def unreachable(found: Unreached, who: str = "the source") -> CallFailed:
+    """A failure to reach the source, worded by its cause (app/sources/causes.py):
+    ``timeout`` for time that ran out, else ``unreachable``; ``details.cause`` names it.
+    It counts against the source; it may be retried unless it is TLS (an operator's)."""
+    if found.cause == "timeout":
+        code, message = "timeout", f"{who} did not answer in time: {found.reason}"
+    else:
+        code, message = "unreachable", f"{who} cannot be reached: {found.reason}"
+    return CallFailed(
+        code,
+        message,
+        retryable=found.retryable,
+        source_fault=True,
+        details={"cause": found.cause},
+        suggestion=None if found.retryable else TLS_SUGGESTION,
+    )
+
+
+TLS_SUGGESTION = "The source's TLS is refused (its certificate?); tell the operator."
+
+
+def withheld() -> CallFailed:
+    """An answer that holds the source's credentials in a form that cannot be masked in
+    place (app/sources/masking.py): the source answered, the gateway does not pass it on."""
+    return CallFailed(
+        "secret_withheld",
+        "the source's answer holds the source's own credentials cut across its strings, "
+        "which cannot be masked in place; the answer is withheld",
+        answered=True,
+    )
 
 
 def reason(exc: BaseException) -> str:

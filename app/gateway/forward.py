@@ -3,14 +3,19 @@ the source's slots, then attempts (a call safe to repeat is retried with backoff
 retryable failure); and what each ending tells the breaker (app/gateway/limits.py).
 
 The deadline is the source's own (``TOOLREACH_GATEWAY_TIMEOUT_SECONDS``) or the caller's
-shorter ``timeout_seconds``. Only the source's own running out counts against it: the
-caller's deadline, and a wait for a slot behind other calls (``overloaded``), never do.
+shorter ``timeout_seconds``, for the whole call: the wait for a slot, every attempt and the
+backoff between them. Only the source's own running out counts against it, and only when
+the attempt in flight had the whole of that time to itself: the caller's deadline, a wait
+for a slot behind other calls (``overloaded`` if it never got one; ``timeout``, uncounted,
+if the rest of the time ran out while it was sent), and an attempt after a failed one never
+count. So no number of calls queued behind a slow operation can open its breaker; calls
+that each had the source's whole time still do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -19,6 +24,9 @@ from app.gateway.failures import CallFailed
 from app.gateway.limits import Breaker, SourceLimits, Ticket
 
 BACKOFF_SECONDS = 0.2
+# An attempt that began this soon after its call began had the call's whole time to itself
+# (the breaker's ticket and a free slot take microseconds).
+HEAD_START_SECONDS = 0.05
 Send = Callable[[], Awaitable[Any]]
 
 
@@ -35,10 +43,18 @@ class Deadline:
 @dataclass
 class _Run:
     ticket: Ticket
+    started: float = field(default_factory=anyio.current_time)
     attempts: int = 0
     sending: bool = False  # past the wait for a slot
+    sent_at: float = 0.0  # when the slot was had
     in_attempt: bool = False
+    attempt_at: float = 0.0  # when the attempt in flight began
     last: CallFailed | None = None  # the last attempt's failure
+
+    def had_it_all(self) -> bool:
+        """Whether the attempt in flight began with the call: no wait for a slot, no
+        attempt before it."""
+        return self.attempt_at - self.started < HEAD_START_SECONDS
 
 
 async def forward(
@@ -58,12 +74,12 @@ async def forward(
     try:
         with anyio.move_on_after(deadline.seconds):
             async with limits.slots:
-                run.sending = True
+                run.sending, run.sent_at = True, anyio.current_time()
                 return await _attempts(breaker, run, send, attempts, safe), run.attempts
         raise _late(source, deadline, breaker, run)
     except TimeoutError:  # the source's own time ran out inside: its connection, its session
         run.in_attempt = True
-        raise _late(source, Deadline(deadline.seconds, False), breaker, run) from None
+        raise _late(source, deadline, breaker, run, own=True) from None
     finally:
         breaker.abandoned(ticket)  # a call that ended without a verdict gives the trial back
 
@@ -72,6 +88,7 @@ async def _attempts(breaker: Breaker, run: _Run, send: Send, attempts: int, safe
     while True:
         run.attempts += 1
         run.in_attempt = True  # until it ends: the deadline may cancel it
+        run.attempt_at = anyio.current_time()
         try:
             result = await send()
         except CallFailed as failure:
@@ -96,8 +113,11 @@ def _judge(breaker: Breaker, run: _Run, failure: CallFailed) -> None:
         breaker.answered(run.ticket)
 
 
-def _late(source: str, deadline: Deadline, breaker: Breaker, run: _Run) -> CallFailed:
-    """The answer to a call whose deadline passed, and its count against the source."""
+def _late(
+    source: str, deadline: Deadline, breaker: Breaker, run: _Run, *, own: bool = False
+) -> CallFailed:
+    """The answer to a call whose deadline passed, and its count against the source.
+    ``own``: a bound of the source's connection or session ran out (always its own)."""
     if run.last is not None and not run.in_attempt:
         return run.last  # out of time between two attempts: the last one's failure stands
     if not run.sending:
@@ -107,20 +127,39 @@ def _late(source: str, deadline: Deadline, breaker: Breaker, run: _Run) -> CallF
             f"{deadline.seconds:g} s",
             retryable=True,
         )
-    elif deadline.callers:
+    elif deadline.callers and not own:
         failure = CallFailed(
             "timeout",
-            f"no answer from source {source!r} within the call's timeout_seconds "
+            f"no answer from source {source!r} in time: within the call's timeout_seconds "
             f"({deadline.seconds:g} s)",
             retryable=True,
         )
-    else:
+    elif own or run.had_it_all():
         breaker.failed(run.ticket)
         failure = CallFailed(
             "timeout",
-            f"no answer from source {source!r} within {deadline.seconds:g} s",
+            f"no answer from source {source!r} in time: within {deadline.seconds:g} s",
             retryable=True,
             source_fault=True,
         )
+    else:
+        failure = _cut_short(source, deadline, run)
     failure.attempts = run.attempts
+    if run.sending:
+        failure.details = {"cause": "timeout"}
     return failure
+
+
+def _cut_short(source: str, deadline: Deadline, run: _Run) -> CallFailed:
+    """The call's time ran out while an attempt that did not have all of it was in flight:
+    the call's timeout, not the source's (never counted)."""
+    waited = run.sent_at - run.started
+    spent = f"{waited:.1f} s of which waiting for a slot behind other calls"
+    if run.attempts > 1:
+        spent = f"{run.attempts - 1} attempt(s) before this one"
+    return CallFailed(
+        "timeout",
+        f"no answer from source {source!r} within the call's {deadline.seconds:g} s, "
+        f"{spent}; the source's own time did not run out",
+        retryable=True,
+    )

@@ -16,9 +16,9 @@ from urllib.parse import quote
 import httpx
 
 from app.gateway import arguments as checked
-from app.gateway.failures import CallFailed
+from app.gateway.failures import CallFailed, deeper_than, too_deep, withheld
+from app.sources.masking import SecretEchoed, masked_answer
 from app.sources.outbound import same_origin
-from app.sources.secrets import mask
 
 MAX_REDIRECTS = 5
 RETRYABLE_STATUS = frozenset({408, 429, 502, 503, 504})
@@ -63,7 +63,10 @@ def build_request(
 ) -> httpx.Request:
     """The request for one call; ``headers`` and ``query`` are the source's own (resolved
     credentials included). An argument its place cannot hold is ``invalid_arguments``
-    (app/gateway/arguments.py): nothing is sent."""
+    (app/gateway/arguments.py): nothing is sent. An operation imported with no usable server
+    (app/sources/openapi_servers.py) is ``not_callable``, naming what is missing."""
+    if not binding.get("server"):
+        raise _no_server(binding)
     path = str(binding["path"])
     params: list[tuple[str, str | int | float | bool | None]] = list(query.items())
     sent_headers = dict(headers)
@@ -96,6 +99,17 @@ def build_request(
     body = _body(binding.get("body"), arguments, sent_headers)
     return client.build_request(
         str(binding["method"]), url, params=params, headers=sent_headers, **body
+    )
+
+
+def _no_server(binding: Mapping[str, Any]) -> CallFailed:
+    reason = str(binding.get("not_callable") or "the operation names no server")
+    return CallFailed(
+        "not_callable",
+        f"no base URL to call {binding.get('method')} {binding.get('path')} at: {reason}",
+        details={"missing": "base_url", "reason": reason},
+        suggestion="Give the source a base_url (toolreach source add ... --base-url URL), "
+        "or call the operation yourself at the URL its description names.",
     )
 
 
@@ -149,22 +163,31 @@ async def send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Respo
 
 
 def answer(response: httpx.Response) -> Any:
-    """The body: JSON when it is JSON, else text."""
+    """The body: JSON when it is JSON, else text; ``response_too_deep`` for JSON nested
+    deeper than the gateway passes on (checked before anything walks it)."""
     if not response.content:
         return None
     kind = response.headers.get("content-type", "")
     if "json" in kind:
         try:
-            return response.json()
+            parsed = response.json()
+        except RecursionError:  # deeper than Python's stack, so deeper than MAX_DEPTH
+            raise too_deep(f"the source's HTTP {response.status_code} answer") from None
         except ValueError:
-            pass
+            return response.text
+        if deeper_than(parsed):
+            raise too_deep(f"the source's HTTP {response.status_code} answer")
+        return parsed
     return response.text
 
 
 def result_or_failure(response: httpx.Response, secrets: list[str]) -> dict[str, Any]:
     """A 2xx answer's result; CallFailed with the status as its code otherwise. The secrets
     are masked out of the body before it is cut to size (a cut secret would show its start)."""
-    body = mask(answer(response), secrets)
+    try:
+        body = masked_answer(answer(response), secrets)
+    except SecretEchoed:
+        raise withheld() from None
     if response.is_success:
         return {"status": response.status_code, "body": body}
     status = response.status_code

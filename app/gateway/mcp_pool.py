@@ -144,6 +144,8 @@ class McpPool:
         if errors:
             if closed(errors[0]):
                 await self._drop(source, held)  # its transport is gone, for every caller
+                if held.error is not None and errors[0].__cause__ is None:
+                    raise errors[0] from held.error  # why it went (the SDK does not say)
             raise errors[0]
         if not result:
             await self._drop(source, held)

@@ -35,7 +35,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import DATABASE_TROUBLE, unit_of_work
 from app.gateway import http_call, mcp_call
-from app.gateway.failures import MESSAGE_CHARS, CallFailed, error_of
+from app.gateway.failures import (
+    INLINE_BYTES,
+    MESSAGE_CHARS,
+    CallFailed,
+    error_of,
+    reason,
+    unreachable,
+)
 from app.gateway.forward import Deadline, forward
 from app.gateway.limits import Limits
 from app.gateway.mcp_pool import McpPool
@@ -46,11 +53,13 @@ from app.metrics import Metrics
 from app.schemas import Outcome
 from app.settings import Settings
 from app.sources import repository as sources
+from app.sources.causes import unreached
 from app.sources.headers import header_problem
+from app.sources.masking import mask
 from app.sources.mcp import Reach
 from app.sources.outbound import OutboundRefused, ResponseTooLarge, http_client
 from app.sources.schemas import SourceConfig
-from app.sources.secrets import SecretMissing, mask, resolve_all, secret_values
+from app.sources.secrets import SecretMissing, resolve_all, secret_values
 from app.tools.live_index import IndexManager
 from registry.calls import did_you_mean, validate_arguments
 from registry.card import ToolCard
@@ -226,7 +235,10 @@ class Gateway:
                 query=query.values,
             )
             response = await http_call.send(client, built)
-            return http_call.result_or_failure(response, headers.secrets + query.secrets)
+            secrets = headers.secrets + query.secrets
+            if len(response.content) <= INLINE_BYTES:
+                return http_call.result_or_failure(response, secrets)
+            return await anyio.to_thread.run_sync(http_call.result_or_failure, response, secrets)
 
     async def _report(
         self, request: CallRequest, card: ToolCard | None, answer: CallResult
@@ -268,22 +280,26 @@ def _worded(exc: Exception, secrets: list[str]) -> CallFailed:
         return CallFailed("outbound_refused", str(exc))
     if isinstance(exc, ResponseTooLarge):
         return CallFailed("response_too_large", str(exc), answered=True)
-    if isinstance(exc, httpx.TimeoutException):
-        message = "the source did not answer in time"
-        return CallFailed("timeout", message, retryable=True, source_fault=True)
     if isinstance(exc, httpx.LocalProtocolError):  # refused by httpx itself: never sent
         message = f"the request cannot be sent as HTTP: {type(exc).__name__}"
         return CallFailed("invalid_arguments", message)
+    found = unreached(exc)
+    if found is not None:
+        return unreachable(found)
     if isinstance(exc, httpx.TransportError | OSError):
-        message = f"the source cannot be reached: {type(exc).__name__}"
+        message = f"the source cannot be reached: {reason(exc)}"
         return CallFailed("unreachable", message, retryable=True, source_fault=True)
     return _internal(exc, secrets)
 
 
+LOGGED_FRAMES, LOGGED_CHARS = 20, 8000  # of a bug's traceback: a deep one runs to 100s of KB
+
+
 def _internal(exc: Exception, secrets: list[str]) -> CallFailed:
-    """A bug of ours: logged (the secrets masked), answered as the call's own error."""
-    text = "".join(traceback.format_exception(exc))
-    log.error("a call failed unexpectedly: %s", mask(text, secrets))
+    """A bug of ours: logged (its innermost frames, the secrets masked, then cut to size),
+    answered as the call's own error."""
+    text = "".join(traceback.format_exception(exc, limit=-LOGGED_FRAMES))
+    log.error("a call failed unexpectedly: %s", mask(text, secrets)[-LOGGED_CHARS:])
     return CallFailed("internal", "the gateway failed on this call; it has been logged")
 
 

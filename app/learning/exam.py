@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.loop.memory import RememberedStep
-from app.loop.trust import ANONYMOUS
+from app.loop.trust import ANONYMOUS, NOBODY
 from app.routing.adapter import Learned
 from app.routing.index import RouterIndex
-from app.routing.pipeline import route
-from app.routing.types import RouterConfig
+from app.routing.pipeline import Router
+from app.routing.types import RouteOptions, RouterConfig
+from app.routing.view import NamespaceView
 
 SIGNIFICANCE = 0.05
 
@@ -73,7 +74,8 @@ def sign_test(wins: int, losses: int) -> float:
 
 class HeldOut:
     """The held-out steps, each routed once per distinct view of a model (the tools it moves
-    and its calibration), as its own reporting key or as another key routes it."""
+    and its calibration), as its own reporting key or as a key that reported none
+    (``NOBODY``) routes it."""
 
     def __init__(
         self,
@@ -85,47 +87,49 @@ class HeldOut:
         prior: Mapping[str, float] | None = None,
     ) -> None:
         self.index, self.steps, self.vectors = index, steps, vectors
-        self.positions, self.config, self.prior = list(positions), config, prior
+        self.positions, self.prior = list(positions), prior
+        self.router = Router(config)
+        self._views: dict[int, tuple[Learned | None, NamespaceView]] = {}
         self._answers: dict[tuple[object, ...], tuple[bool, float]] = {}
 
-    def reporter(self, i: int) -> str:
-        """The key a held-out step is routed as in its own view (one of those that reported it)."""
-        return min(self.steps[i].keys, default=ANONYMOUS)
+    def key(self, i: int, own: bool) -> str:
+        """The key step ``i`` is routed as: one of those that reported it (``own``), or one
+        that reported none."""
+        return min(self.steps[i].keys, default=ANONYMOUS) if own else NOBODY
 
-    def answer(self, i: int, view: Learned | None) -> tuple[bool, float]:
-        """Whether ``view`` puts the step's reported tool first, and its top confidence."""
-        moves = frozenset() if view is None else view.moves()
-        calibration = None if view is None else view.calibration
-        at = (i, id(view.adapter) if view is not None and moves else None, moves, id(calibration))
+    def namespace(self, model: Learned | None) -> NamespaceView:
+        """The namespace as the exam routes it with ``model`` serving (one view per model)."""
+        if id(model) not in self._views:  # the model is kept with it: its id stays its own
+            view = NamespaceView(self.index, prior=self.prior, learned=model)
+            self._views[id(model)] = (model, view)
+        return self._views[id(model)][1]
+
+    def answer(self, i: int, model: Learned | None, key: str) -> tuple[bool, float]:
+        """Whether ``model`` puts step ``i``'s reported tool first in ``key``'s routes, and
+        its top confidence."""
+        moves = frozenset() if model is None else model.for_key(key).moves()
+        adapter = None if model is None or not moves else id(model.adapter)
+        calibration = None if model is None else id(model.calibration)
+        at = (i, adapter, moves, calibration)
         if at not in self._answers:
             step = self.steps[i]
-            answer = route(
-                self.index,
-                step.text,
-                self.vectors[i],
-                k=3,
-                config=self.config,
-                prior=self.prior,
-                learned=view,
+            answer = self.router.route(
+                self.namespace(model), step.text, self.vectors[i], RouteOptions(k=3, key=key)
             )
             first = bool(answer) and answer[0].name == step.tool
             self._answers[at] = (first, answer[0].confidence if answer else 0.0)
         return self._answers[at]
 
-    def view(self, model: Learned | None, i: int, own: bool) -> Learned | None:
-        """``model`` as step ``i``'s own reporting key (``own``) or a key that reported
-        none routes it."""
-        return None if model is None else model.for_key(self.reporter(i) if own else None)
-
     def score(self, model: Learned | None, own: bool) -> Score:
-        """How ``model`` routes the held-out steps, each in that view."""
-        answers = [self.answer(i, self.view(model, i, own)) for i in self.positions]
+        """How ``model`` routes the held-out steps, each as its own reporting key (``own``)
+        or as a key that reported none."""
+        answers = [self.answer(i, model, self.key(i, own)) for i in self.positions]
         return Score(tuple(top for _, top in answers), tuple(first for first, _ in answers))
 
     def unseen(self, challenger: Learned, own: bool) -> tuple[bool, ...]:
         """Which held-out steps' tool ``challenger`` does not move in that view."""
         return tuple(
-            self.steps[i].tool not in challenger.for_key(self.reporter(i) if own else None).moves()
+            self.steps[i].tool not in challenger.for_key(self.key(i, own)).moves()
             for i in self.positions
         )
 

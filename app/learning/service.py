@@ -15,8 +15,9 @@ replica loads it at once. A restart
 loads the stored model and trains nothing until new steps come. A failure is logged and
 the previous model keeps serving; routes only read an immutable mapping.
 
-``get(namespace, key)`` is what a route reads: the serving model as ``key``'s routes read it
-(bounded influence, ``scope.py``: the tools it may move there), or None when there is none,
+``get(namespace)`` is what a route reads (through its namespace's view): the serving model,
+which each route reads as its key may (bounded influence, ``scope.py``: the tools it may
+move there), or None when there is none,
 learning is off (``TOOLREACH_LEARNING``) or an admin switched the namespace off. A model
 judged before that rule (migration 0012) is not loaded: its namespace routes as without
 learning, and is due for training at once.
@@ -43,7 +44,6 @@ from app.loop import repository as event_repository
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.loop.repository import ForgetMark
-from app.loop.trust import ANONYMOUS
 from app.routing.adapter import Learned
 from app.tools.examples import TextEncoder, text_vectors
 from app.tools.live_index import IndexManager
@@ -88,13 +88,12 @@ class LearningCache:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def get(self, namespace: str, key: str | None = None) -> Learned | None:
-        """The model a route of ``namespace`` by ``key`` reads (None: none serves, or learning
-        is off; ``key`` None: a request without one, ``ANONYMOUS``)."""
+    def get(self, namespace: str) -> Learned | None:
+        """The model a route of ``namespace`` reads (None: none serves, or learning is off);
+        each route reads it as its key may (``Learned.for_key``, in the learned vote)."""
         if not self.enabled or namespace in self._off:
             return None
-        model = self._models.get(namespace)
-        return None if model is None else model.for_key(key or ANONYMOUS)
+        return self._models.get(namespace)
 
     def held(self, namespace: str) -> Learned | None:
         """The stored serving model this process holds, switched off or not."""

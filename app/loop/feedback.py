@@ -11,20 +11,27 @@ The rules, and why:
   freely; a report that contradicts the recorded one (another tool, another known outcome)
   is 409 with the recorded one in the details: the first report stands, nothing is lost
   silently. An ``unknown`` outcome never contradicts: a later report for the same tool
-  fills it in (this is how a call recorded by ``/v1/validate`` gets its outcome).
+  fills it in (this is how a call recorded by ``/v1/validate`` gets its outcome);
+* a recent route this replica does not know may be another replica's, not yet written: it
+  is asked for and waited for (``OtherReplicas``), holding no database connection, and
+  only a few at once per key (``Waits``), so made-up ids cost their sender, not the others.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import DATABASE_TROUBLE, unit_of_work
+from app.errors import Overloaded, TooManyRequests
 from app.loop import repository as event_repository
 from app.loop.events import EventWriter, route_id_time
 from app.loop.models import Feedback
@@ -66,29 +73,78 @@ def find_visible_route(
 RECENT_SECONDS = 60.0
 
 
+class Waits:
+    """How many waits for another replica's route may run at once: ``per_key`` for one key,
+    ``total`` on this process. A wait holds a worker thread (never a database connection),
+    and a made-up id that looks recent always waits the whole time: without these bounds one
+    key's loop of made-up ids would hold every worker thread."""
+
+    def __init__(self, per_key: int, total: int) -> None:
+        self.per_key, self.total = per_key, total
+        self._held: Counter[str | None] = Counter()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def one(self, key_id: str | None) -> Iterator[None]:
+        """Hold one wait for ``key_id`` for the block; refused at once when none is free
+        (429 for the key's own bound, 503 for the process's: nothing was done, retry)."""
+        with self._lock:
+            if self._held[key_id] >= self.per_key:
+                raise TooManyRequests(
+                    f"this key already waits for {self.per_key} routes another replica "
+                    "answered; retry in a moment",
+                    retry_after=1,
+                    details={"waits_per_key": self.per_key},
+                )
+            if self._held.total() >= self.total:
+                raise Overloaded(
+                    f"this replica already waits for {self.total} routes other replicas "
+                    "answered; retry in a moment",
+                    {"waits": self.total},
+                )
+            self._held[key_id] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held[key_id] -= 1
+                if not self._held[key_id]:
+                    del self._held[key_id]
+
+
 @dataclass(frozen=True)
 class OtherReplicas:
     """Finds a route another replica answered a moment ago, whose event that replica has not
     written yet (it writes every ``event_flush_seconds``): asks it to write now (a
     notification its listener hears: ``EventWriter.write_soon``), then looks for the row
-    every ``poll_seconds`` for up to ``wait_seconds``. Only for a recent route id
-    (``route_id_time``): an old or made-up one is a 404 at once."""
+    after ``poll_seconds``, then twice as long each time up to ``max_poll_seconds``, for up to
+    ``wait_seconds`` in all. Only for a recent route id (``route_id_time``): an old one is a
+    404 at once. Each look is its own short transaction: no connection is held while it
+    waits, and ``waits`` bounds how many wait at once (per key and in all)."""
 
     sessions: sessionmaker[Session]
     wait_seconds: float
+    waits: Waits = field(default_factory=lambda: Waits(per_key=2, total=8))
     poll_seconds: float = 0.005
+    max_poll_seconds: float = 0.1
 
-    def find(self, session: Session, route_id: str) -> RouteFacts | None:
+    def find(self, route_id: str, key_id: str | None = None) -> RouteFacts | None:
         made = route_id_time(route_id)
         if self.wait_seconds <= 0 or made is None or abs(time.time() - made) > RECENT_SECONDS:
             return None
-        with unit_of_work(self.sessions) as own:  # committed now: the notification goes out
-            if not event_repository.ask_for_route(own, route_id):
-                return None
-        deadline = time.monotonic() + self.wait_seconds
-        while time.monotonic() < deadline:
-            time.sleep(self.poll_seconds)
-            found = event_repository.find_route(session, route_id)
+        with self.waits.one(key_id):
+            with unit_of_work(self.sessions) as own:  # committed now: the notification goes
+                if not event_repository.ask_for_route(own, route_id):
+                    return None
+            return self._look(route_id)
+
+    def _look(self, route_id: str) -> RouteFacts | None:
+        deadline, pause = time.monotonic() + self.wait_seconds, self.poll_seconds
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, self.max_poll_seconds)
+            with unit_of_work(self.sessions) as own:
+                found = event_repository.find_route(own, route_id)
             if found is not None:
                 return found
         return None
@@ -196,7 +252,10 @@ def record_feedback(
     memory caps any one key's weight)."""
     route = find_route(session, writer, request.route_id)
     if route is None and replicas is not None:
-        route = replicas.find(session, request.route_id)
+        # Nothing is written yet: end the read, so that the request's connection goes back
+        # to the pool while it waits (each look for the route takes one for a moment).
+        session.rollback()
+        route = replicas.find(request.route_id, key_id)
     if route is None or (visible is not None and route.namespace not in visible):
         raise unknown_route(request.route_id)
     # A tool the route offered is real even if this replica's index has not yet caught up

@@ -262,6 +262,10 @@ class MemoryCache:
         found = self._memories.get(namespace)
         return None if found is None else found.own.get(key or ANONYMOUS)
 
+    def held(self, namespace: str) -> NamespaceMemory | None:
+        """What ``namespace`` remembers (the same object until the next rebuild)."""
+        return self._memories.get(namespace)
+
     def steps(self, namespace: str) -> tuple[RememberedStep, ...]:
         found = self._memories.get(namespace)
         return () if found is None else found.steps

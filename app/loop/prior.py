@@ -43,6 +43,7 @@ OUTCOME_WEIGHT = {"success": 1.0, "unknown": 0.5, "error": 0.0}
 HORIZON_HALF_LIVES = 10  # older feedback weighs under 1/1000: not read at all
 
 Prior = Mapping[str, float]
+_NO_KEYS: Mapping[str, Prior] = MappingProxyType({})
 
 
 def decay(age_days: float, half_life_days: float) -> float:
@@ -108,7 +109,8 @@ class PriorCache:
         self.half_life_days = half_life_days
         self.needed = needed  # trust_keys: keys that confirm a tool for every key
         self._priors: Mapping[str, Prior] = MappingProxyType({})
-        self._own: Mapping[tuple[str, str], Prior] = MappingProxyType({})
+        # namespace → key → that key's own prior (keys with unconfirmed uses only)
+        self._own: Mapping[str, Mapping[str, Prior]] = MappingProxyType({})
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -116,10 +118,15 @@ class PriorCache:
         """The namespace's prior for the routes of ``key`` (None: a key that reported
         nothing there)."""
         if key is not None:
-            own = self._own.get((namespace, key))
+            own = self.own_priors(namespace).get(key)
             if own is not None:
                 return own
         return self._priors.get(namespace)
+
+    def own_priors(self, namespace: str) -> Mapping[str, Prior]:
+        """Key → its own prior in ``namespace``, for the keys that have one (the same
+        mapping until the next refresh)."""
+        return self._own.get(namespace, _NO_KEYS)
 
     def namespaces(self) -> list[str]:
         return sorted(self._priors)
@@ -132,7 +139,12 @@ class PriorCache:
             uses = event_repository.keyed_uses(session, since)
         shared, own = keyed_priors(uses, now, self.half_life_days, self.needed)
         self._priors = MappingProxyType({ns: MappingProxyType(t) for ns, t in shared.items()})
-        self._own = MappingProxyType({at: MappingProxyType(t) for at, t in own.items()})
+        by_namespace: dict[str, dict[str, Prior]] = defaultdict(dict)
+        for (namespace, key), tools in own.items():
+            by_namespace[namespace][key] = MappingProxyType(tools)
+        self._own = MappingProxyType(
+            {ns: MappingProxyType(keys) for ns, keys in by_namespace.items()}
+        )
 
     def start(self, interval: float) -> None:
         """Refresh now and every `interval` seconds, in a background thread."""

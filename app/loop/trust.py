@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 ANONYMOUS = ""  # the key of requests made without one
+NOBODY = "\x00nobody"  # a key that reported nothing: no request carries it (NUL is refused)
 
 
 def evidence_key(report_key: str | None, route_key: str | None) -> str:

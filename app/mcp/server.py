@@ -99,9 +99,7 @@ async def search_tools(services: Services, where: McpScope, arguments: dict[str,
         parse(RouteRequest, {**step, "namespace": where.namespace, "format": "mcp"})
         for step in found.steps()
     ]
-    if services.router is None:
-        raise Unavailable("the router is not running")
-    answers = [_result(r) for r in await services.router.route_many(requests, where.key_id)]
+    answers = [_result(r) for r in await services.executor.route_many(requests, where.key_id)]
     if found.queries is None:
         return answers[0]
     return {"results": [{"query": q, **a} for q, a in zip(found.queries, answers, strict=True)]}

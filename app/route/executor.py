@@ -38,7 +38,7 @@ import numpy as np
 
 from app.embedding.batching import BatchingEncoder
 from app.errors import Overloaded, Unavailable
-from app.route.parts import RouteParts
+from app.route.deps import RouteDeps
 from app.route.service import EmbeddedStep, route_step, step_texts
 from app.routing.signals import Cosines, unit_rows
 from app.schemas import RouteRequest, RouteResponse
@@ -68,9 +68,9 @@ def _settle(job: _Job, response: RouteResponse | None, error: BaseException | No
 
 class RouteExecutor:
     def __init__(
-        self, parts: RouteParts, workers: int = 2, max_batch: int = 8, max_queue: int = 0
+        self, deps: RouteDeps, workers: int = 2, max_batch: int = 8, max_queue: int = 0
     ) -> None:
-        self._parts = parts
+        self._deps = deps
         self._workers = workers
         self.max_batch = max_batch
         self.max_queue = max_queue  # 0: no limit
@@ -120,7 +120,7 @@ class RouteExecutor:
                 raise Unavailable("the router is not running")
             waiting = len(self._queue)
             if self.max_queue and waiting + len(jobs) > self.max_queue:
-                self._parts.metrics.routes_refused.inc(len(jobs))
+                self._deps.metrics.routes_refused.inc(len(jobs))
                 raise Overloaded(
                     f"the route queue is full (limit {self.max_queue}); retry shortly",
                     {"waiting": waiting, "limit": self.max_queue},
@@ -163,7 +163,7 @@ class RouteExecutor:
 
     def _run(self, batch: list[_Job]) -> None:
         try:
-            texts = [step_texts(job.request, self._parts.index) for job in batch]
+            texts = [step_texts(job.request, self._deps.index) for job in batch]
             started = time.perf_counter()
             flat = [t for group in texts for t in group]
             rows = self._embed(flat) if flat else np.zeros((0, 0), dtype=np.float32)
@@ -195,7 +195,7 @@ class RouteExecutor:
             try:
                 step = EmbeddedStep(texts[i], vectors[i], embed, products.get(i))
                 response = route_step(
-                    job.request, self._parts, step=step, started=job.started, key_id=job.key_id
+                    job.request, self._deps, step=step, started=job.started, key_id=job.key_id
                 )
             except BaseException as exc:  # this request's failure only
                 self._post(job, None, exc)
@@ -207,10 +207,10 @@ class RouteExecutor:
     ) -> dict[int, Cosines]:
         """For steps of one namespace whose tool matrix is int8-prepared: one product for
         all of them (the matrix read once), as a ``Cosines`` per step (by batch position)."""
-        cosines = self._parts.cosines
+        cosines = self._deps.cosines
         groups: dict[int, tuple[np.ndarray, list[int], list[np.ndarray]]] = {}
         for i, (job, vec) in enumerate(zip(batch, vectors, strict=True)):
-            snapshot = self._parts.index.get(job.request.namespace)
+            snapshot = self._deps.index.get(job.request.namespace)
             if vec is None or snapshot is None or not cosines.prepared(snapshot.index.embeddings):
                 continue
             matrix = snapshot.index.embeddings
@@ -226,7 +226,7 @@ class RouteExecutor:
         return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        encoder = self._parts.encoder
+        encoder = self._deps.encoder
         if isinstance(encoder, BatchingEncoder):  # route texts, however many: first in line
             return np.asarray(encoder.encode(texts, interactive=True), dtype=np.float32)
         return np.asarray(encoder.encode(texts), dtype=np.float32)

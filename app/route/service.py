@@ -20,8 +20,8 @@ import numpy as np
 from app.loop.events import RouteEventCandidateRecord, RouteEventRecord, stored_query
 from app.loop.trust import ANONYMOUS
 from app.route.answer import route_response
-from app.route.parts import RouteParts
-from app.routing import ALL_STAGES, Candidate, RouterConfig, query_texts, route
+from app.route.deps import RouteDeps
+from app.routing import Candidate, RouteOptions, RouterConfig, query_texts
 from app.routing.signals import Cosines
 from app.schemas import RouteRequest, RouteResponse
 from app.tools.live_index import IndexManager
@@ -34,7 +34,7 @@ class EmbeddedStep:
     texts: Sequence[str]  # what was embedded: step_texts(request, index)
     vectors: np.ndarray | None  # one row per text; None when there were no texts
     seconds: float  # the embedding's share of the route
-    cosines: Cosines | None = None  # a product shared with the batch; None: parts.cosines
+    cosines: Cosines | None = None  # a product shared with the batch; None: the router's
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def step_texts(request: RouteRequest, index: IndexManager) -> list[str]:
 
 def route_step(
     request: RouteRequest,
-    parts: RouteParts,
+    deps: RouteDeps,
     *,
     step: EmbeddedStep | None = None,
     started: float | None = None,
@@ -71,59 +71,58 @@ def route_step(
     fully in its routes, other keys' as far as keys agree (app/loop/trust.py); recorded.
     """
     started = time.perf_counter() if started is None else started
-    step = _embed_step(request, parts) if step is None else step
-    result = rank_step(request, parts, step, key_id)
-    _record(request, result, started, parts, key_id)
+    step = _embed_step(request, deps) if step is None else step
+    result = rank_step(request, deps, step, key_id)
+    _record(request, result, started, deps, key_id)
     return result.response
 
 
-def _embed_step(request: RouteRequest, parts: RouteParts) -> EmbeddedStep:
+def _embed_step(request: RouteRequest, deps: RouteDeps) -> EmbeddedStep:
     """Embed the step's texts with the service's encoder, one model call."""
     started = time.perf_counter()
-    texts = step_texts(request, parts.index)
-    vectors = np.asarray(parts.encoder.encode(texts), dtype=np.float32) if texts else None
+    texts = step_texts(request, deps.index)
+    vectors = np.asarray(deps.encoder.encode(texts), dtype=np.float32) if texts else None
     return EmbeddedStep(texts, vectors, time.perf_counter() - started)
 
 
+def route_options(request: RouteRequest, key_id: str | None) -> RouteOptions:
+    """What the request asks of the ranking, and who asks (app/loop/trust.py)."""
+    return RouteOptions(
+        k=request.k,
+        context=request.context,
+        tags=request.tags,
+        min_score=request.min_score,
+        min_confidence=request.min_confidence,
+        split=request.split,
+        key=key_id or ANONYMOUS,
+    )
+
+
 def rank_step(
-    request: RouteRequest, parts: RouteParts, step: EmbeddedStep, key_id: str | None = None
+    request: RouteRequest, deps: RouteDeps, step: EmbeddedStep, key_id: str | None = None
 ) -> RouteResult:
     """Rank and shape the answer of an embedded step, recording nothing: the part of
-    ``route_step`` that benchmarks time alone. Never touches the database: the prior and
-    the memory ``key_id`` sees are the caches' (app/loop/trust.py), and so is the learned
-    model (app/learning/service.py: None when none serves or learning is off)."""
-    snapshot = parts.index.get(request.namespace)
-    memory = parts.memory
-    learning = parts.learning
+    ``route_step`` that benchmarks time alone. Never touches the database: the namespace's
+    view is built from the caches (app/route/views.py)."""
+    current = deps.views.get(request.namespace)
     candidates: list[Candidate] = []
     timings: dict[str, float] = {}
     # A snapshot swapped in since step_texts (a first card registered meanwhile) is ranked
     # without an embedding rather than not at all.
-    if snapshot is not None and len(snapshot.cards):
+    if current is not None:
         started = time.perf_counter()
-        candidates = route(
-            snapshot.index,
+        candidates = deps.router.route(
+            current.view,
             request.query,
             step.vectors,
-            k=request.k,
-            context=request.context,
-            tags=request.tags,
-            min_score=request.min_score,
-            min_confidence=request.min_confidence,
-            prior=parts.prior.get(request.namespace, key_id or ANONYMOUS),
-            config=parts.index.config,
-            stages=ALL_STAGES,
-            cosines=parts.cosines if step.cosines is None else step.cosines,
+            route_options(request, key_id),
             texts=step.texts or None,
-            memory=None if memory is None else memory.get(request.namespace),
-            own_memory=None if memory is None else memory.own(request.namespace, key_id),
-            examples=None if parts.examples is None else parts.examples.get(request.namespace),
-            split=request.split,
-            learned=None if learning is None else learning.get(request.namespace, key_id),
+            cosines=step.cosines,
         )
         timings = {"embed": step.seconds, "rank": time.perf_counter() - started}
     read = list(step.texts[1:]) if len(step.texts) > 1 else None
-    response = route_response(request, snapshot, candidates, parts.encoder.name, read)
+    snapshot = None if current is None else current.snapshot
+    response = route_response(request, snapshot, candidates, deps.encoder.name, read)
     return RouteResult(response, candidates, timings)
 
 
@@ -137,7 +136,7 @@ def _event_record(
     request: RouteRequest,
     result: RouteResult,
     seconds: float,
-    parts: RouteParts,
+    deps: RouteDeps,
     key_id: str | None = None,
 ) -> RouteEventRecord:
     response = result.response
@@ -145,14 +144,14 @@ def _event_record(
         route_id=response.route_id,
         created_at=datetime.now(UTC),
         namespace=request.namespace,
-        query=stored_query(request.query, hashed=parts.settings.hash_queries),
+        query=stored_query(request.query, hashed=deps.settings.hash_queries),
         k=request.k,
         latency_ms=round(seconds * 1000, 3),
         model=response.model,
         candidates=tuple(
             RouteEventCandidateRecord(c.name, c.score, dict(c.stages)) for c in response.candidates
         ),
-        weights=_config_weights(parts.index.config),
+        weights=_config_weights(deps.index.config),
         key_id=key_id,
     )
 
@@ -161,10 +160,10 @@ def _record(
     request: RouteRequest,
     result: RouteResult,
     started: float,
-    parts: RouteParts,
+    deps: RouteDeps,
     key_id: str | None = None,
 ) -> None:
     """Hand the route's event to the background writer and count it."""
     seconds = time.perf_counter() - started
-    parts.events.submit(_event_record(request, result, seconds, parts, key_id))
-    parts.metrics.observe_route(request.namespace, seconds, result.timings, bool(result.candidates))
+    deps.events.submit(_event_record(request, result, seconds, deps, key_id))
+    deps.metrics.observe_route(request.namespace, seconds, result.timings, bool(result.candidates))

@@ -56,7 +56,7 @@ class Adapter:
         out: np.ndarray = moved / np.where(norms > 0, norms, np.float32(1.0))
         return out
 
-    def learned_part(
+    def learned_contribution(
         self,
         unit: np.ndarray,
         tool_rows: np.ndarray,

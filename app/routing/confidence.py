@@ -43,15 +43,15 @@ class Evidence:
     """
 
     cosine: float  # raw cosine of the whole step with the tool (0 without an embedding)
-    ask_cosine: float  # best raw cosine over the whole step and each of its asks
+    part_cosine: float  # best raw cosine over the whole step and each of its parts
     bm25: float  # raw BM25 of the whole step
     coverage: float  # share of the step's distinct terms the tool's card contains
     fused: float  # the tool's fused z-score
     lead: float  # fused minus the best other tool's (≥ 0 only for the leader)
     gap: float  # fused minus the next lower tool's (≥ 0)
     tools: int  # tools the step was routed among (the eligible ones)
-    asks: int  # 1, or the number of asks a several-ask step was cut into
-    penalty: float  # the rule check's part (≤ 0)
+    part_count: int  # 1, or the number of parts a step of several was read as
+    penalty: float  # the rule check's contribution (≤ 0)
 
 
 def relative(value: float, evidence: Evidence) -> float:
@@ -63,7 +63,7 @@ def relative(value: float, evidence: Evidence) -> float:
 
 FEATURES: dict[str, Callable[[Evidence], float]] = {
     "cosine": lambda e: e.cosine,
-    "ask_cosine": lambda e: e.ask_cosine,
+    "part_cosine": lambda e: e.part_cosine,
     "log_bm25": lambda e: math.log1p(max(e.bm25, 0.0)),
     "coverage": lambda e: e.coverage,
     "fused": lambda e: e.fused,
@@ -73,7 +73,7 @@ FEATURES: dict[str, Callable[[Evidence], float]] = {
     "relative_lead": lambda e: relative(e.lead, e),
     "relative_gap": lambda e: relative(e.gap, e),
     "log_tools": lambda e: math.log(max(e.tools, 1)),
-    "log_asks": lambda e: math.log(max(e.asks, 1)),
+    "log_parts": lambda e: math.log(max(e.part_count, 1)),
     "penalty": lambda e: e.penalty,
 }
 """Each input of the model, by name: a plain function of the evidence."""
@@ -82,7 +82,7 @@ FEATURES: dict[str, Callable[[Evidence], float]] = {
 MONOTONE: frozenset[str] = frozenset(
     {
         "cosine",
-        "ask_cosine",
+        "part_cosine",
         "log_bm25",
         "coverage",
         "fused",

@@ -20,7 +20,7 @@ CONFIDENCE_MODEL = ConfidenceModel(
                 (5.641531, 2.131199, 0.0, 2.472941),
             ),
             Shape(
-                "ask_cosine",
+                "part_cosine",
                 0.131846,
                 0.834234,
                 (0.333459, 0.444032, 0.583825),
@@ -58,7 +58,7 @@ CONFIDENCE_MODEL = ConfidenceModel(
                 (2.202376, 2.931233, 2.466642, 4.94976),
             ),
             Shape("log_tools", 2.302585, 8.312871, (), (-0.544919,)),
-            Shape("log_asks", 0.0, 2.079442, (), (-0.114442,)),
+            Shape("log_parts", 0.0, 2.079442, (), (-0.114442,)),
         ),
     ),
     others=Logistic(
@@ -72,7 +72,7 @@ CONFIDENCE_MODEL = ConfidenceModel(
                 (4.475582, 0.0, 0.0, 0.0),
             ),
             Shape(
-                "ask_cosine",
+                "part_cosine",
                 0.05001,
                 0.768698,
                 (0.20989, 0.276918, 0.367023),
@@ -127,7 +127,7 @@ CONFIDENCE_MODEL = ConfidenceModel(
                 (0.0, 1.517952, 1.442195, 0.0),
             ),
             Shape("log_tools", 2.302585, 8.312871, (), (-0.526461,)),
-            Shape("log_asks", 0.0, 2.079442, (), (1.317509,)),
+            Shape("log_parts", 0.0, 2.079442, (), (1.317509,)),
             Shape("penalty", -0.1, 0.0, (), (11.297928,)),
         ),
     ),

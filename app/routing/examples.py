@@ -59,7 +59,7 @@ def card_examples(
     return QueryMemory.build(tools, vectors, ones, EXAMPLE_DIMS, basis, columns)
 
 
-def examples_part(
+def examples_contribution(
     examples: QueryMemory,
     index: RouterIndex,
     cols: np.ndarray,

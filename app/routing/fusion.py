@@ -10,7 +10,7 @@ so each score row is first normalised over the eligible tools, then weighted and
 * ``rrf`` — ``1 / (rrf_k + rank)`` (Cormack et al. 2009); throws the score margins away.
 
 A step read as several parts (see ``parts.py``) adds, per tool, its best part's fused score
-times ``segment_weight``; a tool serving any one part well climbs even when the whole step's
+times ``part_weight``; a tool serving any one part well climbs even when the whole step's
 score is dominated by another part. ``fuse_parts`` also gives each part's own fused scores,
 from which the answer covers the parts (``cover.py``).
 
@@ -215,7 +215,7 @@ def fuse_parts(
 
     ``keyword`` is ``(1 + parts, tools)`` BM25 rows (row 0 = whole step), ``embedding``
     the same shape or a single whole-step row; ``None`` for a stage that is off. Returns two
-    ``(tools,)`` arrays whose sum ranks tools: ``part(row 0) + segment_weight · part(best
+    ``(tools,)`` arrays whose sum ranks tools: ``part(row 0) + part_weight · part(best
     part)``, each tool's best part being the one with the highest keyword + embedding, and
     the ``(parts, tools)`` fused scores of each part (``part_rows``; ``None`` for a step of
     one part). ``languages``: weigh each pair by what each signal can read
@@ -238,7 +238,7 @@ def fuse_parts(
         return kw_whole, emb_whole, None
     parts = part_rows(kw, emb)
     kw_best, emb_best = best_part(kw, emb, parts)
-    beta = config.segment_weight
+    beta = config.part_weight
     return kw_whole + beta * kw_best, emb_whole + beta * emb_best, parts
 
 

@@ -284,7 +284,7 @@ def memory_votes(
     return votes
 
 
-def memory_part(
+def memory_contribution(
     memory: QueryMemory,
     names: Sequence[str],
     cols: np.ndarray,

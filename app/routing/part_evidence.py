@@ -19,8 +19,9 @@ from app.routing.bm25 import bm25_row, matched_in
 from app.routing.confidence import Evidence
 
 if TYPE_CHECKING:
+    from app.routing.candidates import ConfidenceBasis
     from app.routing.index import RouterIndex
-    from app.routing.pipeline import Scores, Step
+    from app.routing.scores import Scores
 
 
 def _neighbours(pooled: list[float], value: float, in_pool: bool) -> tuple[float, float]:
@@ -39,39 +40,39 @@ def _neighbours(pooled: list[float], value: float, in_pool: bool) -> tuple[float
 def part_evidence(
     index: RouterIndex,
     scores: Scores,
-    step: Step,
+    basis: ConfidenceBasis,
     positions: np.ndarray,
     pen: np.ndarray,
     served: Sequence[int],
 ) -> list[Evidence]:
     """The :class:`Evidence` of the tools at ``positions``, each for its ``served`` part."""
     assert scores.parts is not None
-    rows = step.rows
-    pool = set(step.pool.tolist())
-    pooled = {s: sorted(scores.parts[s, step.pool].tolist()) for s in set(served)}
+    rows = basis.rows
+    pool = set(basis.pool.tolist())
+    pooled = {s: sorted(scores.parts[s, basis.pool].tolist()) for s in set(served)}
     reads = {s: _part_terms(index, rows.part_tokens[s]) for s in set(served)}
     cosine = scores.cosine
     out = []
     for j, (p, s) in enumerate(zip(positions.tolist(), served, strict=True)):
         value = float(scores.parts[s, p])
         lead, gap = _neighbours(pooled[s], value, p in pool)
-        col = int(scores.cols[p])
+        tool = int(scores.tool_ids[p])
         touched, distinct = reads[s]
-        matched = int(matched_in(touched, np.array([col]))[0]) if distinct else 0
+        matched = int(matched_in(touched, np.array([tool]))[0]) if distinct else 0
         seen = 0.0
         if cosine is not None:
             seen = float(cosine[1 + s, p] if cosine.shape[0] > 1 + s else cosine[0, p])
         out.append(
             Evidence(
                 cosine=seen,
-                ask_cosine=seen,
-                bm25=float(rows.keyword[1 + s, col]),
+                part_cosine=seen,
+                bm25=float(rows.keyword[1 + s, tool]),
                 coverage=matched / max(distinct, 1),
                 fused=value,
                 lead=lead,
                 gap=gap,
-                tools=step.tools,
-                asks=1,
+                tools=basis.tools,
+                part_count=1,
                 penalty=float(pen[j]),
             )
         )

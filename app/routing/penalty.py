@@ -28,7 +28,7 @@ parameter. Whether a mention softens its ranking penalty is a separate choice, m
 (``RouterConfig.mention_softening``, docs/ROUTING.md).
 
 Everything about a tool is compiled once, at index build time (:func:`compile_rules`); a step
-is analysed once (:func:`query_evidence`); values are checked against schemas only for the few
+is analysed once (:func:`step_offer`); values are checked against schemas only for the few
 tools the check reaches.
 """
 
@@ -119,7 +119,7 @@ class ParamRule:
 
 
 @dataclass(frozen=True, slots=True)
-class QueryEvidence:
+class StepOffer:
     """What a step offers: its stems, its values of each shape, and the caller's context."""
 
     stems: frozenset[str]
@@ -137,7 +137,7 @@ class QueryEvidence:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class ParameterCheck:
     """Stage 3 for one tool: the required parameters with no value (schema order), those of
     them the step mentions by name, and each context value that breaks its parameter's schema
     as ``(parameter, reason)``."""
@@ -147,7 +147,7 @@ class Verdict:
     invalid_context: tuple[tuple[str, str], ...] = ()
 
 
-NOTHING_MISSING = Verdict()
+NOTHING_MISSING = ParameterCheck()
 
 
 def context_key(name: str) -> str:
@@ -228,18 +228,18 @@ def compile_rules(parameters: Mapping[str, Any] | None, tool: str = "") -> tuple
     )
 
 
-def query_evidence(
+def step_offer(
     query: str, query_stems: Iterable[str], context: Mapping[str, Any] | None
-) -> QueryEvidence:
+) -> StepOffer:
     """Analyse a step once for the rule check (``query``: the part of the step that is read)."""
     context = context or {}
     keys: dict[str, str] = {}
     for key in context:
         keys.setdefault(context_key(str(key)), key)
-    return QueryEvidence(frozenset(query_stems), StepValues(query), context, keys)
+    return StepOffer(frozenset(query_stems), StepValues(query), context, keys)
 
 
-def _step_value(rule: ParamRule, evidence: QueryEvidence, check: ValueCheck | None) -> bool:
+def _step_value(rule: ParamRule, offer: StepOffer, check: ValueCheck | None) -> bool:
     """Whether the step shows a value of the parameter's kind that satisfies its schema."""
     shapes = FILLS.get(rule.kind, frozenset())
     if rule.kind == "id" and rule.json_type in ("integer", "number"):
@@ -254,7 +254,7 @@ def _step_value(rule: ParamRule, evidence: QueryEvidence, check: ValueCheck | No
     ):
         shapes |= {"token"}
     for shape in sorted(shapes):
-        for found in evidence.values.found(shape):
+        for found in offer.values.found(shape):
             value = typed(found, rule.json_type)
             if value is None:
                 continue
@@ -265,42 +265,42 @@ def _step_value(rule: ParamRule, evidence: QueryEvidence, check: ValueCheck | No
     return False
 
 
-def _free_text(rule: ParamRule, evidence: QueryEvidence) -> bool:
+def _free_text(rule: ParamRule, offer: StepOffer) -> bool:
     """Rule 4: the step holds content beyond asking for the tool."""
-    return bool(evidence.values.found("quoted") or evidence.stems - rule.request_words)
+    return bool(offer.values.found("quoted") or offer.stems - rule.request_words)
 
 
 def value_of(
     rule: ParamRule,
-    evidence: QueryEvidence,
+    offer: StepOffer,
     check: ValueCheck | None,
     unexplained: Callable[[], bool],
 ) -> tuple[bool, str | None]:
     """(whether the parameter has a value, why its context value breaks its schema if it
     does). ``unexplained()``: whether the step has a word the tool's card does not contain."""
     problem = None
-    found, value = evidence.context_value(rule)
+    found, value = offer.context_value(rule)
     if found:
         problem = None if check is None or rule.schema is None else check(rule.schema, value)
         if problem is None:
             return True, None
-    if any(listed <= evidence.stems for listed in rule.values):
+    if any(listed <= offer.stems for listed in rule.values):
         return True, problem
-    if _step_value(rule, evidence, check):
+    if _step_value(rule, offer, check):
         return True, problem
-    if rule.kind == "text" and _free_text(rule, evidence):
+    if rule.kind == "text" and _free_text(rule, offer):
         return True, problem
     if rule.kind == "string" and rule.plain and unexplained():
         return True, problem
     return False, problem
 
 
-def verdict(
+def check_parameters(
     rules: Sequence[ParamRule],
-    evidence: QueryEvidence,
+    offer: StepOffer,
     check: ValueCheck | None = None,
     unexplained: Callable[[], bool] = lambda: False,
-) -> Verdict:
+) -> ParameterCheck:
     """What stage 3 finds for one tool's required parameters."""
     if not rules:
         return NOTHING_MISSING
@@ -308,26 +308,26 @@ def verdict(
     mentioned: list[str] = []
     invalid: list[tuple[str, str]] = []
     for rule in rules:
-        has_value, problem = value_of(rule, evidence, check, unexplained)
+        has_value, problem = value_of(rule, offer, check, unexplained)
         if problem is not None:
             invalid.append((rule.name, problem))
         if not has_value:
             missing.append(rule.name)
-            if rule.cues & evidence.stems:
+            if rule.cues & offer.stems:
                 mentioned.append(rule.name)
     if not missing and not invalid:
         return NOTHING_MISSING
-    return Verdict(tuple(missing), tuple(mentioned), tuple(invalid))
+    return ParameterCheck(tuple(missing), tuple(mentioned), tuple(invalid))
 
 
 def missing_required(
     rules: Sequence[ParamRule],
-    evidence: QueryEvidence,
+    offer: StepOffer,
     check: ValueCheck | None = None,
     unexplained: bool = False,
 ) -> tuple[str, ...]:
     """Names of the required parameters with no value, in schema order."""
-    return verdict(rules, evidence, check, lambda: unexplained).missing
+    return check_parameters(rules, offer, check, lambda: unexplained).missing
 
 
 def penalty(

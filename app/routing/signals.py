@@ -198,7 +198,7 @@ def exact_where_it_counts(
         rows[:, tools] = (matrix[tools] @ unit.T).T
 
 
-def prior_part(
+def prior_contribution(
     index: RouterIndex, prior: Mapping[str, float] | None, config: RouterConfig
 ) -> np.ndarray:
     """``prior_weight · min(prior, prior_cap)`` per tool (prior clipped to [0, 1]).

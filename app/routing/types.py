@@ -7,7 +7,7 @@ Pure data: no web framework, no ORM, no model. Every weight of the pipeline live
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +57,7 @@ class RouterConfig:
     fusion: str = "zscore"
     keyword_weight: float = 0.2
     embedding_weight: float = 0.8
-    segment_weight: float = 1.0
+    part_weight: float = 1.0
     rrf_k: float = 60.0
     # Usage prior: weight * min(prior, cap) added to the fused score.
     prior_weight: float = 0.1
@@ -86,7 +86,25 @@ class RouterConfig:
     mention_softening: float = 0.0
     # Diversity in the top-k (Carbonell & Goldstein 1998); 1.0 switches MMR off.
     mmr_lambda: float = 0.8
-    mmr_multi_ask_only: bool = True
+    mmr_multi_part_only: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RouteOptions:
+    """What one request asks of a route (``Router.route``): how many tools (``k``), the
+    agent's ``context`` (values for required parameters), a ``tags`` filter, the floors
+    below which a candidate is left out (``min_score`` as shown, ``min_confidence``), and
+    whether to read the step as its parts (``split``), and who routes (``key``: its own
+    evidence that other keys have not confirmed weighs fully in its routes,
+    app/loop/trust.py; ``""`` is every request without a key)."""
+
+    k: int = 3
+    context: Mapping[str, Any] | None = None
+    tags: Sequence[str] | None = None
+    min_score: float | None = None
+    min_confidence: float | None = None
+    split: bool = True
+    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

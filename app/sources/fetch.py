@@ -12,6 +12,7 @@ import anyio
 import httpx
 
 from app.sources import openapi
+from app.sources.causes import unreached
 from app.sources.documents import (
     Deadline,
     DocumentError,
@@ -23,6 +24,7 @@ from app.sources.documents import (
     read_file,
 )
 from app.sources.headers import header_problem
+from app.sources.masking import mask
 from app.sources.mcp import ListingTooLarge, Reach, connect, list_all_tools, to_cards
 from app.sources.openapi_check import problems
 from app.sources.outbound import (
@@ -33,7 +35,7 @@ from app.sources.outbound import (
     same_origin,
 )
 from app.sources.schemas import SourceConfig, SourceKind
-from app.sources.secrets import SecretMissing, mask, resolve_all, secret_values
+from app.sources.secrets import SecretMissing, resolve_all, secret_values
 from registry.card import ToolCard
 from registry.errors import ToolReachError
 
@@ -94,14 +96,19 @@ async def fetch(spec: SourceSpec, reach: Reach, limits: DocumentLimits | None = 
     except Exception as exc:
         leaf = _leaf(exc)
         failure = SourceMissing if isinstance(leaf, DocumentMissing) else SourceFailed
-        message = _failure(spec.name, leaf)
+        message = _failure(spec.name, leaf, exc)
     shown = mask(message, secret_values(spec.config, reach.secret_dirs))
     raise failure(shown[:REASON_CHARS])
 
 
-def _failure(name: str, exc: BaseException) -> str:
+def _failure(name: str, exc: BaseException, whole: BaseException | None = None) -> str:
+    """What went wrong, in a line: a rule's refusal, the cause the source could not be
+    reached for (app/sources/causes.py: looked for in the whole chain), or the error."""
     if isinstance(exc, READ_REFUSED):
         return f"source {name!r}: {exc}"
+    found = unreached(whole or exc)
+    if found is not None:
+        return f"source {name!r} is unreachable: {found.reason}"
     if isinstance(exc, httpx.HTTPError | OSError | TimeoutError):
         return f"source {name!r} is unreachable: {_text(exc)}"
     return f"source {name!r} failed: {_text(exc)}"  # the MCP SDK's, a malformed answer
@@ -159,7 +166,9 @@ async def _openapi(spec: SourceSpec, reach: Reach, limits: DocumentLimits) -> Sn
         _convert, documents, options, config.strict, deadline, limits.max_card_bytes
     )
     if config.base_url is None:  # the servers the document itself names: checked now too
-        for server in sorted({str(binding["server"]) for _, binding in snapshot.cards}):
+        # An operation with no usable server (binding "not_callable") has none to check.
+        named = {binding["server"] for _, binding in snapshot.cards if binding.get("server")}
+        for server in sorted(map(str, named)):
             try:
                 await reach.rules.check_url(server, unresolved_ok=True)
             except OutboundRefused as exc:

@@ -18,8 +18,10 @@ Its *binding* (app/sources/models.py ``SourceTool``) says how the gateway sends 
 request: method, server, path template, and where each argument goes. A card that the
 registry refuses (registry/json_schema.py) is tried again with its schemas cut shorter
 (fewer ``$ref``s inlined, then no ``returns``, then no ``pattern``s); an operation that still
-fails, or that cannot be called (a body in a media type the gateway cannot send), is refused
-with its reason.
+fails, or that cannot be called (a body in a media type the gateway cannot send), or whose
+node cannot be read, is refused with its reason; the rest of the document is imported. An
+operation whose server cannot be used (app/sources/openapi_servers.py) is imported with no
+server in its binding, the reason at the end of its description and in the notes.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 from pydantic import ValidationError
 
@@ -44,11 +45,13 @@ from app.sources.openapi_request import (
     resolved,
 )
 from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
+from app.sources.openapi_servers import Unserved, server
 from registry.card import NAME_PATTERN, ToolCard, first_sentence
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DESCRIPTION_MAX = 8000
+NOT_CALLABLE = "Not callable through the gateway until the source has a base_url"
 _NAME_OK = re.compile(NAME_PATTERN)
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]+")
 # Each try: how many nested $refs to inline, keep `returns`, keep `pattern`s.
@@ -96,17 +99,37 @@ def tool_name(raw: str, prefix: str) -> str:
     return name[:128]
 
 
-def _operations(documents: Documents) -> Iterator[Operation]:
+@dataclass(frozen=True)
+class Unreadable:
+    """An operation (or a path item) whose node cannot be read: its ``$ref`` leads nowhere."""
+
+    where: str
+    reason: str
+
+
+def _operations(documents: Documents) -> Iterator[Operation | Unreadable]:
     paths = documents.document.get("paths") or {}
-    for path, raw in paths.items():
-        item, item_base = resolved(documents, raw, documents.root)  # may be in another file
+    for path, raw in paths.items() if isinstance(paths, Mapping) else ():
+        try:
+            item, item_base = resolved(documents, raw, documents.root)  # may be in another file
+        except DocumentError as exc:
+            yield Unreadable(f"{path}", str(exc))
+            continue
         if not isinstance(item, Mapping):
             continue
         for method in METHODS:
             # An operation kept in a file of its own (DigitalOcean's layout) is followed too.
-            node, base = resolved(documents, item.get(method), item_base)
+            try:
+                node, base = resolved(documents, item.get(method), item_base)
+            except DocumentError as exc:
+                yield Unreadable(f"{method.upper()} {path}", str(exc))
+                continue
             if isinstance(node, Mapping):
                 yield Operation(method.upper(), str(path), node, item, base, item_base)
+
+
+# What one malformed operation may raise as it is read: it is refused, the document is not.
+_MALFORMED = (Refused, DocumentError, ValueError, TypeError, KeyError, AttributeError, IndexError)
 
 
 def convert(
@@ -115,9 +138,10 @@ def convert(
     deadline: Deadline | None = None,
     max_card_bytes: int | None = None,
 ) -> Converted:
-    """Every operation of the document as a (card, binding), or a refusal with its reason.
-    ``max_card_bytes``: the cards' schemas in all, as JSON (each card is bounded by the
-    registry; a small document of many operations that each inline a large schema is not)."""
+    """Every operation of the document as a (card, binding), or a refusal with its reason;
+    one that the gateway cannot call is kept, and said in ``notes``. ``max_card_bytes``: the
+    cards' schemas in all, as JSON (each card is bounded by the registry; a small document
+    of many operations that each inline a large schema is not)."""
     version = spec_version(documents.document)
     result = Converted(version)
     taken: dict[str, int] = {}
@@ -126,22 +150,16 @@ def convert(
         if deadline is not None:
             deadline.check("converting the document")
         result.operations += 1
+        if isinstance(operation, Unreadable):
+            result.refused.append({"operation": operation.where, "reason": operation.reason})
+            continue
         where = f"{operation.method} {operation.path}"
-        raw = operation.node.get("operationId")
-        name = tool_name(
-            raw if isinstance(raw, str) and raw else _method_path(operation), options.prefix
-        )
-        taken[name] = taken.get(name, 0) + 1
-        if taken[name] > 1:
-            result.notes.append(f"{where}: the name {name!r} is taken; named {name}_{taken[name]}")
-            name = f"{name[:120]}_{taken[name]}"
+        name = _unique_name(operation, options, taken, result.notes)
         try:
             card, binding = _card(documents, version, operation, name, options)
-        except Refused as exc:
-            result.refused.append({"operation": where, "name": name, "reason": str(exc)})
-            continue
-        except DocumentError as exc:
-            result.refused.append({"operation": where, "name": name, "reason": str(exc)})
+        except _MALFORMED as exc:
+            reason = str(exc) if isinstance(exc, Refused | DocumentError) else _malformed(exc)
+            result.refused.append({"operation": where, "name": name, "reason": reason})
             continue
         made += _schema_bytes(card)
         if max_card_bytes is not None and made > max_card_bytes:
@@ -149,8 +167,29 @@ def convert(
                 f"the cards' schemas are larger than {max_card_bytes} bytes in all "
                 f"(TOOLREACH_SOURCE_MAX_CARD_BYTES), at {where}"
             )
+        if "not_callable" in binding:
+            result.notes.append(f"{where}: imported; not callable: {binding['not_callable']}")
         result.cards.append((card, binding))
     return result
+
+
+def _unique_name(
+    operation: Operation, options: Options, taken: dict[str, int], notes: list[str]
+) -> str:
+    raw = operation.node.get("operationId")
+    name = tool_name(
+        raw if isinstance(raw, str) and raw else _method_path(operation), options.prefix
+    )
+    taken[name] = taken.get(name, 0) + 1
+    if taken[name] > 1:
+        where = f"{operation.method} {operation.path}"
+        notes.append(f"{where}: the name {name!r} is taken; named {name}_{taken[name]}")
+        name = f"{name[:120]}_{taken[name]}"
+    return name
+
+
+def _malformed(exc: Exception) -> str:
+    return f"the operation is malformed ({type(exc).__name__}: {str(exc)[:300]})"
 
 
 def _schema_bytes(card: ToolCard) -> int:
@@ -183,7 +222,7 @@ def _card(
         data = {
             "name": name,
             "namespace": options.namespace,
-            **_texts(operation),
+            **_texts(operation, binding.get("not_callable")),
             "parameters": parameters,
             "returns": returns,
             "errors": _errors(documents, operation),
@@ -232,16 +271,18 @@ def _returns_within(
     return None
 
 
-def _texts(operation: Operation) -> dict[str, str]:
+def _texts(operation: Operation, not_callable: str | None = None) -> dict[str, str]:
+    """Its summary and description; the reason the gateway cannot call it, at the end."""
     summary = " ".join(str(operation.node.get("summary") or "").split())[:300]
     description = str(operation.node.get("description") or "").strip()
     text = "\n\n".join(part for part in (summary, description) if part)
     text = text or f"{operation.method} {operation.path}"
     if operation.node.get("deprecated") is True:
         text = "Deprecated. " + text
-    if len(text) > DESCRIPTION_MAX:
-        text = text[: DESCRIPTION_MAX - 1].rstrip() + "…"
-    return {"summary": summary, "description": text}
+    note = f"\n\n{NOT_CALLABLE}: {not_callable}" if not_callable else ""
+    if len(text) + len(note) > DESCRIPTION_MAX:
+        text = text[: DESCRIPTION_MAX - len(note) - 1].rstrip() + "…"
+    return {"summary": summary, "description": text + note}
 
 
 def _tags(operation: Operation) -> list[str]:
@@ -256,45 +297,21 @@ def _tags(operation: Operation) -> list[str]:
 def _binding_base(
     documents: Documents, version: str, operation: Operation, options: Options
 ) -> dict[str, Any]:
-    return {
+    """How the gateway sends it; with no ``server`` and the reason under ``not_callable``
+    when the operation's own server cannot be used (app/sources/openapi_servers.py)."""
+    binding: dict[str, Any] = {
         "kind": "http",
         "method": operation.method,
-        "server": options.base_url or _server(documents, version, operation),
+        "server": options.base_url,
         "path": operation.path,
         "safe": operation.method in SAFE_METHODS,
     }
-
-
-def _server(documents: Documents, version: str, operation: Operation) -> str:
-    """The base URL the operation is served at, variables at their defaults."""
-    root = documents.document
-    if version == "2.0":
-        origin = urlsplit(documents.root)
-        schemes = root.get("schemes") or [origin.scheme if origin.scheme != "file" else "https"]
-        scheme = "https" if "https" in schemes else str(schemes[0])
-        host = root.get("host") or (origin.netloc if origin.scheme != "file" else "")
-        if not host:
-            raise Refused("the document names no host: register the source with a base_url")
-        return f"{scheme}://{host}{root.get('basePath') or ''}".rstrip("/")
-    for level in (operation.node, operation.item, root):
-        servers = level.get("servers")
-        if isinstance(servers, list) and servers and isinstance(servers[0], Mapping):
-            return _server_url(documents.root, servers[0])
-    if documents.root.startswith("file:"):
-        raise Refused("the document names no server: register the source with a base_url")
-    return urljoin(documents.root, "/").rstrip("/")
-
-
-def _server_url(document_uri: str, server: Mapping[str, Any]) -> str:
-    url = str(server.get("url") or "/")
-    for key, variable in (server.get("variables") or {}).items():
-        if isinstance(variable, Mapping) and "default" in variable:
-            url = url.replace("{" + str(key) + "}", str(variable["default"]))
-    if not urlsplit(url).scheme:
-        if document_uri.startswith("file:"):
-            raise Refused(f"the server URL {url!r} is relative: register with a base_url")
-        url = urljoin(document_uri, url)
-    return url.rstrip("/")
+    if options.base_url is None:
+        try:
+            binding["server"] = server(documents, version, operation)
+        except Unserved as exc:
+            binding["not_callable"] = str(exc)
+    return binding
 
 
 def _responses(operation: Operation) -> Mapping[str, Any]:

@@ -33,6 +33,7 @@ import httpx2
 
 from app.settings import Settings
 from app.sources.addresses import HOST, IPAddress, IPNetwork, refusal
+from app.sources.causes import NameNotResolved
 
 HOP_HEADER = "X-ToolReach-Hop"
 
@@ -76,7 +77,8 @@ class OutboundRules:
 
     async def checked_address(self, host: str, port: int, *, unresolved_ok: bool = False) -> str:
         """The address to connect to for ``host``; OutboundRefused if any it resolves to
-        is refused (or if it resolves to none, unless ``unresolved_ok``: then "")."""
+        is refused; NameNotResolved if it resolves to none (unless ``unresolved_ok``: then
+        "": a name that does not resolve is unreachable, not refused)."""
         try:
             addresses = [ipaddress.ip_address(host.strip("[]").split("%")[0])]
         except ValueError:
@@ -85,10 +87,10 @@ class OutboundRules:
             except OSError as exc:
                 if unresolved_ok:
                     return ""
-                raise OutboundRefused(f"{host}: the name does not resolve ({exc})") from None
+                raise NameNotResolved(f"{host} ({exc})") from None
             addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
         if not addresses:
-            raise OutboundRefused(f"{host}: the name resolves to no address")
+            raise NameNotResolved(f"{host} (no address)")
         for address in addresses:
             reason = self.refusal(address)
             if reason is not None:

@@ -1,28 +1,18 @@
 """Secrets by reference: a source names where its credentials are (an environment variable,
 a file under ``TOOLREACH_SECRET_DIRS``); they are read at call time, sent to the source, and
 never stored, returned, logged or shown. A message about one names the reference, never the
-value; an answer that echoes one has it masked, in every form an upstream may echo it in
-(``forms``)."""
+value; an answer that echoes one has it masked (app/sources/masking.py)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import html
-import json
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, quote_plus
 
 from app.sources.schemas import SecretRef, SourceConfig, Value
 
-MASK = "[secret]"
-MIN_MASKED = 4  # shorter values would mask ordinary text
 Check = Callable[[str], str | None]  # why a value cannot be used where it goes, or None
 
 
@@ -110,58 +100,6 @@ def secret_values(config: SourceConfig, secret_dirs: Iterable[str]) -> list[str]
     return found
 
 
-def forms(secret: str) -> set[str]:
-    """The ways an upstream may echo ``secret``: as sent; percent-encoded (a path, a query,
-    a form with ``+`` for a space; upper- or lower-case hex); JSON- and HTML-escaped; in
-    base64 (standard or URL-safe, padded or not); and for a secret that is base64 itself
-    (Basic auth), the ``user:password`` it encodes and its password."""
-    found = {secret, html.escape(secret)}
-    for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret, safe="")):
-        found |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), encoded)}
-    found |= {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
-    raw = secret.encode()
-    for encoded_bytes in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
-        text = encoded_bytes.decode()
-        found |= {text, text.rstrip("=")}
-    decoded = _base64_text(secret)
-    if decoded is not None:
-        found |= {decoded, decoded.partition(":")[2]}
-    return {form for form in found if len(form) >= MIN_MASKED}
-
-
-def _base64_text(value: str) -> str | None:
-    """The printable text ``value`` encodes in base64 (a word before it, such as ``Basic``,
-    left out), or None."""
-    token = value.rsplit(" ", 1)[-1]
-    try:
-        text = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    return text if text.isprintable() and text else None
-
-
-def mask(value: Any, secrets: Iterable[str]) -> Any:
-    """``value`` (any JSON) with every secret, in any of its ``forms``, in its strings
-    replaced by ``[secret]``."""
-    shown = {form for s in secrets if len(s) >= MIN_MASKED for form in forms(s)}
-    hidden = sorted(shown, key=len, reverse=True)
-    if not hidden:
-        return value
-    return _mask(value, hidden)
-
-
-def _mask(value: Any, hidden: list[str]) -> Any:
-    if isinstance(value, str):
-        for secret in hidden:
-            value = value.replace(secret, MASK)
-        return value
-    if isinstance(value, Mapping):
-        return {_mask(k, hidden): _mask(v, hidden) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_mask(v, hidden) for v in value]
-    return value
-
-
 class _NoQueryInLogs(logging.Filter):
     """httpx and httpx2 log each request's URL at INFO: it goes out without its query, where
     a source's API key may be."""
@@ -174,12 +112,29 @@ class _NoQueryInLogs(logging.Filter):
         return True
 
 
+class _NoAnswersInLogs(logging.Filter):
+    """The MCP SDK logs a server's answer it could not read with its traceback, whose
+    validation error quotes the answer (a secret it echoes, unmasked) and may run to many
+    kilobytes: the line keeps its message and the exception's first line only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            first = (str(exc).splitlines() or [""])[0][:200]
+            record.msg, record.args = f"{record.getMessage()} ({type(exc).__name__}: {first})", None
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 _NO_QUERY = _NoQueryInLogs()
+_NO_ANSWERS = _NoAnswersInLogs()
+MCP_CLIENT_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.stdio")
 
 
 def keep_secrets_out_of_logs() -> None:
-    """Install the filter on the HTTP libraries' loggers (once)."""
-    for name in ("httpx", "httpx2"):
-        logger = logging.getLogger(name)
-        if _NO_QUERY not in logger.filters:
-            logger.addFilter(_NO_QUERY)
+    """Install the filters on the HTTP libraries' and the MCP SDK's loggers (once)."""
+    for names, found in ((("httpx", "httpx2"), _NO_QUERY), (MCP_CLIENT_LOGGERS, _NO_ANSWERS)):
+        for name in names:
+            logger = logging.getLogger(name)
+            if found not in logger.filters:
+                logger.addFilter(found)

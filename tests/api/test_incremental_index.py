@@ -58,7 +58,7 @@ def answers(services: Services, namespace: str) -> list[object]:
     for query in QUERIES:
         for k, tags in ((3, None), (10, ["x"])):
             request = RouteRequest(query=query, k=k, namespace=namespace, tags=tags)
-            found = route_step(request, services).candidates
+            found = route_step(request, services.routing).candidates
             out.append([(c.name, c.score, c.stages, c.missing_required) for c in found])
     return out
 

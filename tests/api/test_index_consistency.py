@@ -56,7 +56,7 @@ def test_routes_during_writes_see_whole_snapshots(services: Services) -> None:
             assert snapshot is not None
             if set(snapshot.index.names) != set(snapshot.cards):
                 problems.append("index and cards of one snapshot disagree")
-            answer = route_step(RouteRequest(query="weather orders tool", k=50), services)
+            answer = route_step(RouteRequest(query="weather orders tool", k=50), services.routing)
             names = [c.name for c in answer.candidates]
             if len(names) != len(set(names)) or not names:
                 problems.append(f"bad answer: {names}")

@@ -20,6 +20,7 @@ from app.embedding.cosines import Int8Matrix
 from app.embedding.encoders import FakeEncoder
 from app.errors import Overloaded, Unavailable
 from app.main import create_app
+from app.route.deps import RouteDeps
 from app.route.executor import RouteExecutor
 from app.route.service import route_step
 from app.schemas import RouteRequest
@@ -82,7 +83,7 @@ def services(
 
 @contextmanager
 def one_worker(built: Services) -> Iterator[RouteExecutor]:
-    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor = RouteExecutor(built.routing, workers=1, max_batch=8)
     executor.start()
     try:
         yield executor
@@ -133,7 +134,7 @@ def test_steps_waiting_together_are_embedded_in_one_call(
     assert products == ([1, 4] if int8 else [])  # and one pass over the tool matrix
     encoder.calls.clear()
     for step, answer in zip(STEPS, answers, strict=True):  # the same as routing alone
-        alone = route_step(RouteRequest(query=step), built)
+        alone = route_step(RouteRequest(query=step), built.routing)
         assert [(c.name, c.score) for c in answer.candidates] == [
             (c.name, c.score) for c in alone.candidates
         ]
@@ -159,10 +160,10 @@ def test_a_ranking_failure_fails_only_its_own_step(
     built, encoder = services
     original = route_executor.route_step
 
-    def rank(request: RouteRequest, parts: Services, **kwargs: object) -> object:
+    def rank(request: RouteRequest, deps: RouteDeps, **kwargs: object) -> object:
         if request.query == STEPS[3]:
             raise ValueError("bad step")
-        return original(request, parts, **kwargs)  # type: ignore[arg-type]
+        return original(request, deps, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(route_executor, "route_step", rank)
     answers = route_together(built, encoder, STEPS)
@@ -174,7 +175,7 @@ def test_stopping_answers_the_queued_steps_with_503_and_finishes_the_one_in_hand
     services: tuple[Services, GatedEncoder],
 ) -> None:
     built, encoder = services
-    executor = RouteExecutor(built, workers=1, max_batch=8)
+    executor = RouteExecutor(built.routing, workers=1, max_batch=8)
     executor.start()
 
     async def scenario() -> list:
@@ -230,7 +231,7 @@ def test_past_the_queue_limit_a_step_is_refused_at_once_with_503_and_retry_after
         encoder.calls.clear()
         encoder.entered.clear()
         encoder.release.clear()  # the next model call waits
-        router = app.state.services.router
+        router = app.state.services.executor
         answers: dict[str, httpx.Response] = {}
 
         def post(step: str) -> None:
@@ -272,7 +273,7 @@ def test_the_steps_of_one_batch_share_one_model_call_past_max_batch(
 ) -> None:
     built, encoder = services
     encoder.release.set()
-    executor = RouteExecutor(built, workers=1, max_batch=2)
+    executor = RouteExecutor(built.routing, workers=1, max_batch=2)
     executor.start()
     try:
         answers = asyncio.run(executor.route_many([RouteRequest(query=s) for s in STEPS]))
@@ -281,7 +282,7 @@ def test_the_steps_of_one_batch_share_one_model_call_past_max_batch(
     assert encoder.calls == [STEPS]  # one call for the five, though a batch is 2
     assert len({a.route_id for a in answers}) == len(STEPS)
     for step, answer in zip(STEPS, answers, strict=True):  # each as if routed alone
-        alone = route_step(RouteRequest(query=step), built)
+        alone = route_step(RouteRequest(query=step), built.routing)
         assert [c.name for c in answer.candidates] == [c.name for c in alone.candidates]
     built.events.flush()
     assert built.events.written == 2 * len(STEPS)  # each recorded on its own (and alone)
@@ -291,7 +292,7 @@ def test_a_batch_the_queue_cannot_take_whole_is_refused_whole(
     services: tuple[Services, GatedEncoder],
 ) -> None:
     built, encoder = services
-    executor = RouteExecutor(built, workers=1, max_batch=8, max_queue=3)
+    executor = RouteExecutor(built.routing, workers=1, max_batch=8, max_queue=3)
     executor.start()
 
     async def scenario() -> None:
@@ -323,13 +324,13 @@ def test_two_workers_rank_one_batch_at_a_time_while_the_other_embeds(
     original, guard = route_executor.route_step, threading.Lock()
     ranking, most, overlapped = [0], [0], [0]
 
-    def rank(request: RouteRequest, parts: Services, **kwargs: object) -> object:
+    def rank(request: RouteRequest, deps: RouteDeps, **kwargs: object) -> object:
         with guard:
             ranking[0] += 1
             most[0] = max(most[0], ranking[0])
         time.sleep(0.05)
         try:
-            return original(request, parts, **kwargs)  # type: ignore[arg-type]
+            return original(request, deps, **kwargs)  # type: ignore[arg-type]
         finally:
             with guard:
                 ranking[0] -= 1
@@ -352,7 +353,7 @@ def test_two_workers_rank_one_batch_at_a_time_while_the_other_embeds(
             await asyncio.sleep(0.02)
         return await asyncio.gather(*tasks)
 
-    executor = RouteExecutor(built, workers=2, max_batch=1)
+    executor = RouteExecutor(built.routing, workers=2, max_batch=1)
     executor.start()
     try:
         answers = asyncio.run(spaced(executor))

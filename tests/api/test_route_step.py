@@ -60,7 +60,7 @@ def test_a_route_records_the_answer_it_gives_and_counts_it(
     services: tuple[Services, CountingEncoder],
 ) -> None:
     built, encoder = services
-    answer = route_step(RouteRequest(query="weather in Paris", k=2), built)
+    answer = route_step(RouteRequest(query="weather in Paris", k=2), built.routing)
     assert answer.candidates[0].name == "get_weather"
     assert encoder.calls == [["weather in Paris"]]
     event = built.events.pending(answer.route_id)
@@ -79,9 +79,9 @@ def test_a_step_its_caller_embedded_is_not_embedded_again(
     request = RouteRequest(query="email the invoice to anna")
     texts = step_texts(request, built.index)
     step = EmbeddedStep(texts, FakeEncoder().encode(texts), seconds=0.001)
-    given = route_step(request, built, step=step)
+    given = route_step(request, built.routing, step=step)
     assert encoder.calls == []
-    embedded_here = route_step(request, built)
+    embedded_here = route_step(request, built.routing)
     assert [(c.name, c.score) for c in given.candidates] == [
         (c.name, c.score) for c in embedded_here.candidates
     ]
@@ -93,6 +93,8 @@ def test_the_wait_before_the_route_counts_as_its_latency(
     services: tuple[Services, CountingEncoder],
 ) -> None:
     built, _ = services
-    answer = route_step(RouteRequest(query="weather"), built, started=time.perf_counter() - 2)
+    answer = route_step(
+        RouteRequest(query="weather"), built.routing, started=time.perf_counter() - 2
+    )
     event = built.events.pending(answer.route_id)
     assert event is not None and event.latency_ms >= 2000

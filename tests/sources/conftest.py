@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NPM = ROOT / ".npm-tools" / "node_modules" / "@modelcontextprotocol"
 EVERYTHING = NPM / "server-everything" / "dist" / "index.js"
 MEMORY = NPM / "server-memory" / "dist" / "index.js"
+GITHUB = NPM / "server-github" / "dist" / "index.js"
+FILESYSTEM = NPM / "server-filesystem" / "dist" / "index.js"
 PAGED = ROOT / "tests" / "data" / "mcp" / "paged_server.py"
 LOOPBACK = ("127.0.0.0/8",)
 
@@ -33,7 +35,7 @@ def node() -> str:
     found = shutil.which("node")
     if found is None:
         pytest.skip("node is not installed: the real MCP servers cannot run")
-    assert EVERYTHING.is_file() and MEMORY.is_file(), (
+    assert all(p.is_file() for p in (EVERYTHING, MEMORY, GITHUB, FILESYSTEM)), (
         "the MCP servers from npm are missing: run `make install` (it fills .npm-tools)"
     )
     return found

@@ -3,21 +3,23 @@ received (the raw path and query, the headers, the cookies, the body, Basic cred
 decoded), under a base path (``/api/v1``) so a request that climbs above its operation shows.
 
 Its OpenAPI document puts an argument in every place a request has one (path, query,
-header, cookie, JSON body), and adds operations that answer a chosen status, answer late,
-answer the echo as text (JSON-escaped), or redirect within the origin.
+header, cookie, JSON body), and adds operations that answer a chosen status, answer late (a
+second, or as long as asked), answer JSON nested as deep as asked, answer the echo as text
+(JSON-escaped) or in an encoding (``ENCODINGS``), or redirect within the origin.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 BASE = "/api/v1"
 
@@ -82,10 +84,75 @@ def document(port: int) -> dict[str, Any]:
                 )
             },
             "/slow": {"get": _op("answer_late", "Answer after a second", _string("q", "query"))},
+            "/deep": {
+                "get": _op(
+                    "answer_deep",
+                    "Answer JSON nested as many levels deep as asked, with this status",
+                    _string("levels", "query", required=True),
+                    _string("status", "query"),
+                )
+            },
+            "/encoded/{how}": {
+                "get": _op(
+                    "echo_encoded",
+                    "Echo the request in an encoding (ENCODINGS)",
+                    _string("how", "path", required=True),
+                )
+            },
+            "/sleep": {
+                "get": _op(
+                    "answer_after",
+                    "Answer after the seconds asked for",
+                    _string("seconds", "query", required=True),
+                    _string("q", "query"),
+                )
+            },
             "/hop": {"get": _op("redirect_home", "Redirect to /echo within the origin")},
             "/away": {"get": _op("redirect_away", "Redirect to the cloud metadata address")},
         },
     }
+
+
+def _b64(text: str, skip: int = 0, urlsafe: bool = False) -> str:
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    return encode(("x" * skip + text).encode()).decode()
+
+
+def _headers(echoed: dict[str, Any]) -> str:
+    return "\r\n".join(f"{k}: {v}" for k, v in echoed["headers"].items())
+
+
+# How /encoded/{how} writes the echo (as JSON text, or the request's headers as lines).
+ENCODINGS: dict[str, Callable[[str, dict[str, Any]], Any]] = {
+    "upper": lambda text, _: text.upper(),
+    "lower": lambda text, _: text.lower(),
+    "hex": lambda text, _: text.encode().hex(),
+    "HEX": lambda text, _: text.encode().hex().upper(),
+    "base64": lambda text, _: _b64(text),
+    "base64-offset-1": lambda text, _: _b64(text, 1),
+    "base64-offset-2": lambda text, _: _b64(text, 2),
+    "base64url-offset-1": lambda text, _: _b64(text, 1, urlsafe=True),
+    "headers-base64": lambda _, echoed: _b64(_headers(echoed)),
+    "headers-base64-offset-2": lambda _, echoed: "v1:" + _b64(_headers(echoed), 2),
+    "headers-hex": lambda _, echoed: _headers(echoed).encode().hex(),
+    "mime": lambda text, _: "\n".join(textwrap.wrap(_b64(text), 76)),
+    "percent-every-byte": lambda text, _: "".join(f"%{b:02X}" for b in text.encode()),
+    "percent-twice": lambda text, _: quote(quote(text, safe=""), safe=""),
+    "unicode-escapes": lambda text, _: "".join(f"\\u{ord(c):04X}" for c in text),
+    "html-entities": lambda text, _: "".join(f"&#{ord(c)};" for c in text),
+    "base64-of-hex": lambda text, _: _b64(text.encode().hex()),
+    "split": lambda text, _: [text[i : i + 5] for i in range(0, len(text), 5)],
+    "characters": lambda text, _: list(text),
+}
+
+
+def encoded(how: str, echoed: dict[str, Any]) -> Any:
+    return ENCODINGS[how](json.dumps(echoed, ensure_ascii=False), echoed)
+
+
+def nested(levels: int) -> str:
+    """JSON ``levels`` deep (objects and lists in turn), written without recursion."""
+    return '{"a": [' * (levels // 2) + '"bottom"' + "]}" * (levels // 2)
 
 
 class EchoUpstream:
@@ -149,6 +216,17 @@ class EchoUpstream:
                     return self._answer(code, json.dumps(echoed).encode(), "application/json")
                 if path == f"{BASE}/slow":
                     time.sleep(1.0)
+                if path == f"{BASE}/deep":
+                    query = echoed["query"]
+                    status = int(query.get("status", ["200"])[0])
+                    raw = nested(int(query["levels"][0])).encode()
+                    return self._answer(status, raw, "application/json")
+                if path.startswith(f"{BASE}/encoded/"):
+                    how = path.rsplit("/", 1)[1]
+                    raw = json.dumps({"how": how, "value": encoded(how, echoed)}).encode()
+                    return self._answer(200, raw, "application/json")
+                if path == f"{BASE}/sleep":
+                    time.sleep(float(echoed["query"]["seconds"][0]))
                 if path == f"{BASE}/hop":
                     return self._answer(302, b"", "text/plain", Location=f"{BASE}/echo")
                 if path == f"{BASE}/away":

@@ -2,8 +2,8 @@
 server) so each misbehaviour is exact. Each endpoint is one server:
 
 - ``/mcp``: well-behaved tools that answer late (``sleep``), answer a chosen number of
-  bytes (``big``), refuse their arguments with JSON-RPC's ``-32602`` (``picky``) or fail
-  (``crash``, ``-32603``);
+  bytes (``big``), refuse their arguments with JSON-RPC's ``-32602`` (``picky``), fail
+  (``crash``, ``-32603``) or answer JSON nested as deep as asked (``deep``);
 - ``/flood``: a stateful session whose GET stream sends ``notifications/tools/list_changed``
   every few milliseconds, for as long as it is open;
 - ``/huge-list``: ``tools/list`` of ``PAGES`` pages of ``PAGE_TOOLS`` tools each (a test
@@ -40,6 +40,7 @@ TOOLS = [
     _tool("big", "Answer with the given number of bytes of text.", size="integer"),
     _tool("picky", "Refuse every call as invalid parameters.", value="string"),
     _tool("crash", "Fail every call with an internal error."),
+    _tool("deep", "Answer structured content nested this many levels deep.", levels="integer"),
 ]
 
 
@@ -94,6 +95,8 @@ class HostileMcp:
             return {"content": [{"type": "text", "text": f"slept {arguments.get('seconds')}"}]}
         if name == "big":
             return {"content": [{"type": "text", "text": "x" * int(arguments.get("size", 0))}]}
+        if name == "deep":
+            return Deep(int(arguments.get("levels", 0)))
         if name == "picky":
             raise RpcError(-32602, f"Invalid params: value {arguments.get('value')!r} refused")
         raise RpcError(-32603, "Internal error: the tool crashed")
@@ -128,7 +131,11 @@ class HostileMcp:
                     reply = {"result": mcp._result(self.path, method, params)}
                 except RpcError as exc:
                     reply = {"error": {"code": exc.code, "message": exc.message}}
-                raw = json.dumps({"jsonrpc": "2.0", "id": message["id"], **reply}).encode()
+                result = reply.get("result")
+                if isinstance(result, Deep):  # written by hand: json.dumps would recurse
+                    raw = result.message(message["id"])
+                else:
+                    raw = json.dumps({"jsonrpc": "2.0", "id": message["id"], **reply}).encode()
                 session = {"Mcp-Session-Id": "flood-1"} if self.path == "/flood" else {}
                 self._send(200, raw, **{"Content-Type": "application/json", **session})
 
@@ -161,6 +168,19 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hung up mid-answer (a timeout, a refused answer) is expected
+
+
+class Deep:
+    """A ``tools/call`` result whose ``structuredContent`` is ``levels`` deep."""
+
+    def __init__(self, levels: int) -> None:
+        self.levels = levels
+
+    def message(self, request_id: Any) -> bytes:
+        inner = '{"a": [' * (self.levels // 2) + '"bottom"' + "]}" * (self.levels // 2)
+        result = '{"content": [{"type": "text", "text": "deep"}], "structuredContent": '
+        head = f'{{"jsonrpc": "2.0", "id": {json.dumps(request_id)}, "result": '
+        return (head + result + '{"v": ' + inner + "}}}").encode()
 
 
 class RpcError(Exception):

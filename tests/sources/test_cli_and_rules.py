@@ -12,9 +12,10 @@ import pytest
 from app.cli.main import main
 from app.cli.sources import value
 from app.gateway.limits import Breaker
+from app.sources.masking import mask
 from app.sources.outbound import OutboundRefused, OutboundRules, http_client
 from app.sources.schemas import SecretRef
-from app.sources.secrets import SecretMissing, mask, resolve
+from app.sources.secrets import SecretMissing, resolve
 
 MULTI = Path(__file__).resolve().parents[1] / "data" / "openapi_multi" / "api.yaml"
 

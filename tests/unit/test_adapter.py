@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.routing import RouterConfig, RouterIndex, ToolDoc, route
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.adapter import (
     Adapter,
     Learned,
@@ -73,7 +73,7 @@ def test_only_tools_with_reports_get_a_learned_part() -> None:
     tools, steps, labels = confusable()
     pairs = joined(Pairs(steps, labels, np.ones(40, np.float32)), anchors(tools))
     adapter = train(pairs, tools, ["t0"], Training(epochs=60, batch=16, learning_rate=1e-2))
-    part = adapter.learned_part(steps[0], tools, np.array([True, False, False]), 2.0)
+    part = adapter.learned_contribution(steps[0], tools, np.array([True, False, False]), 2.0)
     assert part[0] > 0 and part[1] == 0 and part[2] == 0
 
 
@@ -90,9 +90,12 @@ def test_a_served_adapter_routes_reported_steps_to_their_tool() -> None:
     index = index_of(tools)
     pairs = joined(Pairs(steps, labels, np.ones(40, np.float32)), anchors(tools))
     adapter = train(pairs, tools, ["t0"], Training(epochs=60, batch=16, learning_rate=1e-2))
-    before = route(index, "do it", steps[0], k=3, config=CONFIG)
-    after = route(
-        index, "do it", steps[0], k=3, config=CONFIG, learned=Learned(adapter, weight=5.0)
+    before = Router(CONFIG).route(NamespaceView(index), "do it", steps[0], RouteOptions(k=3))
+    after = Router(CONFIG).route(
+        NamespaceView(index, learned=Learned(adapter, weight=5.0)),
+        "do it",
+        steps[0],
+        RouteOptions(k=3),
     )
     assert before[0].name == "t1" and "learned" not in before[0].stages
     assert after[0].name == "t0" and after[0].stages["learned"] > 0
@@ -102,9 +105,11 @@ def test_a_served_adapter_routes_reported_steps_to_their_tool() -> None:
 def test_an_identity_adapter_changes_no_score() -> None:
     tools, steps, _ = confusable()
     index = index_of(tools)
-    plain = route(index, "do it", steps[3], k=3, config=CONFIG)
+    plain = Router(CONFIG).route(NamespaceView(index), "do it", steps[3], RouteOptions(k=3))
     learned = Learned(Adapter(np.eye(4, dtype=np.float32), frozenset({"t0", "t1", "t2"})))
-    same = route(index, "do it", steps[3], k=3, config=CONFIG, learned=learned)
+    same = Router(CONFIG).route(
+        NamespaceView(index, learned=learned), "do it", steps[3], RouteOptions(k=3)
+    )
     assert [c.name for c in same] == [c.name for c in plain]
     assert [c.score for c in same] == pytest.approx([c.score for c in plain], abs=1e-6)
     assert [c.confidence for c in same] == [c.confidence for c in plain]
@@ -114,7 +119,9 @@ def test_an_adapter_of_another_dimension_is_not_read() -> None:
     tools, steps, _ = confusable()
     index = index_of(tools)
     other = Learned(Adapter(np.eye(3, dtype=np.float32), frozenset({"t0"})))
-    answer = route(index, "do it", steps[0], k=3, config=CONFIG, learned=other)
+    answer = Router(CONFIG).route(
+        NamespaceView(index, learned=other), "do it", steps[0], RouteOptions(k=3)
+    )
     assert all(c.stages["learned"] == 0 for c in answer)
 
 

@@ -14,7 +14,7 @@ from app.advice.kinds import Standing, findings, kind_of, parameter_change, sunk
 from app.advice.replay import firsts, heal, observed, replay
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import RouterConfig, RouterIndex, embedding_text
-from app.routing.penalty import compile_rules, query_evidence, verdict
+from app.routing.penalty import check_parameters, compile_rules, step_offer
 from app.routing.text import analyse
 from app.tools.catalog import card_to_doc
 from registry.card import ToolCard
@@ -109,7 +109,7 @@ def test_the_penalty_sinking_the_used_tool_is_a_parameter_finding(
     # the rule check itself now reads the step's "weekly" as the value
     step = "weekly weather forecast"
     rules = compile_rules(change.value, "weather_forecast")
-    assert verdict(rules, query_evidence(step, analyse(step), None)).missing == ()
+    assert check_parameters(rules, step_offer(step, analyse(step), None)).missing == ()
 
 
 def test_heal_applies_both_kinds_and_breaks_nothing(encoder: Encoder, shop: Any) -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.routing import RouterConfig, RouterIndex, ToolDoc, pipeline, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+)
+from app.routing import scores as scores_module
 from app.routing.bm25 import bm25_scores
 from app.routing.text import analyse
 
@@ -105,7 +113,7 @@ class Noisy:
 
 
 def _full_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "candidate_scores", lambda *args: None)
+    monkeypatch.setattr(scores_module, "candidate_scores", lambda *args: None)
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -124,49 +132,56 @@ def _full_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_same_answer_as_scoring_every_tool(
     query: str, options: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fast = route(INDEX, query, _vector(query), config=CONFIG, **options)
+    view = NamespaceView(INDEX, prior=options.pop("prior", None))
+    fast = Router(CONFIG).route(view, query, _vector(query), RouteOptions(**options))
     with monkeypatch.context() as patched:
         _full_scoring(patched)
-        full = route(INDEX, query, _vector(query), config=CONFIG, **options)
+        full = Router(CONFIG).route(view, query, _vector(query), RouteOptions(**options))
     _same(fast, full)
 
 
 def test_it_scores_a_few_candidates_not_every_tool(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[pipeline.Scores] = []
-    original = pipeline.candidate_scores
+    seen: list[scores_module.Scores] = []
+    original = scores_module.candidate_scores
 
-    def spy(*args: object) -> pipeline.Scores | None:
+    def spy(*args: object) -> scores_module.Scores | None:
         scores = original(*args)  # type: ignore[arg-type]
         if scores is not None:
             seen.append(scores)
         return scores
 
-    monkeypatch.setattr(pipeline, "candidate_scores", spy)
+    monkeypatch.setattr(scores_module, "candidate_scores", spy)
     query = "weather in the city tomorrow"
-    route(INDEX, query, _vector(query), k=3, prior=PRIOR, config=CONFIG)
+    Router(CONFIG).route(
+        NamespaceView(INDEX, prior=PRIOR), query, _vector(query), RouteOptions(k=3)
+    )
     (scores,) = seen
     touched = np.flatnonzero(bm25_scores(INDEX.keyword, analyse(query)))
     cosine = (MATRIX @ _vector(query)[0]).argsort()[-CONFIG.pool_size :]
     named = [INDEX.positions[n] for n in (*PRIOR, "tool_7", "tool_700")]
     expected = set(touched) | set(cosine) | set(named)
-    assert set(scores.cols) == expected
+    assert set(scores.tool_ids) == expected
     assert len(expected) < N
     # Control: several asks take the general path.
     seen.clear()
     query = QUERIES[2]
-    route(INDEX, query, _vector(query), k=3, config=CONFIG)
+    Router(CONFIG).route(NamespaceView(INDEX), query, _vector(query), RouteOptions(k=3))
     assert not seen
 
 
 def test_approximate_cosines_rank_as_exact_ones() -> None:
     raw_differs = 0
     for query in QUERIES:
-        exact = route(INDEX, query, _vector(query), k=5, config=CONFIG)
-        fixed = route(INDEX, query, _vector(query), k=5, config=CONFIG, cosines=Noisy(0.01))
+        exact = Router(CONFIG).route(NamespaceView(INDEX), query, _vector(query), RouteOptions(k=5))
+        fixed = Router(CONFIG, cosines=Noisy(0.01)).route(
+            NamespaceView(INDEX), query, _vector(query), RouteOptions(k=5)
+        )
         assert [c.name for c in fixed] == [c.name for c in exact], query
         # Control: the same noise, not declared approximate, is not fixed.
         noisy = Noisy(0.01)
         del noisy.approximate
-        raw = route(INDEX, query, _vector(query), k=5, config=CONFIG, cosines=noisy)
+        raw = Router(CONFIG, cosines=noisy).route(
+            NamespaceView(INDEX), query, _vector(query), RouteOptions(k=5)
+        )
         raw_differs += [c.name for c in raw] != [c.name for c in exact]
     assert raw_differs >= 2

@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import make_encoder
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+)
 from app.routing.examples import card_examples, example_columns
+from app.routing.memory import QueryMemory
 
 SAME = "Current weather in a city, right now: temperature, wind and rain."
 DOCS = [
@@ -26,8 +35,11 @@ def vector(text: str) -> np.ndarray:
     return np.asarray(ENCODER.encode([text])[0], dtype=np.float32)
 
 
-def ranked(index: RouterIndex, query: str, **kw: object) -> list[tuple[str, float, dict]]:
-    found = route(index, query, vector(query), k=3, config=CONFIG, **kw)  # type: ignore[arg-type]
+def ranked(
+    index: RouterIndex, query: str, examples: QueryMemory | None = None
+) -> list[tuple[str, float, dict]]:
+    view = NamespaceView(index, examples=examples)
+    found = Router(CONFIG).route(view, query, vector(query), RouteOptions(k=3))
     return [(c.name, c.score, c.stages) for c in found]
 
 

@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import FakeEncoder
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, query_texts, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+    query_texts,
+)
 from app.routing.bm25 import bm25_scores
 from app.routing.confidence import (
     CEILING,
@@ -27,14 +36,14 @@ from app.routing.text import analyse
 
 EVIDENCE = Evidence(
     cosine=0.5,
-    ask_cosine=0.6,
+    part_cosine=0.6,
     bm25=3.0,
     coverage=0.5,
     fused=2.0,
     lead=0.5,
     gap=0.5,
     tools=100,
-    asks=1,
+    part_count=1,
     penalty=0.0,
 )
 COSINE = Shape("cosine", 0.0, 1.0, (0.5,), (2.0, 4.0))
@@ -90,7 +99,7 @@ def test_a_shape_names_a_known_feature_and_fits_its_pieces() -> None:
 # candidate's own fused score raises its lead and gap; a weaker runner-up raises its lead).
 SHARED = {
     "cosine": {"cosine": 0.05},
-    "ask_cosine": {"ask_cosine": 0.05},
+    "part_cosine": {"part_cosine": 0.05},
     "bm25": {"bm25": 1.0},
     "coverage": {"coverage": 0.05},
     "penalty": {"penalty": 0.025},
@@ -111,7 +120,7 @@ def test_the_shipped_model_never_lowers_confidence_for_more_evidence() -> None:
             if shape.feature in MONOTONE:
                 assert min(shape.slopes) >= 0, shape
             assert shape.feature in FEATURES
-    leader = dataclasses.replace(EVIDENCE, cosine=0.1, ask_cosine=0.1, bm25=0.0, coverage=0.0)
+    leader = dataclasses.replace(EVIDENCE, cosine=0.1, part_cosine=0.1, bm25=0.0, coverage=0.0)
     other = dataclasses.replace(leader, fused=0.5, lead=-3.0, gap=0.0, penalty=-0.3)
     for base, bumps in ((leader, {**SHARED, **LEADER_ONLY}), (other, {**SHARED, **OTHERS_ONLY})):
         for name, bump in bumps.items():
@@ -130,14 +139,14 @@ def test_the_inlined_logit_is_the_sum_of_the_shapes() -> None:
     for _ in range(300):
         evidence = Evidence(
             cosine=float(rng.uniform(-0.2, 1.0)),
-            ask_cosine=float(rng.uniform(-0.2, 1.0)),
+            part_cosine=float(rng.uniform(-0.2, 1.0)),
             bm25=float(rng.uniform(0, 60)),
             coverage=float(rng.uniform(0, 1)),
             fused=float(rng.uniform(-2, 25)),
             lead=float(rng.uniform(-10, 10)),
             gap=float(rng.uniform(0, 10)),
             tools=int(rng.integers(1, 200_000)),
-            asks=int(rng.integers(1, 9)),
+            part_count=int(rng.integers(1, 9)),
             penalty=-0.1 * int(rng.integers(0, 4)),
         )
         for role in (CONFIDENCE_MODEL.leader, CONFIDENCE_MODEL.others):
@@ -172,7 +181,9 @@ INDEX = RouterIndex.build(DOCS, VECTORS, CONFIG)
 
 
 def _ask(query: str, **options: object) -> list:
-    return route(INDEX, query, ENCODER.encode(query_texts(query)), config=CONFIG, **options)  # type: ignore[arg-type]
+    return Router(CONFIG).route(
+        NamespaceView(INDEX), query, ENCODER.encode(query_texts(query)), RouteOptions(**options)
+    )  # type: ignore[arg-type]
 
 
 def test_the_evidence_is_the_raw_cosine_bm25_and_fused_margins() -> None:
@@ -185,9 +196,9 @@ def test_the_evidence_is_the_raw_cosine_bm25_and_fused_margins() -> None:
     for c in answer:
         i = INDEX.positions[c.name]
         assert c.evidence.cosine == pytest.approx(float(VECTORS[i] @ unit), abs=1e-5)
-        assert c.evidence.ask_cosine == c.evidence.cosine  # one ask
+        assert c.evidence.part_cosine == c.evidence.cosine  # one ask
         assert c.evidence.bm25 == pytest.approx(float(bm25[i]), rel=1e-5)
-        assert c.evidence.tools == len(DOCS) and c.evidence.asks == 1
+        assert c.evidence.tools == len(DOCS) and c.evidence.part_count == 1
         # the relative parts are the fused z-score over the best one's
         relevance = c.stages["keyword"] + c.stages["embedding"]
         assert relevance * answer[0].evidence.fused == pytest.approx(c.evidence.fused, abs=1e-5)
@@ -221,7 +232,7 @@ def test_leaving_tools_out_is_building_without_them() -> None:
     assert smaller.names == rebuilt.names
     for query in ("where is my parcel", "book a table for two", "weather in Oslo"):
         vec = ENCODER.encode(query_texts(query))
-        assert route(smaller, query, vec, k=4, config=CONFIG) == route(
-            rebuilt, query, vec, k=4, config=CONFIG
-        )
+        assert Router(CONFIG).route(
+            NamespaceView(smaller), query, vec, RouteOptions(k=4)
+        ) == Router(CONFIG).route(NamespaceView(rebuilt), query, vec, RouteOptions(k=4))
     assert INDEX.without({"no_such_tool"}).names == INDEX.names

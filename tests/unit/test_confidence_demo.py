@@ -12,7 +12,16 @@ from __future__ import annotations
 import pytest
 
 from app.embedding.encoders import Encoder, make_encoder
-from app.routing import Candidate, RouterConfig, RouterIndex, embedding_text, query_texts, route
+from app.routing import (
+    Candidate,
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    embedding_text,
+    query_texts,
+)
 from app.routing.confidence_fit import CONFIDENCE_MODEL, RECOMMENDED_MIN_CONFIDENCE
 from app.services import demo_cards
 from app.tools.catalog import card_to_doc, parse_batch
@@ -43,7 +52,9 @@ def index(encoder: Encoder) -> RouterIndex:
 
 
 def top(index: RouterIndex, encoder: Encoder, query: str) -> Candidate:
-    answer = route(index, query, encoder.encode(query_texts(query)), k=3, config=CONFIG)
+    answer = Router(CONFIG).route(
+        NamespaceView(index), query, encoder.encode(query_texts(query)), RouteOptions(k=3)
+    )
     return answer[0]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.routing import RouterConfig, RouterIndex, ToolDoc, route
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.adapter import Adapter, Learned
 from app.routing.calibration import MIN_LABELS, Calibration
 from app.routing.memory import QueryMemory
@@ -52,16 +52,11 @@ def cases(draw: st.DrawFn) -> tuple:  # type: ignore[type-arg]
 @given(cases(), st.booleans())
 def test_confidence_never_rises_down_an_answer(case: tuple, split: bool) -> None:  # type: ignore[type-arg]
     index, step, query, prior, memory, k, learned = case
-    answer = route(
-        index,
+    answer = Router(CONFIG).route(
+        NamespaceView(index, prior=prior, memory=memory, learned=learned),
         step,
         query,
-        k=k,
-        config=CONFIG,
-        prior=prior,
-        memory=memory,
-        split=split,
-        learned=learned,
+        RouteOptions(k=k, split=split),
     )
     shown = [c.confidence for c in answer]
     assert all(b <= a for a, b in itertools.pairwise(shown)), shown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.routing import RouterConfig, RouterIndex, ToolDoc, route
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.signals import EXACT_TOP, decisive_tools, exact_where_it_counts
 
 CONFIG = RouterConfig()
@@ -80,18 +80,26 @@ def test_only_the_decisive_cosines_change_and_they_become_exact() -> None:
 
 
 def test_a_route_on_approximate_rows_ranks_as_on_exact_ones() -> None:
-    exact = route(INDEX, QUERY, QUERY_VEC, k=5, config=CONFIG)
-    fixed = route(INDEX, QUERY, QUERY_VEC, k=5, config=CONFIG, cosines=Noisy(0.05))
+    exact = Router(CONFIG).route(NamespaceView(INDEX), QUERY, QUERY_VEC, RouteOptions(k=5))
+    fixed = Router(CONFIG, cosines=Noisy(0.05)).route(
+        NamespaceView(INDEX), QUERY, QUERY_VEC, RouteOptions(k=5)
+    )
     assert [c.name for c in fixed] == [c.name for c in exact]
     for a, b in zip(fixed, exact, strict=True):  # the same cosines; the row's spread moved
         assert abs(a.stages["embedding"] - b.stages["embedding"]) < 0.05
     # Control: the same noise, not declared approximate, is not fixed and reorders the top.
-    raw = route(INDEX, QUERY, QUERY_VEC, k=5, config=CONFIG, cosines=Noisy(0.05, say_so=False))
+    raw = Router(CONFIG, cosines=Noisy(0.05, say_so=False)).route(
+        NamespaceView(INDEX), QUERY, QUERY_VEC, RouteOptions(k=5)
+    )
     assert [c.name for c in raw] != [c.name for c in exact]
 
 
 def test_with_tags_the_eligible_tools_get_the_exact_cosines() -> None:
     tags = ["weather"]  # every eighth tool
-    exact = route(INDEX, QUERY, QUERY_VEC, k=5, tags=tags, config=CONFIG)
-    fixed = route(INDEX, QUERY, QUERY_VEC, k=5, tags=tags, config=CONFIG, cosines=Noisy(0.05))
+    exact = Router(CONFIG).route(
+        NamespaceView(INDEX), QUERY, QUERY_VEC, RouteOptions(k=5, tags=tags)
+    )
+    fixed = Router(CONFIG, cosines=Noisy(0.05)).route(
+        NamespaceView(INDEX), QUERY, QUERY_VEC, RouteOptions(k=5, tags=tags)
+    )
     assert [c.name for c in fixed] == [c.name for c in exact]

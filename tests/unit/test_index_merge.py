@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import FakeEncoder
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, query_texts, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+    query_texts,
+)
 from app.routing.index import IndexSegment
 
 ENCODER = FakeEncoder(dim=32)
@@ -91,7 +100,9 @@ def answers(index: RouterIndex) -> list[object]:
     for query in QUERIES:
         vec = ENCODER.encode(query_texts(query)) if query else None
         for k, tags in ((3, None), (8, ["a"]), (1, ["b", "C"])):
-            found = route(index, query, vec, k=k, tags=tags, config=CONFIG)
+            found = Router(CONFIG).route(
+                NamespaceView(index), query, vec, RouteOptions(k=k, tags=tags)
+            )
             out.append([(c.name, c.score, c.stages, c.missing_required) for c in found])
     return out
 

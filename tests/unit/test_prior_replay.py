@@ -9,7 +9,15 @@ import numpy as np
 
 from app.cli.eval_prior import format_replay, replay_prior
 from app.embedding.encoders import make_encoder
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+)
 from tests.conftest import make_settings
 
 # Twin cards: the fake encoder and BM25 score them exactly alike for the weather queries.
@@ -28,7 +36,12 @@ def ranked(query: str, prior: dict[str, float] | None = None) -> list[str]:
     config = RouterConfig()
     index = RouterIndex.build(DOCS, encoder.encode([embedding_text(d) for d in DOCS]), config)
     vector = np.asarray(encoder.encode([query])[0], dtype=np.float32)
-    return [c.name for c in route(index, query, vector, k=4, prior=prior, config=config)]
+    return [
+        c.name
+        for c in Router(config).route(
+            NamespaceView(index, prior=prior), query, vector, RouteOptions(k=4)
+        )
+    ]
 
 
 def write_dataset(folder: Path, label: str) -> Path:
@@ -92,7 +105,12 @@ def test_a_replay_with_learning_trains_a_guarded_adapter_the_reports_agree_with(
     )
     steps = [f"current weather in {city} for day {n}" for n in range(6) for city in CITIES]
     vector = np.asarray(encoder.encode([steps[0]])[0], dtype=np.float32)
-    second = [c.name for c in route(index, steps[0], vector, k=3, config=RouterConfig())][1]
+    second = [
+        c.name
+        for c in Router(RouterConfig()).route(
+            NamespaceView(index), steps[0], vector, RouteOptions(k=3)
+        )
+    ][1]
     queries = [{"query": step, "relevant": [second]} for step in steps]
     (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools) + "\n")
     (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")

@@ -11,11 +11,19 @@ import pytest
 from app.embedding.encoders import make_encoder
 from app.loop.memory import KEY_STEPS, remembered_steps, step_hash, substance_since
 from app.loop.repository import ForgetMark, MemoryReport
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+)
 from app.routing.memory import (
     QueryMemory,
     agreement,
-    memory_part,
+    memory_contribution,
     memory_votes,
     principal_basis,
     segment_rows,
@@ -47,7 +55,9 @@ def memory_of(steps: dict[str, str]) -> QueryMemory:
 
 
 def ranked(query: str, memory: QueryMemory | None) -> list[tuple[str, float, dict[str, float]]]:
-    found = route(INDEX, query, vector(query), k=4, config=CONFIG, memory=memory)
+    found = Router(CONFIG).route(
+        NamespaceView(INDEX, memory=memory), query, vector(query), RouteOptions(k=4)
+    )
     return [(c.name, c.score, c.stages) for c in found]
 
 
@@ -61,7 +71,9 @@ def test_no_memory_routes_exactly_as_before_without_a_memory_stage() -> None:
     for query in ("current weather in Paris", "send an email to Ann", "translate this"):
         before = [
             (c.name, c.score, c.stages)
-            for c in route(INDEX, query, vector(query), k=4, config=CONFIG)
+            for c in Router(CONFIG).route(
+                NamespaceView(INDEX), query, vector(query), RouteOptions(k=4)
+            )
         ]
         assert ranked(query, None) == before
         assert all("memory" not in stages for _, _, stages in before)
@@ -160,7 +172,7 @@ def straightforward_part(
     query: np.ndarray,
     config: RouterConfig,
 ) -> np.ndarray:
-    """memory_part as the formula reads, tool by tool and step by step (module doc)."""
+    """memory_contribution as the formula reads, tool by tool and step by step (module doc)."""
     unit = query / np.linalg.norm(query)
     projected = unit if memory.basis is None else memory.basis @ unit
     part = np.zeros(total.size, dtype=np.float32)
@@ -195,7 +207,7 @@ def test_the_fast_memory_part_agrees_with_the_formula_on_random_data(dims: int) 
         total = rng.random(cols.size)  # distinct: the pool is the same however it is found
         query = base[rng.integers(0, n_tools)] + rng.standard_normal(d).astype(np.float32)
         rows = np.stack([query, -query]) if trial % 3 == 0 else query  # whole step, an ask
-        fast = memory_part(memory, names, cols, total, rows, config)
+        fast = memory_contribution(memory, names, cols, total, rows, config)
         slow = straightforward_part(memory, names, cols, total, query, config)
         assert np.count_nonzero(slow) > 0 or trial % 2
         np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6)
@@ -204,22 +216,22 @@ def test_the_fast_memory_part_agrees_with_the_formula_on_random_data(dims: int) 
     total = rng.random(n_tools)
     query = rng.standard_normal(d).astype(np.float32)
     np.testing.assert_allclose(
-        memory_part(memory, other, cols, total, query, config),
+        memory_contribution(memory, other, cols, total, query, config),
         straightforward_part(memory, other, cols, total, query, config),
         rtol=1e-5,
         atol=1e-6,
     )
     unseen = tuple(f"u{i}" for i in range(n_tools))  # no tool with memory: all zeros
-    assert not memory_part(memory, unseen, cols, total, query, config).any()
+    assert not memory_contribution(memory, unseen, cols, total, query, config).any()
     huge = query * np.float32(1e30)  # its square overflows float32: normalised as before
     np.testing.assert_allclose(
-        memory_part(memory, names, cols, total, huge, config),
-        memory_part(memory, names, cols, total, query, config),
+        memory_contribution(memory, names, cols, total, huge, config),
+        memory_contribution(memory, names, cols, total, query, config),
         rtol=1e-5,
         atol=1e-6,
     )
     broken = np.full(d, np.nan, dtype=np.float32)
-    assert not memory_part(memory, names, cols, total, broken, config).any()
+    assert not memory_contribution(memory, names, cols, total, broken, config).any()
 
 
 def whole_build(tools: list[str], vectors: np.ndarray, dims: int) -> QueryMemory:

@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import FakeEncoder
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, query_texts, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+    query_texts,
+)
 from app.routing.confidence import Evidence, non_increasing
 from app.routing.cover import cover, relative_rows
 from app.routing.diversity import mmr_order
@@ -47,8 +56,12 @@ def index() -> RouterIndex:
 
 def ask(index: RouterIndex, step: str, *, split: bool = True, **kwargs: object) -> list[Candidate]:
     texts = query_texts(step, split=split)
-    return route(
-        index, step, ENCODER.encode(texts), config=CONFIG, texts=texts, split=split, **kwargs
+    return Router(CONFIG).route(
+        NamespaceView(index),
+        step,
+        ENCODER.encode(texts),
+        RouteOptions(split=split, **kwargs),
+        texts=texts,
     )
 
 
@@ -90,7 +103,9 @@ def test_a_one_part_step_is_answered_as_with_split_off(index: RouterIndex) -> No
 def test_split_off_reads_a_step_of_several_parts_whole(index: RouterIndex) -> None:
     one = ask(index, STEP, k=3, split=False)
     assert all(c.part is None for c in one)
-    alone = route(index, STEP, ENCODER.encode([STEP]), k=3, config=CONFIG, texts=[STEP])
+    alone = Router(CONFIG).route(
+        NamespaceView(index), STEP, ENCODER.encode([STEP]), RouteOptions(k=3), texts=[STEP]
+    )
     assert [c.name for c in alone] == [c.name for c in ask(index, STEP, k=3, split=False)]
 
 
@@ -101,8 +116,8 @@ def test_a_leader_reads_its_part_as_a_step_of_its_own(index: RouterIndex) -> Non
     alone = next(c for c in ask(index, part, k=7) if c.name == "create_reminder")
     for field in ("cosine", "bm25", "coverage"):
         assert getattr(reminder.evidence, field) == pytest.approx(getattr(alone.evidence, field))
-    assert reminder.evidence.ask_cosine == reminder.evidence.cosine
-    assert reminder.evidence.asks == 1 and reminder.evidence.lead >= 0
+    assert reminder.evidence.part_cosine == reminder.evidence.cosine
+    assert reminder.evidence.part_count == 1 and reminder.evidence.lead >= 0
 
 
 def test_min_confidence_and_k_one_still_cover(index: RouterIndex) -> None:

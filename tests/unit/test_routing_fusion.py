@@ -47,7 +47,7 @@ def test_fuse_whole_query_is_a_weighted_sum_of_zscores() -> None:
 
 
 def test_fuse_adds_each_tools_best_part() -> None:
-    config = RouterConfig(keyword_weight=1.0, embedding_weight=0.0, segment_weight=0.5)
+    config = RouterConfig(keyword_weight=1.0, embedding_weight=0.0, part_weight=0.5)
     # row 0 whole step; rows 1-2 two parts: tool 0 serves the first, tool 1 the second,
     # tool 2 is a weak all-rounder that the whole step's row prefers to tool 1
     keyword = np.array([[4.0, 2.0, 2.5], [4.0, 0.0, 1.5], [0.0, 2.0, 1.0]])

@@ -8,7 +8,7 @@ import pytest
 
 from app.embedding.batching import BatchingEncoder
 from app.embedding.encoders import FakeEncoder, MixEncoder, multilingual_dims
-from app.routing import RouterConfig, RouterIndex, ToolDoc, route
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.fusion import LanguageView, language_parts, weighted_zscore, zscore
 from app.routing.language import (
     Visibility,
@@ -151,7 +151,10 @@ STEP_VEC = np.array([0.1, 0.9, 0.0, 0.0, 0.9, 0.3, 0.2, 0.0], dtype=np.float32)
 
 
 def names(index: RouterIndex, query: str, vec: np.ndarray, **kw: object) -> list[str]:
-    return [c.name for c in route(index, query, vec, k=3, config=CONFIG, **kw)]  # type: ignore[arg-type]
+    return [
+        c.name
+        for c in Router(CONFIG).route(NamespaceView(index), query, vec, RouteOptions(k=3, **kw))
+    ]  # type: ignore[arg-type]
 
 
 def test_a_chinese_step_reaches_the_english_card_the_multilingual_part_sees() -> None:
@@ -164,9 +167,11 @@ def test_a_chinese_step_reaches_the_english_card_the_multilingual_part_sees() ->
 
 def test_stage_parts_still_add_up_across_languages() -> None:
     index = RouterIndex.build(DOCS, CARDS, CONFIG, multilingual=(4, 8))
-    for candidate in route(index, STEP, STEP_VEC, k=3, config=CONFIG):
+    for candidate in Router(CONFIG).route(NamespaceView(index), STEP, STEP_VEC, RouteOptions(k=3)):
         assert sum(candidate.stages.values()) == pytest.approx(candidate.score, abs=1e-6)
-    assert route(index, STEP, STEP_VEC, k=1, config=CONFIG)[0].score == pytest.approx(1.0)
+    assert Router(CONFIG).route(NamespaceView(index), STEP, STEP_VEC, RouteOptions(k=1))[
+        0
+    ].score == pytest.approx(1.0)
 
 
 def test_without_cjk_anywhere_the_answer_is_the_same_to_the_last_digit() -> None:
@@ -176,22 +181,22 @@ def test_without_cjk_anywhere_the_answer_is_the_same_to_the_last_digit() -> None
     seeing = RouterIndex.build(english, cards, CONFIG, multilingual=(4, 8))
     vec = np.array([0.2, 0.7, 0.1, 0.0, 0.5, 0.5, 0.0, 0.1], dtype=np.float32)
     for query in ("send a meeting invite", "email Ana and add the meeting"):  # one ask, two
-        assert route(plain, query, vec, k=3, config=CONFIG) == route(
-            seeing, query, vec, k=3, config=CONFIG
-        )
+        assert Router(CONFIG).route(NamespaceView(plain), query, vec, RouteOptions(k=3)) == Router(
+            CONFIG
+        ).route(NamespaceView(seeing), query, vec, RouteOptions(k=3))
 
 
 def test_the_rule_needs_the_embedding_stage_and_zscore_fusion() -> None:
     index = RouterIndex.build(DOCS, CARDS, CONFIG, multilingual=(4, 8))
     blind = RouterIndex.build(DOCS, CARDS, CONFIG)
     for config in (RouterConfig(fusion="minmax"), RouterConfig(fusion="rrf")):
-        assert route(index, STEP, STEP_VEC, k=3, config=config) == route(
-            blind, STEP, STEP_VEC, k=3, config=config
-        )
+        assert Router(config).route(
+            NamespaceView(index), STEP, STEP_VEC, RouteOptions(k=3)
+        ) == Router(config).route(NamespaceView(blind), STEP, STEP_VEC, RouteOptions(k=3))
     keyword_only = frozenset({"keyword", "prior", "penalty"})
-    assert route(index, STEP, STEP_VEC, k=3, config=CONFIG, stages=keyword_only) == route(
-        blind, STEP, STEP_VEC, k=3, config=CONFIG, stages=keyword_only
-    )
+    assert Router(CONFIG, keyword_only).route(
+        NamespaceView(index), STEP, STEP_VEC, RouteOptions(k=3)
+    ) == Router(CONFIG, keyword_only).route(NamespaceView(blind), STEP, STEP_VEC, RouteOptions(k=3))
 
 
 def test_tags_select_the_tools_before_the_lead_is_chosen() -> None:

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from app.routing.penalty import (
-    Verdict,
+    ParameterCheck,
+    check_parameters,
     compile_rules,
     missing_required,
     penalty,
-    query_evidence,
-    verdict,
+    step_offer,
 )
 from app.routing.text import analyse
 from app.routing.values import value_kind
@@ -29,15 +29,15 @@ DEMO = {
 
 
 def missing(schema: dict[str, Any], query: str, context: dict[str, Any] | None = None) -> tuple:
-    evidence = query_evidence(query, analyse(query), context)
-    return missing_required(compile_rules(schema), evidence, value_problem)
+    offer = step_offer(query, analyse(query), context)
+    return missing_required(compile_rules(schema), offer, value_problem)
 
 
-def demo(tool: str, query: str, context: dict[str, Any] | None = None) -> Verdict:
+def demo(tool: str, query: str, context: dict[str, Any] | None = None) -> ParameterCheck:
     """The rule check's verdict for one demo catalog card, with the service's schema check."""
     card = DEMO[tool]
     rules = compile_rules(card["parameters"], card["name"])
-    return verdict(rules, query_evidence(query, analyse(query), context), value_problem)
+    return check_parameters(rules, step_offer(query, analyse(query), context), value_problem)
 
 
 def one(name: str, **prop: Any) -> dict[str, Any]:
@@ -76,9 +76,9 @@ def test_a_mention_is_not_a_value_but_is_noted_for_the_ranking() -> None:
     assert missing(one("country", type="string"), "nurses per country please") == ("country",)
     location = compile_rules(one("location", type="string"))
     for query, mentioned in (("what is on in my city tonight", ("location",)), ("what is on", ())):
-        evidence = query_evidence(query, analyse(query), None)
-        found = verdict(location, evidence, value_problem)
-        assert found == Verdict(missing=("location",), mentioned=mentioned)
+        offer = step_offer(query, analyse(query), None)
+        found = check_parameters(location, offer, value_problem)
+        assert found == ParameterCheck(missing=("location",), mentioned=mentioned)
 
 
 # The examples of issue 17: the step names the parameter's noun but holds no value for it.
@@ -152,10 +152,12 @@ def test_the_reason_for_a_long_context_value_is_cut() -> None:
 
 
 def test_a_valid_context_value_counts_under_any_spelling_of_its_key() -> None:
-    assert demo("get_order_details", "show me the order", {"orderId": "o100234"}) == Verdict()
+    assert (
+        demo("get_order_details", "show me the order", {"orderId": "o100234"}) == ParameterCheck()
+    )
     items = [{"sku": "SKU-1", "quantity": 1}]
     context = {"order_id": "o100234", "items": items, "reason": "damaged"}
-    assert demo("create_return", "return it", context) == Verdict()
+    assert demo("create_return", "return it", context) == ParameterCheck()
 
 
 def test_the_step_can_supply_what_a_broken_context_value_does_not() -> None:
@@ -172,17 +174,17 @@ def test_a_context_value_is_checked_against_the_cards_own_definitions() -> None:
         "required": ["sku", "other"],
     }
     rules = compile_rules(schema)
-    evidence = query_evidence("check stock", analyse("check stock"), {"sku": "x", "other": 1})
-    found = verdict(rules, evidence, value_problem)
+    offer = step_offer("check stock", analyse("check stock"), {"sku": "x", "other": 1})
+    found = check_parameters(rules, offer, value_problem)
     assert found.invalid_context == (("sku", "'x' does not match '^SKU-[0-9]+$'"),)
     assert found.missing == ("sku",)  # "other" cannot be checked on its own: accepted
 
 
 def test_without_a_schema_check_values_are_recognised_by_their_shape() -> None:
     rules = compile_rules(DEMO["get_order_details"]["parameters"], "get_order_details")
-    evidence = query_evidence("order o123", analyse("order o123"), {})
-    assert verdict(rules, evidence).missing == ()
-    assert verdict(rules, evidence, value_problem).missing == ("order_id",)
+    offer = step_offer("order o123", analyse("order o123"), {})
+    assert check_parameters(rules, offer).missing == ()
+    assert check_parameters(rules, offer, value_problem).missing == ("order_id",)
 
 
 def test_numeric_ids_are_read_as_numbers() -> None:
@@ -272,12 +274,12 @@ def test_a_mention_softens_the_penalty_by_the_share_asked() -> None:
 
 def test_a_word_the_card_does_not_explain_supplies_only_plain_strings() -> None:
     query = "mass transfer rate for ethanol"
-    evidence = query_evidence(query, analyse(query), None)
+    offer = step_offer(query, analyse(query), None)
     substance = compile_rules(one("substance", type="string"))
-    assert missing_required(substance, evidence) == ("substance",)
-    assert missing_required(substance, evidence, unexplained=True) == ()
+    assert missing_required(substance, offer) == ("substance",)
+    assert missing_required(substance, offer, unexplained=True) == ()
     order = compile_rules(one("order_id", type="string"))
-    assert missing_required(order, evidence, unexplained=True) == ("order_id",)
+    assert missing_required(order, offer, unexplained=True) == ("order_id",)
 
 
 def test_ordinal_dates_count_as_dates() -> None:
@@ -297,5 +299,5 @@ def test_a_context_value_of_a_recursive_parameter_is_not_checked_against_the_wro
     }
     rules = compile_rules(schema)
     context = {"name": "a", "children": [{"name": "b"}]}
-    evidence = query_evidence("plant a tree", analyse("plant a tree"), context)
-    assert verdict(rules, evidence, value_problem) == Verdict()
+    offer = step_offer("plant a tree", analyse("plant a tree"), context)
+    assert check_parameters(rules, offer, value_problem) == ParameterCheck()

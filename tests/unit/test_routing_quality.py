@@ -23,12 +23,14 @@ from app.embedding.encoders import Encoder, make_encoder
 from app.routing import (
     ALL_STAGES,
     Candidate,
+    NamespaceView,
+    RouteOptions,
+    Router,
     RouterConfig,
     RouterIndex,
     ToolDoc,
     embedding_text,
     query_texts,
-    route,
 )
 
 pytestmark = pytest.mark.model
@@ -74,7 +76,9 @@ def answers(index: RouterIndex, encoder: Encoder) -> dict[str, dict[str, list[Ca
     for row in read("queries.jsonl"):
         vec = encoder.encode(query_texts(row["query"]))
         out[row["id"]] = {
-            label: route(index, row["query"], vec, k=3, config=CONFIG, stages=stages)
+            label: Router(CONFIG, stages).route(
+                NamespaceView(index), row["query"], vec, RouteOptions(k=3)
+            )
             for label, stages in ABLATIONS.items()
         }
     return out

@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import FakeEncoder
-from app.routing import ALL_STAGES, RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from app.routing import (
+    ALL_STAGES,
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+)
 from app.routing.parts import query_texts
 
 ENCODER = FakeEncoder(dim=128)
@@ -66,9 +75,15 @@ def build(docs: tuple[ToolDoc, ...] = TOOLS) -> RouterIndex:
 INDEX = build()
 
 
-def ask(query: str, **kwargs: object) -> list:
+def ask(
+    query: str,
+    prior: dict[str, float] | None = None,
+    stages: frozenset[str] = ALL_STAGES,
+    **options: object,
+) -> list:
     vec = ENCODER.encode(query_texts(query))
-    return route(INDEX, query, vec, config=CONFIG, **kwargs)  # type: ignore[arg-type]
+    view = NamespaceView(INDEX, prior=prior)
+    return Router(CONFIG, stages).route(view, query, vec, RouteOptions(**options))  # type: ignore[arg-type]
 
 
 def test_stage_parts_add_up_to_the_score() -> None:
@@ -97,7 +112,7 @@ def test_missing_required_parameters_are_penalised_and_reported() -> None:
 def test_empty_index_and_k_larger_than_the_index() -> None:
     empty = RouterIndex.build([], np.zeros((0, 128), dtype=np.float32), CONFIG)
     assert len(empty) == 0
-    assert route(empty, "weather", ENCODER.encode(["weather"]), config=CONFIG) == []
+    assert Router(CONFIG).route(NamespaceView(empty), "weather", ENCODER.encode(["weather"])) == []
     assert len(ask("weather", k=50)) == len(TOOLS)
     assert ask("weather", k=0) == []
 
@@ -113,15 +128,27 @@ def test_min_score_filters_even_the_fallback() -> None:
     passing = ask("translate this text", k=5, min_score=0.5)
     assert passing and all(c.score >= 0.5 for c in passing)
     assert ask("translate this text", min_score=5.0) == []
-    no_signal = route(INDEX, "zzqx vvbn", None, k=3, config=CONFIG)
+    no_signal = Router(CONFIG).route(NamespaceView(INDEX), "zzqx vvbn", None, RouteOptions(k=3))
     assert [c.name for c in no_signal] == ["search_web"]  # the pinned default
     floor = no_signal[0].score
-    assert route(INDEX, "zzqx vvbn", None, k=3, min_score=floor, config=CONFIG) == no_signal
-    assert route(INDEX, "zzqx vvbn", None, k=3, min_score=floor + 0.01, config=CONFIG) == []
+    assert (
+        Router(CONFIG).route(
+            NamespaceView(INDEX), "zzqx vvbn", None, RouteOptions(k=3, min_score=floor)
+        )
+        == no_signal
+    )
+    assert (
+        Router(CONFIG).route(
+            NamespaceView(INDEX), "zzqx vvbn", None, RouteOptions(k=3, min_score=floor + 0.01)
+        )
+        == []
+    )
 
 
 def test_no_keyword_match_and_no_vector_falls_back_to_pinned_then_most_used() -> None:
-    out = route(INDEX, "zzqx vvbn", None, k=3, prior={"get_weather": 0.9}, config=CONFIG)
+    out = Router(CONFIG).route(
+        NamespaceView(INDEX, prior={"get_weather": 0.9}), "zzqx vvbn", None, RouteOptions(k=3)
+    )
     assert [c.name for c in out] == ["search_web", "get_weather"]
     assert out[1].stages["prior"] == pytest.approx(CONFIG.prior_weight * 0.9)
 
@@ -142,12 +169,14 @@ def test_chinese_query_finds_the_chinese_card() -> None:
 def test_odd_queries_never_raise(query: str) -> None:
     out = ask(query, k=3)
     assert len(out) <= 3
-    assert route(INDEX, query, None, config=CONFIG) is not None
+    assert Router(CONFIG).route(NamespaceView(INDEX), query, None) is not None
 
 
 def test_prior_boost_is_weighted_and_capped() -> None:
     config = RouterConfig(prior_weight=0.2, prior_cap=0.5)
-    out = route(INDEX, "web search", None, k=5, prior={"search_web": 7.0}, config=config)
+    out = Router(config).route(
+        NamespaceView(INDEX, prior={"search_web": 7.0}), "web search", None, RouteOptions(k=5)
+    )
     assert {c.name: c for c in out}["search_web"].stages["prior"] == pytest.approx(0.1)
 
 
@@ -172,15 +201,15 @@ def test_ablation_flags_switch_stages_off(stages: frozenset[str], zero: set[str]
 def test_single_vector_and_segment_vectors_are_both_accepted() -> None:
     query = "Convert 20 EUR to USD. Then translate the text to French."
     whole = ENCODER.encode([query])
-    assert route(INDEX, query, whole[0], config=CONFIG)
-    assert route(INDEX, query, ENCODER.encode(query_texts(query)), config=CONFIG)
+    assert Router(CONFIG).route(NamespaceView(INDEX), query, whole[0])
+    assert Router(CONFIG).route(NamespaceView(INDEX), query, ENCODER.encode(query_texts(query)))
 
 
 def test_caller_errors_raise() -> None:
     with pytest.raises(ValueError, match="dimension"):
-        route(INDEX, "weather", np.ones(3, dtype=np.float32), config=CONFIG)
+        Router(CONFIG).route(NamespaceView(INDEX), "weather", np.ones(3, dtype=np.float32))
     with pytest.raises(ValueError, match="unknown stages"):
-        route(INDEX, "weather", None, config=CONFIG, stages=frozenset({"vibes"}))
+        Router(CONFIG, frozenset({"vibes"})).route(NamespaceView(INDEX), "weather", None)
     with pytest.raises(ValueError, match="unique"):
         build((TOOLS[0], TOOLS[0]))
     with pytest.raises(ValueError, match="shape"):
@@ -189,7 +218,7 @@ def test_caller_errors_raise() -> None:
 
 def test_unusable_query_vector_is_ignored() -> None:
     nan = np.full(128, np.nan, dtype=np.float32)
-    out = route(INDEX, "weather", nan, config=CONFIG)
+    out = Router(CONFIG).route(NamespaceView(INDEX), "weather", nan)
     assert out[0].name in {"get_weather", "天气预报"}
     assert all(c.stages["embedding"] == 0.0 for c in out)
 
@@ -258,27 +287,31 @@ QUERIES_MANY = (
 def test_rule_check_stops_early_with_the_same_top_k(
     k: int, min_score: float | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.routing import pipeline
+    from app.routing import rule_check
 
     index = RouterIndex.build(
         docs := _many_tools(), ENCODER.encode([embedding_text(d) for d in docs]), CONFIG
     )
     checked: list[int] = []
-    original = pipeline.RuleCheck.penalties
+    original = rule_check.RuleCheck.penalties
 
     def counting(self, index, tools, config):  # type: ignore[no-untyped-def]
         checked.append(len(tools))
         return original(self, index, tools, config)
 
-    monkeypatch.setattr(pipeline.RuleCheck, "penalties", counting)
+    monkeypatch.setattr(rule_check.RuleCheck, "penalties", counting)
     for query in QUERIES_MANY:
         vec = ENCODER.encode(query_texts(query))
-        lazy = route(index, query, vec, k=k, min_score=min_score, config=CONFIG)
+        lazy = Router(CONFIG).route(
+            NamespaceView(index), query, vec, RouteOptions(k=k, min_score=min_score)
+        )
         lazy_checked = sum(checked)
         checked.clear()
         with monkeypatch.context() as full_only:
-            full_only.setattr(pipeline, "settled", lambda *a: False)
-            full = route(index, query, vec, k=k, min_score=min_score, config=CONFIG)
+            full_only.setattr(rule_check, "settled", lambda *a: False)
+            full = Router(CONFIG).route(
+                NamespaceView(index), query, vec, RouteOptions(k=k, min_score=min_score)
+            )
         full_checked = sum(checked)
         checked.clear()
         assert [(c.name, c.score, c.missing_required) for c in lazy] == [
@@ -290,7 +323,7 @@ def test_rule_check_stops_early_with_the_same_top_k(
 
 
 def test_settled_bounds() -> None:
-    from app.routing.pipeline import settled
+    from app.routing.rule_check import settled
 
     final = np.array([0.9, 0.7, 0.5])
     assert settled(final, 0.7, 2, None)  # the 2nd best (0.7) is not beaten by ≤ 0.7

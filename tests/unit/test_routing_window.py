@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from app.embedding.encoders import FakeEncoder
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+)
 from app.routing.parts import query_texts
 from app.routing.signals import analyse_query
 from app.routing.window import STEP_HEAD, STEP_TAIL, STEP_WHOLE, step_window, window_bounds
@@ -67,7 +75,9 @@ def test_the_step_at_the_end_of_a_long_conversation_is_read() -> None:
     vectors = encoder.encode([embedding_text(d) for d in docs])
     index = RouterIndex.build(docs, vectors, RouterConfig())
     step = TURN * (12000 // len(TURN)) + "User: show me the invoice of order o100234"
-    ranked = route(index, step, encoder.encode(query_texts(step)), k=3, config=RouterConfig())
+    ranked = Router(RouterConfig()).route(
+        NamespaceView(index), step, encoder.encode(query_texts(step)), RouteOptions(k=3)
+    )
     by_name = {c.name: c for c in ranked}
     assert by_name["get_invoice"].missing_required == ()
     assert by_name["get_invoice"].score > by_name["send_email"].score

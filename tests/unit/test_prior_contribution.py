@@ -1,4 +1,4 @@
-"""The prior's part of a route (``signals.prior_part``): a read-only prior, as the caches
+"""The prior's part of a route (``signals.prior_contribution``): a read-only prior, as the caches
 hand out, is turned into arrays once per index; the part is the same as the plain loop's."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from types import MappingProxyType
 import numpy as np
 
 from app.routing import RouterConfig, RouterIndex, ToolDoc, signals
-from app.routing.signals import prior_part
+from app.routing.signals import prior_contribution
 
 CONFIG = RouterConfig()
 DOCS = [ToolDoc(f"tool_{i}", f"Tool number {i}.", f"Does thing {i}.") for i in range(50)]
@@ -49,21 +49,24 @@ def test_the_part_equals_the_loop_for_any_prior() -> None:
     }
     prior |= {"not_a_tool": 0.9, "tool_1": math.nan, "tool_2": math.inf}
     for given in (prior, MappingProxyType(prior)):
-        assert np.array_equal(prior_part(built, given, CONFIG), looped(built, prior))
-    assert not prior_part(built, None, CONFIG).any() and not prior_part(built, {}, CONFIG).any()
+        assert np.array_equal(prior_contribution(built, given, CONFIG), looped(built, prior))
+    assert (
+        not prior_contribution(built, None, CONFIG).any()
+        and not prior_contribution(built, {}, CONFIG).any()
+    )
 
 
 def test_a_read_only_prior_is_read_once_per_index_and_dropped_with_it() -> None:
     built = index()
     prior = MappingProxyType(CountingDict({"tool_4": 0.5, "tool_9": 0.2}))
     CountingDict.reads = 0
-    parts = [prior_part(built, prior, CONFIG) for _ in range(5)]
+    parts = [prior_contribution(built, prior, CONFIG) for _ in range(5)]
     assert CountingDict.reads == 1
     assert all(np.array_equal(part, looped(built, dict(prior))) for part in parts)
     parts[0][4] = 7.0  # each call's array is the caller's own
-    assert prior_part(built, prior, CONFIG)[4] == CONFIG.prior_weight * 0.5
+    assert prior_contribution(built, prior, CONFIG)[4] == CONFIG.prior_weight * 0.5
     other = index()  # another snapshot's index: read anew
-    prior_part(other, prior, CONFIG)
+    prior_contribution(other, prior, CONFIG)
     assert CountingDict.reads == 2
     assert built in signals._PRIOR_MEMO
     del built, other, parts

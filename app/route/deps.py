@@ -1,9 +1,9 @@
-"""What routing a step needs of the service's parts, as protocols.
+"""What routing a step needs of the service, as protocols.
 
-``app.services.Services`` has every one of these attributes, so it is passed as it is; the
-route never imports it (the assembly imports the rooms, not the other way round). Settings
-and metrics are named only by the members a route reads, so this room does not depend on
-those modules either (docs/ARCHITECTURE.md).
+``app.services`` builds a value with these attributes before the executor that reads it;
+the route never imports the assembly (the assembly imports the rooms, not the other way
+round). Settings and metrics are named only by the members a route reads, so this room
+does not depend on those modules either (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from typing import Protocol
 
 from app.embedding.cosines import CosineBatcher
 from app.embedding.encoders import Encoder
-from app.learning.service import LearningCache
 from app.loop.events import EventWriter
-from app.loop.memory import MemoryCache
-from app.loop.prior import PriorCache
-from app.tools.examples import ExampleCache
+from app.route.views import NamespaceViews
+from app.routing import Router
 from app.tools.live_index import IndexManager
 
 
@@ -39,23 +37,19 @@ class RouteMetrics(Protocol):
     ) -> None: ...
 
 
-class RouteParts(Protocol):
-    """The parts a route reads: the live index, the encoder, the usage prior, query memory,
-    the examples, the serving learned models, the cosine products, the event writer, the
-    metrics and one setting."""
+class RouteDeps(Protocol):
+    """What a route reads: the live index (is there anything to embed), the encoder, each
+    namespace's view, the ranking core with its fixed parts, the cosine products (shared
+    by a batch's steps), the event writer, the metrics and one setting."""
 
     @property
     def index(self) -> IndexManager: ...
     @property
     def encoder(self) -> Encoder: ...
     @property
-    def prior(self) -> PriorCache: ...
+    def views(self) -> NamespaceViews: ...
     @property
-    def memory(self) -> MemoryCache | None: ...
-    @property
-    def examples(self) -> ExampleCache | None: ...
-    @property
-    def learning(self) -> LearningCache | None: ...
+    def router(self) -> Router: ...
     @property
     def cosines(self) -> CosineBatcher: ...
     @property

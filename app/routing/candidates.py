@@ -1,0 +1,186 @@
+"""From checked scores to the answer: each candidate's contributions, confidence and
+missing parameters, in the plain top-k order or the covering order of a step's parts.
+
+Each candidate's ``stages`` holds every stage's additive contribution; they sum to its
+``score``. Its ``confidence`` is read from the raw evidence (``confidence.py``): the scores
+say which tool is best, the confidence whether to trust it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.routing.bm25 import matched_in
+from app.routing.calibration import Calibration
+from app.routing.confidence import ConfidenceModel, Evidence
+from app.routing.cover import Cover, cover, leaders, part_leaders, relative_rows
+from app.routing.index import RouterIndex
+from app.routing.part_evidence import part_evidence
+from app.routing.penalty import ParameterCheck
+from app.routing.scores import Scores
+from app.routing.signals import QueryRows
+from app.routing.types import Candidate
+
+# A covering answer may need a part's best tools beyond the whole step's pool: this many.
+PART_LEADERS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ConfidenceBasis:
+    """What the confidence needs of the step beyond the scores: its analysed rows, how many
+    tools it was routed among, the pool its neighbours are read from (positions), the model
+    and the namespace's own calibration (``adapter.Learned``; None: the model as it is)."""
+
+    rows: QueryRows
+    tools: int
+    pool: np.ndarray
+    model: ConfidenceModel
+    calibration: Calibration | None = None
+
+    def confidence(self, evidence: Evidence) -> float:
+        found = self.model.confidence(evidence)
+        return found if self.calibration is None else self.calibration(found)
+
+
+def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray:
+    """Positions of the pinned tools, then of the most used ones, best prior first."""
+    pinned = np.isin(scores.tool_ids, index.pinned)
+    kept = np.flatnonzero(pinned | (scores.prior > 0))
+    order = np.lexsort((kept, -scores.prior[kept], ~pinned[kept]))
+    return kept[order][:k]
+
+
+def evidence(
+    scores: Scores, basis: ConfidenceBasis, positions: np.ndarray, pen: np.ndarray
+) -> list[Evidence]:
+    """The :class:`Evidence` of the tools at ``positions``: a few reads of arrays at hand.
+
+    Neighbours (``lead``, ``gap``) are the other tools of the pool (the best ``pool_size``
+    before the rule check); with none, a tool of average relevance (fused 0) stands in.
+    """
+
+    def fused(at: np.ndarray) -> list[float]:
+        values: list[float] = ((scores.keyword[at] + scores.embedding[at]) * scores.scale).tolist()
+        return values
+
+    mine, pooled = fused(positions), sorted(fused(basis.pool))  # ascending
+    pool = set(basis.pool.tolist())  # np.isin costs ~15 µs on arrays this small
+    in_pool = [p in pool for p in positions.tolist()]
+    tool_ids = scores.tool_ids[positions]
+    distinct = len(set(basis.rows.tokens))
+    matched = matched_in(basis.rows.touched, tool_ids).tolist() if distinct else [0] * tool_ids.size
+    if scores.cosine is not None:
+        rows = scores.cosine[:, positions]
+        whole, best_part = rows[0].tolist(), rows.max(axis=0).tolist()
+    else:
+        whole = best_part = [0.0] * positions.size
+    bm25, pens = scores.bm25[positions].tolist(), pen.tolist()
+    part_count = max(len(basis.rows.texts) - 1, 1)
+    out = []
+    for j, value in enumerate(mine):
+        # the pool less this tool (one copy of its value), ascending
+        others = pooled
+        if in_pool[j]:
+            at = bisect.bisect_left(pooled, value)
+            others = pooled[:at] + pooled[at + 1 :]
+        below = bisect.bisect_right(others, value)
+        out.append(
+            Evidence(
+                cosine=whole[j],
+                part_cosine=best_part[j],
+                bm25=bm25[j],
+                coverage=matched[j] / max(distinct, 1),
+                fused=value,
+                lead=value - (others[-1] if others else 0.0),
+                gap=value - (others[below - 1] if below else 0.0),
+                tools=basis.tools,
+                part_count=part_count,
+                penalty=pens[j],
+            )
+        )
+    return out
+
+
+def candidates(
+    index: RouterIndex,
+    scores: Scores,
+    positions: np.ndarray,
+    pen: np.ndarray,
+    checks: Sequence[ParameterCheck],
+    basis: ConfidenceBasis,
+    served: Sequence[int] | None = None,
+) -> list[Candidate]:
+    """One :class:`Candidate` per position, in the given order; ``served``: the part each
+    serves (a covering answer), whose evidence its confidence is read from."""
+    out = []
+    if served is not None:  # a covering answer: each for the part it serves
+        seen_all = part_evidence(index, scores, basis, positions, pen, served)
+    else:
+        seen_all = evidence(scores, basis, positions, pen)
+    for j, (p, seen) in enumerate(zip(positions, seen_all, strict=True)):
+        stages = {
+            "keyword": float(scores.keyword[p]),
+            "embedding": float(scores.embedding[p]),
+            "prior": float(scores.prior[p]),
+            "penalty": float(pen[j]),
+        }
+        for name, vote in scores.votes:
+            stages[name] = float(vote[p])
+        found = checks[j]
+        out.append(
+            Candidate(
+                index.names[scores.tool_ids[p]],
+                sum(stages.values()),
+                stages,
+                found.missing,
+                basis.confidence(seen),
+                seen,
+                found.invalid_context,
+                None if served is None else int(served[j]),
+            )
+        )
+    return out
+
+
+def with_leaders(pool: np.ndarray, scores: Scores, total: np.ndarray) -> np.ndarray:
+    """The pool and each part's ``PART_LEADERS`` best tools, best ``total`` first."""
+    assert scores.parts is not None
+    extra = np.setdiff1d(part_leaders(scores.parts, scores.prior, PART_LEADERS), pool)
+    if not extra.size:
+        return pool
+    both = np.concatenate([pool, extra])
+    return both[np.argsort(-total[both], kind="stable")]
+
+
+def covering_answer(
+    index: RouterIndex,
+    scores: Scores,
+    basis: ConfidenceBasis,
+    positions: np.ndarray,
+    pen: np.ndarray,
+    final: np.ndarray,
+    k: int,
+    lam: float,
+) -> Cover:
+    """The covering order of the checked ``positions`` (``cover.py``). A tool's score for a
+    part is its relevance to that part (the part's best is 1.0) plus its prior and its
+    penalty, as the whole step's; each part's leader is ranked by its confidence as the
+    tool for that part (``part_evidence.py``)."""
+    assert scores.parts is not None
+    part_scores = relative_rows(scores.parts)[:, positions] + scores.prior[positions] + pen
+    best = leaders(part_scores)
+    seen = part_evidence(index, scores, basis, positions[best], pen[best], range(best.size))
+    confidence = [basis.confidence(e) for e in seen]
+    vectors = index.embeddings[scores.tool_ids[positions]] if lam < 1.0 else None
+    return cover(part_scores, confidence, final, vectors, k, lam)
+
+
+def confident(answer: list[Candidate], min_confidence: float | None) -> list[Candidate]:
+    """The candidates whose confidence (as shown: rounded) reaches ``min_confidence``."""
+    if min_confidence is None:
+        return answer
+    return [c for c in answer if c.confidence >= min_confidence]
