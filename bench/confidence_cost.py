@@ -19,15 +19,13 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from fit_confidence import load
 
 from app.routing import pipeline, route
 from app.routing.confidence import Evidence
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.services import build_encoder
 from app.settings import Settings
+from bench.tools.fit_confidence import load
 
 STUB = Evidence(0.5, 0.5, 1.0, 0.5, 1.0, 0.5, 0.5, 100, 1, 0.0)
 

@@ -19,7 +19,7 @@ Seal-Tools ``dev-*``. The held-out parts are measured by ``toolreach eval`` afte
    the threshold with the largest Youden's J (no-fit share emptied − in-scope share
    emptied), averaged over the two datasets.
 
-    python bench/fit_confidence.py --metatool /work/shared/data/metatool \\
+    python -m bench.tools.fit_confidence --metatool /work/shared/data/metatool \\
         --seal /work/shared/data/seal-tools --write app/routing/confidence_fit.py
 """
 
@@ -32,17 +32,12 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from tune_routing import cached_encode, query_vectors
 
 from app.cli.evaluate import safe_name
 from app.cli.no_fit import auroc, expected_calibration_error
@@ -56,23 +51,32 @@ from app.routing.confidence import (
     Shape,
     pieces,
 )
-from app.routing.index import doc_tokens
 from app.services import build_encoder
 from app.settings import Settings
 from app.tools.catalog import card_to_doc, parse_batch
+from bench.common import add_cache, cached_encode, parser, read_jsonl, step_rows
 
 K = 3
 SEED = 17
 DEFAULT_FEATURES = tuple(FEATURES)
-# Namespace sizes besides the whole tool set, and how many in-scope queries each size gets.
-SIZES = {"metatool": (10, 30, 100), "seal-tools": (10, 30, 100, 300, 1000)}
-PER_SIZE = 1500
-PER_NAMESPACE = 40  # in-scope queries routed in one sampled namespace at most
-NO_FIT = 1000  # tuning queries asked again without their tools, per dataset
 L2 = 1e-3
 MAX_RIGHT_EMPTIED = 0.05
 SHOWN = 8  # no-fit steps printed, the most confident first
 LINEAR = frozenset({"log_tools", "log_asks", "penalty"})  # no knots: see shape_columns
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many examples a dataset gives: namespace sizes besides the whole tool set, the
+    in-scope queries each size gets, those routed in one sampled namespace at most, and the
+    tuning queries asked again without their tools."""
+
+    sizes: Mapping[str, tuple[int, ...]] = field(
+        default_factory=lambda: {"metatool": (10, 30, 100), "seal-tools": (10, 30, 100, 300, 1000)}
+    )
+    per_size: int = 1500
+    per_namespace: int = 40
+    no_fit: int = 1000
 
 
 def feature_rows(evidence: Sequence[Evidence], features: Sequence[str]) -> list[list[float]]:
@@ -84,7 +88,6 @@ def feature_rows(evidence: Sequence[Evidence], features: Sequence[str]) -> list[
 class Dataset:
     name: str
     index: RouterIndex
-    corpus: list[list[str]]
     queries: list[tuple[str, frozenset[str], np.ndarray]]
 
 
@@ -105,11 +108,6 @@ class Examples:
             self.rank.append(rank)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 def tuning_queries(data: Path) -> list[dict[str, Any]]:
     """MetaTool: queries_all less queries.jsonl; Seal-Tools: the dev- ids."""
     if (data / "queries_all.jsonl").exists():
@@ -128,24 +126,24 @@ def load(name: str, data: Path, encoder: Any, config: RouterConfig, cache: Path)
     rows = tuning_queries(data)
     known = set(index.names)
     rows = [r for r in rows if {safe_name(n) for n in r["relevant"]} <= known]
-    qvecs = query_vectors(encoder, [r["query"] for r in rows], cache)
+    texts = [r["query"] for r in rows]
+    qvecs = step_rows(lambda batch: cached_encode(encoder, batch, cache), texts)
     queries = [
         (r["query"], frozenset(safe_name(n) for n in r["relevant"]), v)
         for r, v in zip(rows, qvecs, strict=True)
     ]
-    corpus = [doc_tokens(d, config.fields) for d in docs]
-    return Dataset(name, index, corpus, queries)
+    return Dataset(name, index, queries)
 
 
 def sampled_namespaces(
-    ds: Dataset, size: int, rng: random.Random
+    ds: Dataset, size: int, rng: random.Random, plan: Plan
 ) -> Iterator[tuple[RouterIndex, list[int]]]:
     """Namespaces of ``size`` tools — a few queries' labelled tools, then random others —
-    each with the tuning queries (at most ``PER_NAMESPACE``) whose tools are all in it."""
+    each with the tuning queries (at most ``plan.per_namespace``) whose tools are all in it."""
     order = list(range(len(ds.queries)))
     names = list(ds.index.names)
     routed = 0
-    while routed < PER_SIZE:
+    while routed < plan.per_size:
         rng.shuffle(order)
         chosen: set[str] = set()
         for q in order:
@@ -156,20 +154,20 @@ def sampled_namespaces(
                 break
         while len(chosen) < size:
             chosen.add(rng.choice(names))
-        inside = [q for q in order if ds.queries[q][1] <= chosen][:PER_NAMESPACE]
+        inside = [q for q in order if ds.queries[q][1] <= chosen][: plan.per_namespace]
         if not inside:
             continue
         routed += len(inside)
-        yield ds.index.without(set(names) - chosen, ds.corpus), inside
+        yield ds.index.without(set(names) - chosen), inside
 
 
-def collect(ds: Dataset, config: RouterConfig, rng: random.Random) -> Examples:
+def collect(ds: Dataset, config: RouterConfig, rng: random.Random, plan: Plan) -> Examples:
     """The training examples of one dataset: every namespace size, in-scope queries."""
     out = Examples()
     for text, relevant, vec in ds.queries:
         out.add(route(ds.index, text, vec, k=K, config=config), relevant, f"{ds.name}/all")
-    for size in SIZES[ds.name]:
-        for index, inside in sampled_namespaces(ds, size, rng):
+    for size in plan.sizes[ds.name]:
+        for index, inside in sampled_namespaces(ds, size, rng, plan):
             for q in inside:
                 text, relevant, vec = ds.queries[q]
                 answer = route(index, text, vec, k=K, config=config)
@@ -187,15 +185,15 @@ class NoFit:
     evidence: Evidence
 
 
-def no_fit_tops(ds: Dataset, config: RouterConfig, rng: random.Random) -> list[NoFit]:
-    """The top candidates of ``NO_FIT`` tuning queries asked without their tools."""
-    picked = rng.sample(range(len(ds.queries)), min(NO_FIT, len(ds.queries)))
+def no_fit_tops(ds: Dataset, config: RouterConfig, rng: random.Random, plan: Plan) -> list[NoFit]:
+    """The top candidates of ``plan.no_fit`` tuning queries asked without their tools."""
+    picked = rng.sample(range(len(ds.queries)), min(plan.no_fit, len(ds.queries)))
     by_labels: dict[frozenset[str], list[int]] = defaultdict(list)
     for q in picked:
         by_labels[ds.queries[q][1]].append(q)
     tops = []
     for relevant, members in by_labels.items():
-        smaller = ds.index.without(relevant, ds.corpus)
+        smaller = ds.index.without(relevant)
         for q in members:
             text, _, vec = ds.queries[q]
             for c in route(smaller, text, vec, k=1, config=config):
@@ -314,7 +312,7 @@ def fit(examples: Examples, features: Sequence[str], encoder: str) -> Confidence
     return ConfidenceModel(roles[0], roles[1], encoder)
 
 
-def recommended_threshold(right: dict[str, list[float]], no_fit: dict[str, list[float]]) -> float:
+def recommended_threshold(right: dict[str, np.ndarray], no_fit: dict[str, np.ndarray]) -> float:
     """The highest min_confidence (0.01 steps) that, on every tuning set, empties at most
     ``MAX_RIGHT_EMPTIED`` of the queries whose top candidate is right: a safety net that
     rarely takes a right answer away (what it empties of the no-fit queries is reported)."""
@@ -374,7 +372,7 @@ def write_model(path: Path, model: ConfidenceModel, threshold: float, command: s
         return f"{head}        shapes=(\n{shapes}        ),\n    )"
 
     path.write_text(
-        f'''r"""The fitted confidence model: written by ``bench/fit_confidence.py``, not by hand.
+        f'''r"""The fitted confidence model: written by ``bench.tools.fit_confidence``, not by hand.
 
 Reproduce, from the repository root::
 
@@ -396,45 +394,71 @@ RECOMMENDED_MIN_CONFIDENCE = {threshold!r}
     subprocess.run([Path(sys.executable).parent / "ruff", "format", "-q", path], check=False)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--metatool", type=Path, required=True)
-    parser.add_argument("--seal", type=Path, required=True)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_emb"))
-    parser.add_argument("--features", default=",".join(DEFAULT_FEATURES))
-    parser.add_argument("--write", type=Path, help="write the constants to this file")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    settings = Settings()
-    encoder = build_encoder(settings)
-    config = settings.router
-    features = tuple(args.features.split(","))
+@dataclass
+class Fitted:
+    """A fit's model and recommended threshold, its report, and the no-fit tops it read."""
+
+    model: ConfidenceModel
+    threshold: float
+    summary: dict[str, Any]
+    nofit: dict[str, list[NoFit]]
+
+
+def fit_sets(
+    sets: Mapping[str, Path],
+    encoder: Any,
+    config: RouterConfig,
+    cache: Path,
+    features: Sequence[str] = DEFAULT_FEATURES,
+    plan: Plan | None = None,
+) -> Fitted:
+    """The confidence model fit on the tuning splits of ``sets`` (name → dataset folder)."""
+    plan = plan or Plan()
     examples = Examples()
     nofit: dict[str, list[NoFit]] = {}
-    for name, data in (("metatool", args.metatool), ("seal-tools", args.seal)):
-        ds = load(name, data, encoder, config, args.cache)
+    for name, data in sets.items():
+        ds = load(name, data, encoder, config, cache)
         rng = random.Random(SEED)
-        part = collect(ds, config, rng)
+        part = collect(ds, config, rng, plan)
         for attr in ("evidence", "label", "group", "rank"):
             getattr(examples, attr).extend(getattr(part, attr))
-        nofit[name] = no_fit_tops(ds, config, rng)
+        nofit[name] = no_fit_tops(ds, config, rng, plan)
         print(f"{name}: {len(ds.queries)} tuning queries, {len(part.label)} examples", flush=True)
     model = fit(examples, features, encoder.name)
-    summary, threshold = report(
-        model, examples, {n: [t.evidence for t in v] for n, v in nofit.items()}
-    )
-    print(json.dumps(summary, indent=2))
-    for name, tops in nofit.items():
+    evidence = {n: [t.evidence for t in v] for n, v in nofit.items()}
+    summary, threshold = report(model, examples, evidence)
+    return Fitted(model, threshold, summary, nofit)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
+    started = time.perf_counter()
+    settings = Settings()
+    features = tuple(args.features.split(","))
+    sets = {"metatool": args.metatool, "seal-tools": args.seal}
+    fitted = fit_sets(sets, build_encoder(settings), settings.router, args.cache, features)
+    print(json.dumps(fitted.summary, indent=2))
+    for name, tops in fitted.nofit.items():
         print(f"{name}: the no-fit steps given the highest confidence")
-        print("\n".join(most_confident(model, tops)))
+        print("\n".join(most_confident(fitted.model, tops)))
     print(f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
     if args.write:
         chosen = "" if features == DEFAULT_FEATURES else f" --features {args.features}"
         command = (
-            f"python bench/fit_confidence.py --metatool {args.metatool} \\\n"
+            f"python -m bench.tools.fit_confidence --metatool {args.metatool} \\\n"
             f"        --seal {args.seal}{chosen} --write {args.write}"
         )
-        write_model(args.write, model, threshold, command)
+        write_model(args.write, fitted.model, fitted.threshold, command)
+
+
+def arguments() -> argparse.ArgumentParser:
+    found = parser(__doc__)
+    found.add_argument("--metatool", type=Path, required=True)
+    found.add_argument("--seal", type=Path, required=True)
+    add_cache(found)
+    found.add_argument("--features", default=",".join(DEFAULT_FEATURES))
+    found.add_argument("--write", type=Path, help="write the constants to this file")
+    return found
 
 
 if __name__ == "__main__":
