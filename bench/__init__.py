@@ -9,3 +9,8 @@
 What the scripts share lives in ``bench.common``. docs/BENCHMARKS.md gives each figure with
 the command that reproduces it.
 """
+
+import os
+
+# The models come from Python packages; the benchmarks never ask a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -5,8 +5,9 @@
 - this machine: ``cpu_seconds``, ``peak_memory_mb``, ``rss_mib``, ``load``;
 - arguments: ``parser`` and the options several scripts take (``add_data``, ``add_json``...),
   ``write_report``;
-- data: ``read_jsonl``, ``dataset``, ``shared_data``, ``public_steps``; embedding:
-  ``step_rows``, ``cached_encode``, ``TextCache`` (an encoder that embeds each text once).
+- data: ``QUERIES`` (ten short steps), ``read_jsonl``, ``dataset``, ``shared_data``,
+  ``public_steps``; embedding: ``step_rows``, ``cached_encode``, ``TextCache`` (an encoder
+  that embeds each text once).
 
 Importing it loads no model, so every script's ``--help`` stays fast.
 """
@@ -32,6 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "default"
 WARM_UP = 30  # unmeasured calls before a latency series: the first calls grow buffers
 Run = TypeVar("Run", bound=Mapping[str, Any])
+# The ten steps the latency series and the load client send by default.
+QUERIES = [
+    "where is my parcel for order o1234",
+    "cancel the meeting with the design team tomorrow at 3pm",
+    "convert 250 euros to dollars",
+    "send an email to anna@example.com about the invoice",
+    "what will the weather be like in Lyon this weekend",
+    "find the contract we signed with Acme last year",
+    "refund the payment for subscription s99",
+    "book a hotel room in Tokyo for two nights",
+    "export the analytics report for March as csv",
+    "restore yesterday's backup of the billing database",
+]
 
 
 # --- numbers ------------------------------------------------------------------------------

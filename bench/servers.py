@@ -19,23 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from bench.common import ROOT, WARM_UP
+from bench.common import QUERIES, ROOT, WARM_UP
 
 PG_ADMIN = os.environ.get("TOOLREACH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-QUERIES = [
-    "where is my parcel for order o1234",
-    "cancel the meeting with the design team tomorrow at 3pm",
-    "convert 250 euros to dollars",
-    "send an email to anna@example.com about the invoice",
-    "what will the weather be like in Lyon this weekend",
-    "find the contract we signed with Acme last year",
-    "refund the payment for subscription s99",
-    "book a hotel room in Tokyo for two nights",
-    "export the analytics report for March as csv",
-    "restore yesterday's backup of the billing database",
-]
 
 
 def free_port() -> int:
@@ -226,17 +212,19 @@ def load_clients(
 
 
 @contextmanager
-def scratch_database(prefix: str, template: str | None = None) -> Iterator[str]:
-    """A new Postgres database on ``PG_ADMIN``'s server (a copy of ``template`` if given),
-    dropped afterwards; its URL."""
+def scratch_database(
+    prefix: str, template: str | None = None, admin: str = PG_ADMIN
+) -> Iterator[str]:
+    """A new Postgres database on the server of ``admin`` (a URL of a database there to
+    connect to; a copy of ``template`` if given), dropped afterwards; its URL."""
     import psycopg
 
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     copy = f' TEMPLATE "{template}"' if template else ""
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+    with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"{copy}')
     try:
-        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+        yield admin.rsplit("/", 1)[0] + f"/{name}"
     finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

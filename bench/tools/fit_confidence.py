@@ -452,13 +452,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def arguments() -> argparse.ArgumentParser:
-    found = parser(__doc__)
-    found.add_argument("--metatool", type=Path, required=True)
-    found.add_argument("--seal", type=Path, required=True)
-    add_cache(found)
-    found.add_argument("--features", default=",".join(DEFAULT_FEATURES))
-    found.add_argument("--write", type=Path, help="write the constants to this file")
-    return found
+    cli = parser(__doc__)
+    cli.add_argument("--metatool", type=Path, required=True)
+    cli.add_argument("--seal", type=Path, required=True)
+    add_cache(cli)
+    cli.add_argument("--features", default=",".join(DEFAULT_FEATURES))
+    cli.add_argument("--write", type=Path, help="write the constants to this file")
+    return cli
 
 
 if __name__ == "__main__":

@@ -14,30 +14,24 @@ answer, the route event):
 It prints p50 and p90 of the whole route and of its ranking alone (``rank_step`` on the
 step's vectors), and the ratios to one part. The machine is shared: read the ratios.
 
-    python bench/parts_cost.py --data DIR [--rounds 300] [--k 5] [--json OUT]
+    python -m bench.perf.parts_cost --data DIR [--rounds 300] [--k 5] [--json OUT]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.cli.evaluate import NAMESPACE, load_dataset, throwaway_services
-from app.db import unit_of_work
+from app.cli.evaluate import NAMESPACE, load_dataset
 from app.route.service import EmbeddedStep, rank_step, route_step, step_texts
 from app.routing import query_texts
 from app.schemas import RouteRequest
 from app.services import Services
-from app.settings import Settings
-from app.tools.catalog import parse_batch, write_cards
-from bench.common import ms, percentile
+from bench.common import add_data, add_json, ms, parser, percentile
+from bench.registries import registered
 
 # A router before parts had no ``split``: there the third kind is left out, and "three
 # parts" is a step of three asks answered as one list (run from a checkout of it).
@@ -54,7 +48,7 @@ def three_part(steps: list[str]) -> str:
 def requests(singles: list[str], rounds: int, k: int, seed: int = 7) -> list[dict[str, Any]]:
     """Each round's three requests; a three-part step is one the router reads as three."""
     rng = random.Random(seed)
-    out = []
+    out: list[dict[str, Any]] = []
     while len(out) < rounds:
         three = rng.sample(singles, 3)
         if len(query_texts(three_part(three))) != 4:
@@ -106,24 +100,19 @@ def measure(services: Services, rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return report
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--rounds", type=int, default=300)
+    cli.add_argument("--k", type=int, default=5)
+    add_json(cli)
+    args = cli.parse_args(argv)
     tools, queries = load_dataset(args.data)
     singles = [q.text for q in queries if len(q.relevant) == 1 and len(query_texts(q.text)) == 1]
-    with throwaway_services(Settings(), None) as services:
-        batch = parse_batch(tools, NAMESPACE)
-        with unit_of_work(services.session_factory) as session:
-            write_cards(session, services.encoder, batch.cards)
-        services.index.sync()
-        if services.examples is not None:
-            services.examples.refresh()
+    with registered(tools, examples=True) as (services, snapshot):
         report = measure(services, requests(singles, args.rounds + WARM_UP, args.k))
-    print(f"{args.data.name}: {len(batch.cards)} tools, {args.rounds} rounds, k = {args.k}")
+        cards = len(snapshot.cards)
+    print(f"{args.data.name}: {cards} tools, {args.rounds} rounds, k = {args.k}")
     for kind, row in report.items():
         route = f"route p50 {row['route_p50_ms']:8.2f} ms (×{row['route_p50_ratio']:.2f})"
         rank = f"rank p50 {row['rank_p50_ms']:7.3f} ms (×{row['rank_p50_ratio']:.2f})"

@@ -1,10 +1,10 @@
 """What the per-key views cost a route: the usage prior and the query memory a key sees of its
 own (``PriorCache.get(ns, key)``, ``MemoryCache.own(ns, key)``; app/loop/trust.py), in one
-thread, every step's texts already in the embedding cache (as bench/route_split.py).
+thread, every step's texts already in the embedding cache (as bench.perf.route_split).
 
-    PYTHONPATH=. .venv/bin/python bench/key_views.py DB [--keys 100] [--steps-per-key 10]
+    PYTHONPATH=. .venv/bin/python -m bench.perf.key_views DB [--keys 100] [--steps-per-key 10]
 
-``DB``: a database bench/route_cost.py filled (read only: the evidence is made here, in
+``DB``: a database bench.perf.route_cost filled (read only: the evidence is made here, in
 memory). ``--keys`` keys each report ``--steps-per-key`` dataset steps, each for a tool of
 the catalog (a tool per key and step), and use those tools: as no other key confirms them
 (``trust_keys`` = 3), each key gets its own prior (the shared one plus its tools) and its
@@ -19,29 +19,24 @@ Thread CPU per route, mean and p50; prints one line per way.
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from app.loop.memory import RememberedStep, build_memory
 from app.loop.prior import keyed_priors
 from app.loop.trust import Use
 from app.route import service as rs
 from app.schemas import RouteRequest
-from app.services import Services, build_services
-from app.settings import Settings
-from bench.route_cost import shared_data, steps
-
-NAMESPACE = "default"
+from app.services import Services
+from bench.common import NAMESPACE, parser, public_steps, shared_data
+from bench.registries import stored_services
 
 
 def fill_evidence(services: Services, keys: int, per_key: int, texts: list[str]) -> None:
@@ -88,32 +83,32 @@ def timed_routes(
     return spent
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("db", type=Path)
-    parser.add_argument("--keys", type=int, default=100)
-    parser.add_argument("--steps-per-key", type=int, default=10)
-    parser.add_argument("--routes", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    url = f"sqlite:///{args.db}"
-    services = build_services(Settings(_env_file=None, database_url=url))  # type: ignore[call-arg]
-    services.index.sync()
-    if services.examples is not None:
-        services.examples.refresh()
-    queries = steps(shared_data())
-    routed, reported = queries[: args.routes], queries[args.routes :]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("db", type=Path, help="a database bench.perf.route_cost filled")
+    cli.add_argument("--keys", type=int, default=100)
+    cli.add_argument("--steps-per-key", type=int, default=10)
+    cli.add_argument("--routes", type=int, default=200)
+    cli.add_argument("--rounds", type=int, default=3)
+    args = cli.parse_args(argv)
+    with stored_services(args.db) as services:
+        compare(services, args.keys, args.steps_per_key, args.routes, args.rounds)
+
+
+def compare(services: Services, keys: int, per_key: int, routes: int, rounds: int) -> None:
+    """The four ways alternated over ``rounds`` rounds; a line each."""
+    queries = public_steps(shared_data())
+    routed, reported = queries[:routes], queries[routes:]
     encode = services.encoder.encode
     vectors = {
-        q: np.asarray(encode(rs.step_texts(RouteRequest(query=q), services.index)), np.float32)  # type: ignore[call-arg]
+        q: np.asarray(encode(rs.step_texts(RouteRequest(query=q), services.index)), np.float32)
         for q in routed
     }
     prior, memory = services.prior, services.memory
     assert memory is not None
     empty = (prior._priors, prior._own, memory._memories)
-    fill_evidence(services, args.keys, args.steps_per_key, reported)
+    fill_evidence(services, keys, per_key, reported)
     filled = (prior._priors, prior._own, memory._memories)
-    keys = args.keys
     plan = {
         "no evidence": (empty, lambda i: None),
         "evidence, no key (shared views)": (filled, lambda i: None),
@@ -122,7 +117,7 @@ def main() -> None:
     }
     ways: dict[str, list[float]] = {name: [] for name in plan}
     timed_routes(services, routed, vectors, lambda i: None)  # warm-up
-    for _ in range(args.rounds):  # the ways alternated, so the machine's drift falls on all
+    for _ in range(rounds):  # the ways alternated, so the machine's drift falls on all
         for name, (state, key_of) in plan.items():
             prior._priors, prior._own, memory._memories = state
             ways[name] += timed_routes(services, routed, vectors, key_of)
@@ -130,7 +125,6 @@ def main() -> None:
     for name, values in ways.items():
         mean, p50 = statistics.mean(values) * 1000, statistics.median(values) * 1000
         print(f"{name:36} mean {mean:.3f} ms  p50 {p50:.3f} ms  x{mean / base / 1000:.2f}")
-    services.close()
 
 
 if __name__ == "__main__":

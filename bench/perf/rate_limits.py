@@ -2,12 +2,12 @@
 three limits 0), alternating, on a real `toolreach serve` with the demo catalog on SQLite.
 
 Per round and mode: the route latency of one keep-alive client with an agent key (p50, p99),
-throughput of `--clients` keep-alive clients (bench/load_client.py), then key guessing: 8
+throughput of `--clients` keep-alive clients (bench.perf.load_client), then key guessing: 8
 connections sending `GET /v1/tools` with a new made-up bearer key each time, for
 `--guess-seconds`; a 401 is a guess the service checked, a 429 one it refused unread.
 
-    python bench/rate_limits.py [--rounds 3] [--seconds 15] [--guess-seconds 10]
-    python bench/rate_limits.py --gate-only
+    python -m bench.perf.rate_limits [--rounds 3] [--seconds 15] [--guess-seconds 10]
+    python -m bench.perf.rate_limits --gate-only
 
 Prints one JSON object: every run, and per mode the median of each figure. On a busy
 machine a route's own spread (milliseconds) hides the limiter's cost, so the script first
@@ -23,22 +23,17 @@ import asyncio
 import json
 import os
 import secrets
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.load_client import QUERIES, percentile, route_request  # noqa: E402
+from bench.common import ROOT, parser, percentile
+from bench.servers import Server, exchange, load_clients, route_times
 
 AGENT_KEY = "bench-agent-key-" + secrets.token_hex(8)
 OFF = {
@@ -48,84 +43,29 @@ OFF = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def start_server(workdir: Path, port: int, limits: dict[str, str]) -> subprocess.Popen[bytes]:
+def start_server(workdir: Path, limits: dict[str, str]) -> Server:
+    """This checkout's server on the demo catalog, none of this environment's settings."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TOOLREACH_")}
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("TOOLREACH_")},
         "TOOLREACH_DATABASE_URL": f"sqlite:///{workdir / 'bench.db'}",
         "TOOLREACH_AGENT_KEYS": AGENT_KEY,
         "TOOLREACH_LOAD_DEMO": "true",
         "TOOLREACH_LOG_LEVEL": "warning",
         "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": str(ROOT),
         **limits,
     }
-    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
-    proc = subprocess.Popen(command, cwd=workdir, env=env)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.25)
-    proc.kill()
-    raise RuntimeError("the server did not become ready")
-
-
-def read_answer(reader: Any) -> bytes:
-    """One HTTP/1.1 answer from a socket file: its status."""
-    status, length = reader.readline().split(b" ", 2)[1], 0
-    while (line := reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    reader.read(length)
-    return bytes(status)
+    server = Server(ROOT, env, base=base, cwd=workdir, wait=False)
+    server.wait_ready(600)
+    return server
 
 
 def latency(port: int, rounds: int = 300, warm_up: int = 20) -> dict[str, float]:
     """One client, one route at a time with the agent key, on a keep-alive socket."""
-    headers = {"Authorization": f"Bearer {AGENT_KEY}"}
-    times = []
-    with socket.create_connection(("127.0.0.1", port)) as sock, sock.makefile("rb") as reader:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for i in range(-warm_up, rounds):
-            started = time.perf_counter()
-            sock.sendall(route_request(QUERIES[i % len(QUERIES)], headers))
-            status = read_answer(reader)
-            times.append(time.perf_counter() - started)
-            if status != b"200":
-                raise RuntimeError(f"route answered {status.decode()}")
-    times = times[warm_up:]
+    times = route_times(port, rounds, {"Authorization": f"Bearer {AGENT_KEY}"}, warm_up)
     return {
         "p50_ms": round(percentile(times, 50) * 1000, 2),
         "p99_ms": round(percentile(times, 99) * 1000, 2),
     }
-
-
-def throughput(port: int, clients: int, seconds: float) -> dict[str, float]:
-    command = [
-        sys.executable,
-        str(ROOT / "bench" / "load_client.py"),
-        str(port),
-        "--clients",
-        str(clients),
-        "--seconds",
-        str(seconds),
-        "--bearer",
-        AGENT_KEY,
-    ]
-    result: dict[str, float] = json.loads(
-        subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    )
-    return result
 
 
 async def _guesser(port: int, stop_at: float, statuses: Counter[int]) -> None:
@@ -133,18 +73,12 @@ async def _guesser(port: int, stop_at: float, statuses: Counter[int]) -> None:
     try:
         while time.perf_counter() < stop_at:
             guess = f"guess-{secrets.token_hex(16)}"
-            writer.write(
+            request = (
                 f"GET /v1/tools HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 f"Authorization: Bearer {guess}\r\n\r\n".encode()
             )
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
-            statuses[int(head.split(b" ", 2)[1])] += 1
+            status, _ = await exchange(reader, writer, request)
+            statuses[status] += 1
     finally:
         writer.close()
 
@@ -194,7 +128,7 @@ def gate_cost(requests: int = 50_000) -> dict[str, float]:
     def app_of(limits: dict[str, str]) -> Any:
         """A new app (a new limiter: nothing counted yet) whose services the gate reads."""
         values = {k.removeprefix("TOOLREACH_").lower(): int(v) for k, v in limits.items()}
-        settings = Settings(_env_file=None, agent_keys=(AGENT_KEY,), **values)  # type: ignore[call-arg,arg-type]
+        settings = Settings(_env_file=None, agent_keys=(AGENT_KEY,), **values)  # type: ignore[arg-type]
         services = SimpleNamespace(
             limiter=RateLimiter.from_settings(settings),
             keys=KeyStore.from_settings(settings),
@@ -215,29 +149,27 @@ def gate_cost(requests: int = 50_000) -> dict[str, float]:
 
 
 def run_once(mode: str, args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="toolreach-ratelimits-") as tmp:
-        port = free_port()
-        proc = start_server(Path(tmp), port, {} if mode == "on" else OFF)
-        try:
-            result: dict[str, Any] = {"mode": mode, **latency(port)}
-            load = throughput(port, args.clients, args.seconds)
-            result.update({f"load_{k}": v for k, v in load.items()})
-            result.update({f"guess_{k}": v for k, v in guesses(port, args.guess_seconds).items()})
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+    with (
+        tempfile.TemporaryDirectory(prefix="toolreach-ratelimits-") as tmp,
+        start_server(Path(tmp), {} if mode == "on" else OFF) as server,
+    ):
+        port = server.port
+        result: dict[str, Any] = {"mode": mode, **latency(port)}
+        load = load_clients(port, args.clients, args.seconds, AGENT_KEY)
+        result.update({f"load_{k}": v for k, v in load.items()})
+        result.update({f"guess_{k}": v for k, v in guesses(port, args.guess_seconds).items()})
     print(json.dumps(result), file=sys.stderr, flush=True)
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=15)
-    parser.add_argument("--guess-seconds", type=float, default=10)
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--gate-only", action="store_true")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--rounds", type=int, default=3)
+    cli.add_argument("--seconds", type=float, default=15)
+    cli.add_argument("--guess-seconds", type=float, default=10)
+    cli.add_argument("--clients", type=int, default=16)
+    cli.add_argument("--gate-only", action="store_true")
+    args = cli.parse_args(argv)
     gate = gate_cost()
     if args.gate_only:
         print(json.dumps(gate))

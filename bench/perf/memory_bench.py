@@ -1,8 +1,8 @@
 """What query memory costs a route: ranking time with and without it, side by side.
 
-    .venv/bin/python bench/memory_bench.py --tools 10000 --steps 100000 --rounds 400
+    .venv/bin/python -m bench.perf.memory_bench --tools 10000 --steps 100000 --rounds 400
 
-Synthetic cards as in route_bench.py, and ``--steps`` remembered steps spread over the tools
+Synthetic cards (bench.registries), and ``--steps`` remembered steps spread over the tools
 at random, each step's vector its tool's vector plus noise (cosine ~0.7 with it: steps
 resemble their tool). Each round embeds one query with the service's encoder, then ranks it
 (``rank_step``, the service's cosine product; not recorded) twice, without memory and with
@@ -11,24 +11,21 @@ it, in alternating order. Prints the medians in ms and the memory's size, as JSO
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import app.route.service as routes_service
 from app.routing.memory import QueryMemory
 from app.schemas import RouteRequest
 from app.services import build_encoder
 from app.settings import Settings
-from bench.load_client import QUERIES
-from bench.route_bench import WARM_UP, synthetic_services
+from bench.common import QUERIES, WARM_UP, parser
+from bench.registries import synthetic_services
 
 
 class FixedMemory:
@@ -57,13 +54,13 @@ def synthetic_memory(
     return memory
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, default=10_000)
-    parser.add_argument("--steps", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=400)
-    args = parser.parse_args()
-    encoder = build_encoder(Settings(_env_file=None))  # type: ignore[call-arg]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, default=10_000)
+    cli.add_argument("--steps", type=int, default=100_000)
+    cli.add_argument("--rounds", type=int, default=400)
+    args = cli.parse_args(argv)
+    encoder = build_encoder(Settings(_env_file=None))
     times: dict[str, list[float]] = {"without": [], "with": []}
     with synthetic_services(args.tools, encoder) as services:
         snapshot = services.index.get("default")

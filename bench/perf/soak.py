@@ -4,7 +4,7 @@ mixed traffic spread round-robin across them for ``--duration`` seconds.
 The bench creates a database, migrates it, imports a dataset's ``tools.jsonl`` with
 ``toolreach import --skip-invalid`` (the real encoder), starts ``--replicas`` servers on their
 own ports and drives them with ``--concurrency`` workers in one asyncio loop on raw keep-alive
-sockets (as bench/load_client.py does, so the client takes little of the CPU it shares with
+sockets (as bench.perf.load_client does, so the client takes little of the CPU it shares with
 the servers).
 Each worker holds one connection per replica and sends its next request to the next replica in
 turn. Every request kind follows a fixed schedule of 100 slots (``MIXES``):
@@ -20,7 +20,7 @@ CPU seconds at the start and the end, ERROR lines in the replicas' logs, and the
 as a table (stdout) and JSON (``--out``). Every replica is stopped and the database dropped on
 the way out, also on Ctrl-C, SIGTERM or an error.
 
-    .venv/bin/python bench/soak.py [--replicas 2] [--duration 600]
+    .venv/bin/python -m bench.perf.soak [--replicas 2] [--duration 600]
         [--mix default|write-heavy|write-steady] [--trace DIR]
         [--concurrency 16] [--data /work/shared/data/seal-tools] [--out FILE]
 """
@@ -41,15 +41,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-PG_ADMIN = os.environ.get("TOOLREACH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+from bench.common import ROOT, cpu_seconds, parser, percentile, read_jsonl, rss_mib
+from bench.servers import Server, exchange, python_path, scratch_database
+
+HOOK = Path(__file__).resolve().parent / "heap_hook"
 KEY = "soak-bench-admin-key-0123456789abc"
 KINDS = ("route", "validate", "feedback", "write")
 MIXES: dict[str, dict[str, int]] = {
@@ -74,14 +74,6 @@ def schedule(mix: Mapping[str, int], seed: int = 0) -> list[str]:
     slots = [kind for kind, share in mix.items() for _ in range(share)]
     random.Random(seed).shuffle(slots)
     return slots
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q``th percentile (0 for no values)."""
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def http_request(method: str, path: str, body: Any) -> bytes:
@@ -177,47 +169,12 @@ def table(report: Mapping[str, Any]) -> str:
 # --- processes ----------------------------------------------------------------------------
 
 
-def proc_rss_mib(pid: int) -> float:
-    """Resident memory of a process (VmRSS from /proc), in MiB; 0 once it is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return 0.0
-
-
-def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (/proc/PID/stat)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
-
-
-@contextmanager
-def database() -> Iterator[str]:
-    """A fresh Postgres database, dropped afterwards."""
-    import psycopg
-
-    name = f"toolreach_soak_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def toolreach_env(url: str, extra: Mapping[str, str]) -> dict[str, str]:
-    # bench/heap_hook's sitecustomize only acts when --trace sets its folder.
-    hook = f":{ROOT / 'bench' / 'heap_hook'}" if "BENCH_TRACE_DIR" in extra else ""
+    # bench/perf/heap_hook's sitecustomize only acts when --trace sets its folder.
+    hook = f":{HOOK}" if "BENCH_TRACE_DIR" in extra else ""
     return {
         **os.environ,
-        "PYTHONPATH": f"{ROOT}{hook}",
+        "PYTHONPATH": f"{python_path(ROOT)}{hook}",
         "HF_HUB_OFFLINE": "1",
         "TOOLREACH_DATABASE_URL": url,
         "TOOLREACH_ADMIN_KEYS": KEY,
@@ -236,50 +193,23 @@ class Replicas:
     """``n`` ``toolreach serve`` processes, each on its own port and log file."""
 
     def __init__(self, n: int, env: Mapping[str, str]) -> None:
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.ports: list[int] = []
-        self.logs: list[Path] = []
         self.log_dir = Path(tempfile.mkdtemp(prefix="toolreach-soak-"))
-        binary = str(Path(sys.executable).parent / "toolreach")
-        for i in range(n):
-            port = free_port()
-            log = self.log_dir / f"replica-{i}.log"
-            with log.open("wb") as out:
-                self.procs.append(
-                    subprocess.Popen(
-                        [binary, "serve", "--port", str(port)],
-                        env=dict(env),
-                        cwd=tempfile.gettempdir(),
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,  # Ctrl-C reaches the bench, which stops them
-                    )
-                )
-            self.ports.append(port)
-            self.logs.append(log)
+        self.logs = [self.log_dir / f"replica-{i}.log" for i in range(n)]
+        # a new session each: Ctrl-C reaches the bench, which stops them
+        self.servers = [
+            Server(ROOT, env, base={}, log=log, new_session=True, wait=False) for log in self.logs
+        ]
+        self.ports = [server.port for server in self.servers]
 
     def wait_ready(self, seconds: float = 600) -> None:
-        import httpx
-
-        deadline = time.monotonic() + seconds
-        for proc, port in zip(self.procs, self.ports, strict=True):
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"a replica exited ({proc.returncode}); see {self.log_dir}")
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"a replica did not become ready; see {self.log_dir}")
-                time.sleep(0.5)
+        for server in self.servers:
+            server.wait_ready(seconds)
 
     def rss(self) -> list[float]:
-        return [proc_rss_mib(proc.pid) for proc in self.procs]
+        return [rss_mib(server.proc.pid) for server in self.servers]
 
     def cpu(self) -> list[float]:
-        return [proc_cpu_s(proc.pid) for proc in self.procs]
+        return [round(cpu_seconds(server.proc.pid), 1) for server in self.servers]
 
     def error_lines(self) -> list[int]:
         return [
@@ -289,27 +219,10 @@ class Replicas:
 
     def stop(self) -> list[int | None]:
         """SIGTERM each, wait up to 30 s for a clean exit, then SIGKILL; the exit codes."""
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        codes: list[int | None] = []
-        for proc in self.procs:
-            try:
-                codes.append(proc.wait(timeout=30))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                codes.append(None)
-        return codes
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        for server in self.servers:
+            if server.proc.poll() is None:
+                server.proc.terminate()
+        return [server.stop(timeout=30) for server in self.servers]
 
 
 # --- the load -----------------------------------------------------------------------------
@@ -391,21 +304,6 @@ def replica_for(worker: int, sent: int, replicas: int) -> int:
 KEEP_ALIVE_CLOSE_S = 4.0
 
 
-async def exchange(
-    conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], request: bytes
-) -> tuple[int, bytes]:
-    reader, writer = conn
-    writer.write(request)
-    head = await reader.readuntil(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    return status, await reader.readexactly(length)
-
-
 class Connections:
     """One worker's keep-alive connection to each replica, opened when first needed."""
 
@@ -434,7 +332,7 @@ class Connections:
     async def _exchange(
         self, replica: int, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], request: bytes
     ) -> tuple[int, bytes]:
-        answer = await exchange(conn, request)
+        answer = await exchange(*conn, request)
         self.used[replica] = time.perf_counter()
         return answer
 
@@ -513,11 +411,6 @@ async def drive(
 # --- the run ------------------------------------------------------------------------------
 
 
-def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    lines = path.read_text().splitlines()[:limit]
-    return [json.loads(line) for line in lines if line.strip()]
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     cards = read_jsonl(args.data / "tools.jsonl")
     queries = [q["query"] for q in read_jsonl(args.data / "queries.jsonl")]
@@ -537,7 +430,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": env_extra,
         "loadavg_before": os.getloadavg(),
     }
-    with database() as url:
+    with scratch_database("toolreach_soak") as url:
         env = toolreach_env(url, env_extra)
         print(f"migrating and importing {len(cards)} tools ...", file=sys.stderr, flush=True)
         toolreach("migrate", env=env)
@@ -598,24 +491,24 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--replicas", type=int, default=2)
-    parser.add_argument("--duration", type=float, default=600, help="seconds of load (600)")
-    parser.add_argument("--mix", choices=sorted(MIXES), default="default")
-    parser.add_argument("--concurrency", type=int, default=16, help="workers in flight (16)")
-    parser.add_argument("--data", type=Path, default=Path("/work/shared/data/seal-tools"))
-    parser.add_argument("--every", type=float, default=10, help="seconds between progress lines")
-    parser.add_argument(
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--replicas", type=int, default=2)
+    cli.add_argument("--duration", type=float, default=600, help="seconds of load (600)")
+    cli.add_argument("--mix", choices=sorted(MIXES), default="default")
+    cli.add_argument("--concurrency", type=int, default=16, help="workers in flight (16)")
+    cli.add_argument("--data", type=Path, default=Path("/work/shared/data/seal-tools"))
+    cli.add_argument("--every", type=float, default=10, help="seconds between progress lines")
+    cli.add_argument(
         "--env", action="append", default=[], metavar="TOOLREACH_X=V",
         help="a setting for every replica (repeatable)",
     )  # fmt: skip
-    parser.add_argument("--out", type=Path, help="also write the JSON report here")
-    parser.add_argument(
+    cli.add_argument("--out", type=Path, help="also write the JSON report here")
+    cli.add_argument(
         "--trace", type=Path, help="tracemalloc in each replica: snapshots into this folder"
     )
-    parser.add_argument("--trace-every", type=float, default=60, help="seconds between snapshots")
-    args = parser.parse_args()
+    cli.add_argument("--trace-every", type=float, default=60, help="seconds between snapshots")
+    args = cli.parse_args(argv)
     stop_on_signals()
     try:
         report = run(args)

@@ -2,52 +2,38 @@
 the service's int8 first pass (``TOOLREACH_COSINE_INT8_DIMS`` directions, exact rescoring),
 interleaved on the same steps, at several catalog sizes.
 
-Each size is a throw-away namespace of synthetic cards (as route_bench.py writes them), or,
-with ``--db``, the real catalog a run of bench/route_cost.py filled. Every step's texts are
+Each size is a throw-away namespace of synthetic cards (bench.registries), or, with ``--db``,
+the real catalog a run of bench.perf.route_cost filled. Every step's texts are
 embedded once first (a route's embedding is the same in both variants), then each round ranks
 one step once per variant in alternating order, in one thread (BLAS too, as the service runs),
 and the thread CPU of ``rank_step`` is kept. Also counts the steps whose first tool, and
 whose first three tools, differ between the two (synthetic cards are random vectors, whose
 flat spectrum a 128-direction copy fits poorly: count those on real cards, ``--db``):
 
-    PYTHONPATH=. .venv/bin/python bench/int8_threshold.py --tools 500 1000 2000 5000
-    PYTHONPATH=. .venv/bin/python bench/int8_threshold.py --db /tmp/route-cost/cost-....db
+    PYTHONPATH=. .venv/bin/python -m bench.perf.int8_threshold --tools 500 1000 2000 5000
+    PYTHONPATH=. .venv/bin/python -m bench.perf.int8_threshold --db /tmp/route-cost/cost-....db
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from app.embedding.cosines import CosineBatcher
 from app.route.service import EmbeddedStep, rank_step, step_texts
 from app.schemas import RouteRequest
-from app.services import Services, build_encoder, build_services
+from app.services import Services, build_encoder
 from app.settings import Settings
-from bench.route_bench import synthetic_services
-from bench.route_cost import shared_data, steps
-
-
-@contextlib.contextmanager
-def stored(db: Path) -> Iterator[Services]:
-    settings = Settings(_env_file=None, database_url=f"sqlite:///{db}")  # type: ignore[call-arg]
-    services = build_services(settings)
-    try:
-        yield services
-    finally:
-        services.close()
+from bench.common import add_json, parser, public_steps, shared_data, write_report
+from bench.registries import stored_services, synthetic_services
 
 
 def measure(services: Services, queries: list[str], rounds: int) -> dict[str, Any]:
@@ -66,7 +52,7 @@ def measure(services: Services, queries: list[str], rounds: int) -> dict[str, An
     }
     for batcher in variants.values():
         batcher.prepare(snapshot.index.embeddings)
-    requests = [RouteRequest(query=q, namespace=namespace, k=3) for q in queries]  # type: ignore[call-arg]
+    requests = [RouteRequest(query=q, namespace=namespace, k=3) for q in queries]
     embedded = []
     for request in requests:
         texts = step_texts(request, services.index)
@@ -101,31 +87,28 @@ def measure(services: Services, queries: list[str], rounds: int) -> dict[str, An
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, nargs="*", default=[500, 1000, 2000, 5000])
-    parser.add_argument("--db", type=Path, help="a database bench/route_cost.py filled")
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    queries = steps(shared_data())[: args.steps]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, nargs="*", default=[500, 1000, 2000, 5000])
+    cli.add_argument("--db", type=Path, help="a database bench.perf.route_cost filled")
+    cli.add_argument("--steps", type=int, default=200)
+    cli.add_argument("--rounds", type=int, default=2)
+    add_json(cli)
+    args = cli.parse_args(argv)
+    queries = public_steps(shared_data())[: args.steps]
     reports = []
     with threadpool_limits(1):
         if args.db is not None:
-            with stored(args.db) as services:
+            with stored_services(args.db) as services:
                 reports.append({"catalog": "real", **measure(services, queries, args.rounds)})
         else:
-            encoder = build_encoder(Settings(_env_file=None))  # type: ignore[call-arg]
+            encoder = build_encoder(Settings(_env_file=None))
             for size in args.tools:
                 with synthetic_services(size, encoder) as services:
                     report = measure(services, queries, args.rounds)
                 reports.append({"catalog": "synthetic", **report})
                 print(json.dumps(reports[-1]), file=sys.stderr, flush=True)
-    text = json.dumps(reports, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    write_report(reports, args.json)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,24 @@
-"""What grew between two tracemalloc snapshots (bench/heap_hook/sitecustomize.py), by line
-and by traceback, largest first.
+"""What grew between two tracemalloc snapshots (bench/perf/heap_hook/sitecustomize.py), by
+line and by traceback, largest first.
 
-    python bench/heap_diff.py EARLY.snap LATE.snap [--top 25] [--traceback]
+    python -m bench.perf.heap_diff EARLY.snap LATE.snap [--top 25] [--traceback]
 """
 
 from __future__ import annotations
 
-import argparse
 import tracemalloc
+from collections.abc import Sequence
+
+from bench.common import parser
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("early")
-    parser.add_argument("late")
-    parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--traceback", action="store_true", help="group by whole traceback")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("early")
+    cli.add_argument("late")
+    cli.add_argument("--top", type=int, default=25)
+    cli.add_argument("--traceback", action="store_true", help="group by whole traceback")
+    args = cli.parse_args(argv)
     early = tracemalloc.Snapshot.load(args.early)
     late = tracemalloc.Snapshot.load(args.late)
     key = "traceback" if args.traceback else "lineno"

@@ -1,8 +1,9 @@
-"""Loaded by a server started with this folder on ``PYTHONPATH`` (``bench/soak.py --trace``):
-tracemalloc from the start, a snapshot written every ``BENCH_TRACE_EVERY`` seconds
-(default 60) to ``BENCH_TRACE_DIR/<pid>-<n>.snap``. Bench-only: never in the service.
+"""Loaded by a server started with this folder on ``PYTHONPATH`` (``python -m
+bench.perf.soak --trace``): tracemalloc from the start, a snapshot written every
+``BENCH_TRACE_EVERY`` seconds (default 60) to ``BENCH_TRACE_DIR/<pid>-<n>.snap``. Bench-only:
+never in the service.
 
-Compare two snapshots with ``bench/heap_diff.py A B``.
+Compare two snapshots with ``python -m bench.perf.heap_diff A B``.
 """
 
 from __future__ import annotations

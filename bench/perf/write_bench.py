@@ -22,47 +22,39 @@ revision, read from memory); and feedback for a route A just answered, sent to B
 (and to A): the share accepted and the time taken.
 
 Every server uses the service's default (real) encoder; the synthetic registry's vectors are
-seeded random unit vectors stored under that model's name (bench/route_bench.py), so the
+seeded random unit vectors stored under that model's name (bench.registries), so the
 servers start fast; written cards are embedded for real.
 
-    .venv/bin/python bench/write_bench.py [--tools 10000] [--rounds 100] [--baseline DIR]
+    .venv/bin/python -m bench.perf.write_bench [--tools 10000] [--rounds 100] [--baseline DIR]
         [--sections writes import replicas] [--import-rounds 1] [--replica-rounds 200]
         [--replica-modes listen polling] [--json OUT]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from app import migrate
+from app.services import build_encoder
+from app.settings import Settings
+from bench.common import QUERIES, ROOT, add_baseline, add_json, ms, parser, percentile, write_report
+from bench.registries import fill_database, synthetic_card
+from bench.servers import Server, read_answer, route_request, scratch_database
 
-from app import migrate  # noqa: E402
-from app.services import build_encoder  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from bench.load_client import QUERIES, route_request  # noqa: E402
-from bench.route_bench import fill_database, free_port, ms, percentile, synthetic_card  # noqa: E402
-
-PG_ADMIN = os.environ.get("TOOLREACH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 KEY = "write-bench-admin-key-0123456789"
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 WARM_UP = 5
@@ -76,53 +68,29 @@ def summary(seconds: list[float]) -> dict[str, float]:
     }
 
 
-@contextmanager
-def database(template: str | None = None) -> Iterator[str]:
+def database(template: str | None = None) -> AbstractContextManager[str]:
     """A fresh Postgres database (a copy of ``template`` if given), dropped afterwards."""
-    name = f"toolreach_wbench_{uuid.uuid4().hex[:8]}"
-    copy = f' TEMPLATE "{template}"' if template else ""
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"{copy}')  # type: ignore[arg-type]
-    try:
-        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+    return scratch_database("toolreach_wbench", template)
 
 
-class Server:
-    """``toolreach serve`` from the checkout ``tree`` on ``url``, with a keep-alive client."""
+class Served(Server):
+    """``toolreach serve`` from the checkout ``tree`` on ``url``, with a keep-alive client,
+    ready once the start-up's background work is done."""
 
     def __init__(self, tree: Path, url: str, **env: str) -> None:
-        self.port = free_port()
         handle, name = tempfile.mkstemp(prefix="wbench-server-", suffix=".log")
-        self.log = Path(name)
-        variables = {
-            **os.environ,
-            "PYTHONPATH": str(tree),
-            "TOOLREACH_DATABASE_URL": url,
-            "TOOLREACH_ADMIN_KEYS": KEY,
-            "TOOLREACH_LOG_LEVEL": "warning",
-            **env,
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
-            cwd=tempfile.gettempdir(),
-            env=variables,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
+        os.close(handle)
+        settings = {"TOOLREACH_DATABASE_URL": url, "TOOLREACH_ADMIN_KEYS": KEY}
+        super().__init__(
+            tree, {**settings, "TOOLREACH_LOG_LEVEL": "warning", **env}, log=Path(name)
         )
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=600)
         deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            try:
-                if self.http.get("/readyz").status_code == 200 and self.settled():
-                    return
-            except httpx.HTTPError:
-                pass
+        while not self.settled():
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(f"the server did not settle; see {self.log}")
             time.sleep(0.25)
-        self.close()
-        raise RuntimeError(f"the server did not become ready; see {self.log}")
 
     def settled(self) -> bool:
         """Whether the start-up's background work is done: the look-alikes' first full
@@ -137,8 +105,7 @@ class Server:
 
     def close(self) -> None:
         self.http.close()
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
+        self.stop()
 
 
 class Clock:
@@ -159,7 +126,7 @@ def card_body(i: int, tag: str) -> dict[str, Any]:
 
 
 def write_series(
-    servers: dict[str, Server], encoder: Any, rounds: int, baseline_rounds: int
+    servers: dict[str, Served], encoder: Any, rounds: int, baseline_rounds: int
 ) -> dict[str, Any]:
     """POST, PUT, DELETE of one card, each server in turn, with a bare embedding beside (the
     baseline only in the first ``baseline_rounds``: a write there may take seconds)."""
@@ -208,12 +175,7 @@ def route_once(sock: socket.socket, reader: Any, query: str) -> float:
     request = route_request(query, {})
     started = time.perf_counter()
     sock.sendall(request)
-    status, length = reader.readline().split(b" ", 2)[1], 0
-    while (line := reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    reader.read(length)
+    status, _ = read_answer(reader)
     if status != b"200":
         raise RuntimeError(f"route answered {status.decode()}")
     return time.perf_counter() - started
@@ -231,7 +193,7 @@ def by_tenth(offsets: list[float], seconds: list[float]) -> list[dict[str, float
     ]
 
 
-def routes_during_import(server: Server, size: int, idle_rounds: int = 300) -> dict[str, Any]:
+def routes_during_import(server: Served, size: int, idle_rounds: int = 300) -> dict[str, Any]:
     """Route latency idle, during a streamed NDJSON import of ``size`` cards, and after."""
     rng = random.Random(99)
     lines = [
@@ -296,7 +258,7 @@ def import_rounds(trees: dict[str, Path], template: str, size: int, rounds: int)
         for label, tree in trees.items():
             print(f"  round {round_ + 1}/{rounds}: {label}", file=sys.stderr, flush=True)
             with database(template) as url:
-                server = Server(tree, url)
+                server = Served(tree, url)
                 try:
                     runs[label].append(
                         {"loadavg_before": os.getloadavg(), **routes_during_import(server, size)}
@@ -329,14 +291,14 @@ def until(condition: Any, seconds: float = 30.0) -> float:
     return time.perf_counter()
 
 
-def routed_top(server: Server, query: str) -> str:
+def routed_top(server: Served, query: str) -> str:
     answer = server.http.post("/v1/route", json={"query": query, "k": 1}, headers=HEADERS)
     assert answer.status_code == 200, answer.text
     name: str = answer.json()["candidates"][0]["name"]
     return name
 
 
-def replica_lag(a: Server, b: Server, rounds: int, deletes: bool) -> dict[str, Any]:
+def replica_lag(a: Served, b: Served, rounds: int, deletes: bool) -> dict[str, Any]:
     """A card POSTed to A (with a word no other card has): the time until B routes the card's
     query to it, from A's answer and from the request; then its delete, and (``deletes``) the
     time until B's index has the delete's revision (B's ``/readyz``)."""
@@ -372,7 +334,7 @@ def replica_lag(a: Server, b: Server, rounds: int, deletes: bool) -> dict[str, A
     return out
 
 
-def feedback_elsewhere(a: Server, b: Server, rounds: int) -> dict[str, Any]:
+def feedback_elsewhere(a: Served, b: Served, rounds: int) -> dict[str, Any]:
     """Feedback for a route A has just answered, sent at once to B (and, in turn, to A): the
     share accepted (200) and the time each answer took."""
     seconds: dict[str, list[float]] = {"other_replica": [], "same_replica": []}
@@ -418,7 +380,7 @@ def replicas(template: str, rounds: int, modes: list[str]) -> dict[str, Any]:
         env = POLLING_ONLY if mode == "polling" else {}
         print(f"two replicas, {mode} ...", file=sys.stderr, flush=True)
         with database(template) as url:
-            a, b = Server(ROOT, url, **env), Server(ROOT, url, **env)
+            a, b = Served(ROOT, url, **env), Served(ROOT, url, **env)
             try:
                 # Polling only: no delete lag (one poll interval again) and fewer feedback
                 # rounds (each waits TOOLREACH_FEEDBACK_WAIT_SECONDS in vain), for time.
@@ -434,25 +396,25 @@ def replicas(template: str, rounds: int, modes: list[str]) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--import-size", type=int, default=10_000)
-    parser.add_argument("--import-rounds", type=int, default=1)
-    parser.add_argument("--baseline", type=Path, help="another checkout to run side by side")
-    parser.add_argument("--baseline-rounds", type=int, default=10)
-    parser.add_argument(
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, default=10_000)
+    cli.add_argument("--rounds", type=int, default=100)
+    cli.add_argument("--import-size", type=int, default=10_000)
+    cli.add_argument("--import-rounds", type=int, default=1)
+    add_baseline(cli)
+    cli.add_argument("--baseline-rounds", type=int, default=10)
+    cli.add_argument(
         "--sections", nargs="+", default=["writes", "import", "replicas"],
         choices=["writes", "import", "replicas"],
     )  # fmt: skip
-    parser.add_argument("--replica-rounds", type=int, default=200)
-    parser.add_argument(
+    cli.add_argument("--replica-rounds", type=int, default=200)
+    cli.add_argument(
         "--replica-modes", nargs="+", default=["listen", "polling"], choices=["listen", "polling"]
     )
-    parser.add_argument("--json", help="also write the results to this file")
-    args = parser.parse_args()
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    add_json(cli)
+    args = cli.parse_args(argv)
+    settings = Settings(_env_file=None)
     encoder = build_encoder(settings)
     report: dict[str, Any] = {
         "encoder": encoder.name,
@@ -470,9 +432,9 @@ def main() -> None:
             report["loadavg_before_writes"] = os.getloadavg()
             print("single-card writes ...", file=sys.stderr, flush=True)
             with database(template) as ours_url, database(template) as theirs_url:
-                servers = {"this": Server(ROOT, ours_url)}
+                servers = {"this": Served(ROOT, ours_url)}
                 if args.baseline:
-                    servers["baseline"] = Server(args.baseline, theirs_url)
+                    servers["baseline"] = Served(args.baseline, theirs_url)
                 try:
                     report["writes"] = write_series(
                         servers, encoder, args.rounds, args.baseline_rounds
@@ -492,10 +454,7 @@ def main() -> None:
         if "replicas" in args.sections:
             report["loadavg_before_replicas"] = os.getloadavg()
             report["replicas"] = replicas(template, args.replica_rounds, args.replica_modes)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    write_report(report, args.json)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """What 100,000 tools' memory is made of: peak RSS and the bytes each part of the index holds.
 
-    .venv/bin/python bench/memory_parts.py            # quick: 10,000 tools
-    .venv/bin/python bench/memory_parts.py --full     # 100,000 tools
+    .venv/bin/python -m bench.perf.memory_parts            # quick: 10,000 tools
+    .venv/bin/python -m bench.perf.memory_parts --full     # 100,000 tools
         [--dim 384|896] [--routes 200]
 
-Synthetic cards as in route_bench.py (one example each), stored with random unit vectors of
+Synthetic cards (bench.registries; one example each), stored with random unit vectors of
 ``--dim`` dimensions under the fake (hash) encoder's name, which also embeds the queries
 (384: MiniLM's size; 896: the default MiniLM + USE mix, what the 1.3 GiB figure ran with).
 The database is written by a child process, so the measured process only loads it: import,
@@ -27,26 +27,18 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.embedding.encoders import FakeEncoder  # noqa: E402
+from app.embedding.encoders import FakeEncoder
+from bench.common import QUERIES, ROOT, parser, peak_memory_mb, rss_mib
+from bench.registries import fill_database
 
 MIB = 1024 * 1024
-
-
-def status_mib(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise KeyError(field)
 
 
 def deep_bytes(root: Any, seen: set[int]) -> int:
@@ -85,36 +77,29 @@ def deep_bytes(root: Any, seen: set[int]) -> int:
     return total
 
 
-def fill(url: str, size: int, dim: int) -> None:
-    from bench.route_bench import fill_database
-
-    fill_database(url, size, FakeEncoder(dim), real=False)
-
-
 def measure(url: str, dim: int, routes: int) -> dict[str, Any]:
     import app.route.service as routes_service
     from app.schemas import RouteRequest
     from app.services import build_services
     from app.settings import Settings
-    from bench.load_client import QUERIES
 
     gc.collect()
-    before = status_mib("VmRSS")
+    before = rss_mib()
     settings = Settings(_env_file=None, database_url=url)
     services = build_services(settings, FakeEncoder(dim))
-    after_load, peak_load = status_mib("VmRSS"), status_mib("VmHWM")
+    after_load, peak_load = rss_mib(), peak_memory_mb()
     examples, memory = services.examples, services.memory
     assert examples is not None and memory is not None
     examples.refresh()
-    after_examples, peak_examples = status_mib("VmRSS"), status_mib("VmHWM")
+    after_examples, peak_examples = rss_mib(), peak_memory_mb()
     for i in range(routes):
         request = RouteRequest(query=QUERIES[i % len(QUERIES)], k=3)
         routes_service.route_step(request, services)
-    peak = status_mib("VmHWM")
-    after_routes = status_mib("VmRSS")
+    peak = peak_memory_mb()
+    after_routes = rss_mib()
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed heap handed back: what stays is live
-    trimmed = status_mib("VmRSS")
+    trimmed = rss_mib()
     snapshot = services.index.get("default")
     assert snapshot is not None
     index = snapshot.index
@@ -160,27 +145,27 @@ def measure(url: str, dim: int, routes: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--full", action="store_true", help="100,000 tools (default 10,000)")
-    parser.add_argument("--tools", type=int, default=None)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--routes", type=int, default=200)
-    parser.add_argument("--db", type=Path, default=None, help="reuse (or write) this SQLite file")
-    parser.add_argument("--fill-only", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--full", action="store_true", help="100,000 tools (default 10,000)")
+    cli.add_argument("--tools", type=int, default=None)
+    cli.add_argument("--dim", type=int, default=384)
+    cli.add_argument("--routes", type=int, default=200)
+    cli.add_argument("--db", type=Path, default=None, help="reuse (or write) this SQLite file")
+    cli.add_argument("--fill-only", action="store_true", help=argparse.SUPPRESS)
+    args = cli.parse_args(argv)
     size = args.tools or (100_000 if args.full else 10_000)
     with tempfile.TemporaryDirectory(prefix="toolreach-parts-") as tmp:
         db = args.db or Path(tmp) / "parts.db"
         url = f"sqlite:///{db}"
         if args.fill_only:
-            fill(url, size, args.dim)
+            fill_database(url, size, FakeEncoder(args.dim), real=False)
             return
         if not db.exists():
             print(f"writing {size} synthetic cards ...", file=sys.stderr, flush=True)
-            command = [sys.executable, __file__, "--fill-only", "--db", str(db)]
-            command += ["--tools", str(size), "--dim", str(args.dim)]
-            subprocess.run(command, check=True)
+            command = [sys.executable, "-m", "bench.perf.memory_parts", "--fill-only"]
+            command += ["--db", str(db), "--tools", str(size), "--dim", str(args.dim)]
+            subprocess.run(command, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
         print(json.dumps(measure(url, args.dim, args.routes), indent=2))
 
 

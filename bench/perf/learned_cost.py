@@ -8,22 +8,23 @@
 
 Pure pipeline on synthetic cards and vectors (the model's time is not the stage's):
 
-    python bench/learned_cost.py --tools 10000 --reports 10000 100000
+    python -m bench.perf.learned_cost --tools 10000 --reports 10000 100000
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 import tracemalloc
+from collections.abc import Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from app.routing import RouterConfig, RouterIndex, ToolDoc, route
 from app.routing.adapter import Learned, Pairs, anchors, joined, train
+from bench.common import parser
 
 WORDS = [f"w{i}" for i in range(3000)]
 
@@ -53,13 +54,13 @@ def steps_of(
     return unit(vectors[tools] + 0.08 * noise), tools
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, default=10_000)
-    parser.add_argument("--dim", type=int, default=896, help="the default encoder's")
-    parser.add_argument("--reports", type=int, nargs="*", default=[10_000, 100_000])
-    parser.add_argument("--routes", type=int, default=300)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, default=10_000)
+    cli.add_argument("--dim", type=int, default=896, help="the default encoder's")
+    cli.add_argument("--reports", type=int, nargs="*", default=[10_000, 100_000])
+    cli.add_argument("--routes", type=int, default=300)
+    args = cli.parse_args(argv)
     threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
     index, vectors = catalog(args.tools, args.dim, rng)
@@ -71,7 +72,8 @@ def main() -> None:
     config = RouterConfig()
     queries = [" ".join(rng.choice(WORDS, 8)) for _ in range(args.routes)]
     qvecs, _ = steps_of(vectors, args.routes, rng)
-    plain_ms, learned_ms = [], []
+    plain_ms: list[float] = []
+    learned_ms: list[float] = []
     for text, vec in zip(queries, qvecs, strict=True):
         for with_it, times in ((False, plain_ms), (True, learned_ms)):
             began = time.perf_counter()

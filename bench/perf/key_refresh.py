@@ -5,40 +5,41 @@ Fills a scratch database with ``--keys`` keys of the table (a tenth of them revo
 times ``KeyStore.refresh`` when nothing changed (the mark only) and when something did (a
 whole reload), and ``KeyStore.resolve`` (a known key, and a made-up one):
 
-    .venv/bin/python bench/key_refresh.py --keys 10000 --database postgresql://postgres@127.0.0.1:5432/postgres
-    .venv/bin/python bench/key_refresh.py --keys 10000   # a SQLite file
+    .venv/bin/python -m bench.perf.key_refresh --keys 10000 \\
+        --database postgresql://postgres@127.0.0.1:5432/postgres
+    .venv/bin/python -m bench.perf.key_refresh --keys 10000   # a SQLite file
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import psycopg
 
 from app import migrate
 from app.db import make_engine, make_session_factory, unit_of_work
 from app.keys.models import ApiKey
 from app.keys.service import new_secret
 from app.keys.store import KeyStore, digest
+from bench.common import parser
+from bench.servers import scratch_database
 
 
-def scratch_database(server: str | None) -> tuple[str, str | None]:
+@contextmanager
+def database(server: str | None) -> Iterator[str]:
     """A new, migrated database: on the Postgres server ``server``, else a SQLite file."""
     if server is None:
-        return f"sqlite:///{tempfile.mkdtemp()}/keys.db", None
-    name = f"toolreach_keybench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    return server.rsplit("/", 1)[0] + f"/{name}", name
+        url = f"sqlite:///{tempfile.mkdtemp()}/keys.db"
+        migrate.upgrade(url)
+        yield url
+        return
+    with scratch_database("toolreach_keybench", admin=server) as url:
+        migrate.upgrade(url)
+        yield url
 
 
 def fill(url: str, count: int) -> str:
@@ -64,24 +65,22 @@ def fill(url: str, count: int) -> str:
     return live
 
 
-def timed(action: object, repeat: int) -> list[float]:
+def timed(action: Callable[[], object], repeat: int) -> list[float]:
     runs = []
     for _ in range(repeat):
         started = time.perf_counter()
-        action()  # type: ignore[operator]
+        action()
         runs.append(time.perf_counter() - started)
     return runs
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--keys", type=int, default=10_000)
-    parser.add_argument("--database", help="a Postgres server URL; none: a SQLite file")
-    parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
-    url, name = scratch_database(args.database)
-    try:
-        migrate.upgrade(url)
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--keys", type=int, default=10_000)
+    cli.add_argument("--database", help="a Postgres server URL; none: a SQLite file")
+    cli.add_argument("--repeat", type=int, default=20)
+    args = cli.parse_args(argv)
+    with database(args.database) as url:
         secret = fill(url, args.keys)
         store = KeyStore(factory=make_session_factory(make_engine(url)))
         store.refresh()
@@ -94,20 +93,16 @@ def main() -> None:
         reloads = timed(reload, args.repeat)
         known = timed(lambda: store.resolve(secret), 10_000)
         unknown = timed(lambda: store.resolve("trk_made-up-key-0123456789"), 10_000)
-        print(f"{args.keys} keys on {url.split(':', 1)[0]}:")
-        for what, runs in (("check (unchanged)", checks), ("reload", reloads)):
-            print(
-                f"  {what}: median {statistics.median(runs) * 1000:.1f} ms, "
-                f"max {max(runs) * 1000:.1f} ms"
-            )
+    print(f"{args.keys} keys on {url.split(':', 1)[0]}:")
+    for what, runs in (("check (unchanged)", checks), ("reload", reloads)):
         print(
-            f"  lookup: known {statistics.median(known) * 1e6:.2f} µs, "
-            f"made-up {statistics.median(unknown) * 1e6:.2f} µs (median)"
+            f"  {what}: median {statistics.median(runs) * 1000:.1f} ms, "
+            f"max {max(runs) * 1000:.1f} ms"
         )
-    finally:
-        if name is not None:
-            with psycopg.connect(args.database, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+    print(
+        f"  lookup: known {statistics.median(known) * 1e6:.2f} µs, "
+        f"made-up {statistics.median(unknown) * 1e6:.2f} µs (median)"
+    )
 
 
 if __name__ == "__main__":

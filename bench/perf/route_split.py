@@ -2,34 +2,41 @@
 the request model, the cached embedding, the ranking (``rank_step``: ``route`` and the answer's
 shaping), the answer's JSON, the event record. Thread CPU time, 200 steps twice.
 
-    PYTHONPATH=. .venv/bin/python bench/route_split.py DB   # a database bench/route_cost.py filled
+    PYTHONPATH=. .venv/bin/python -m bench.perf.route_split DB   # a database route_cost filled
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from app.route import service as rs
 from app.schemas import RouteRequest
-from app.services import build_services
-from app.settings import Settings
-from bench.route_cost import shared_data, steps
+from bench.common import parser, public_steps, shared_data
+from bench.registries import stored_services
+
+if TYPE_CHECKING:
+    from app.services import Services
 
 
-def main() -> None:
-    url = f"sqlite:///{sys.argv[1]}"
-    services = build_services(Settings(_env_file=None, database_url=url))  # type: ignore[call-arg]
-    services.index.sync()
-    if services.examples is not None:
-        services.examples.refresh()
-    queries = steps(shared_data())[:200]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("db", type=Path, help="a database bench.perf.route_cost filled")
+    args = cli.parse_args(argv)
+    with stored_services(args.db) as services:
+        parts = split(services, public_steps(shared_data())[:200])
+    for name, values in parts.items():
+        mean, p50 = statistics.mean(values) * 1000, statistics.median(values) * 1000
+        print(f"{name:20} mean {mean:.3f} ms  p50 {p50:.3f} ms")
+
+
+def split(services: Services, queries: list[str]) -> dict[str, list[float]]:
+    """Each part's thread CPU per route, every query routed twice."""
     encode = services.encoder.encode
     for query in queries:  # every text in the cache first
         encode(rs.step_texts(RouteRequest(query=query), services.index), interactive=True)  # type: ignore[call-arg]
@@ -56,10 +63,7 @@ def main() -> None:
             t = time.thread_time()
             rs._record(request, result, time.perf_counter(), services)
             timed("event record", t)
-    for name, values in parts.items():
-        mean, p50 = statistics.mean(values) * 1000, statistics.median(values) * 1000
-        print(f"{name:20} mean {mean:.3f} ms  p50 {p50:.3f} ms")
-    services.close()
+    return parts
 
 
 if __name__ == "__main__":

@@ -4,40 +4,37 @@ Each round embeds one query with the service's encoder and ranks it (``rank_step
 answer shaped as the API returns it, not recorded) once per variant, in a rotating order, so
 the machine's drift (10-20 % within minutes here) falls on every variant alike. Every variant is the
 service's ``CosineBatcher`` with the int8 copy made at ``dims`` dimensions (0 = all of them).
-Synthetic cards as in route_bench.py (seeded random vectors). Reports medians:
+Synthetic cards (bench.registries; seeded random vectors). Reports medians:
 
-    .venv/bin/python bench/cosine_ab.py --tools 10000 --dims 0 256 --rounds 500
+    .venv/bin/python -m bench.perf.cosine_ab --tools 10000 --dims 0 256 --rounds 500
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.embedding.cosines import CosineBatcher
 from app.route.service import EmbeddedStep, rank_step, step_texts
 from app.schemas import RouteRequest
 from app.services import build_encoder
 from app.settings import Settings
-from bench.load_client import QUERIES
-from bench.route_bench import WARM_UP, synthetic_services
+from bench.common import QUERIES, WARM_UP, parser
+from bench.registries import synthetic_services
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, default=10_000)
-    parser.add_argument("--dims", type=int, nargs="+", default=[0, 256])
-    parser.add_argument("--rounds", type=int, default=500)
-    args = parser.parse_args()
-    encoder = build_encoder(Settings(_env_file=None))  # type: ignore[call-arg]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, default=10_000)
+    cli.add_argument("--dims", type=int, nargs="+", default=[0, 256])
+    cli.add_argument("--rounds", type=int, default=500)
+    args = cli.parse_args(argv)
+    encoder = build_encoder(Settings(_env_file=None))
     with synthetic_services(args.tools, encoder) as services:
         settings = services.settings
         snapshot = services.index.get("default")

@@ -3,57 +3,37 @@
 A route's ranking holds the interpreter lock, so on repeated steps (the embedding cache
 answers the model's part) one `toolreach serve` uses about one core whatever the core count.
 This starts ``--processes`` servers of this checkout on the catalog a run of
-bench/route_cost.py filled (all reading the one SQLite file; writes are not part of the
+bench.perf.route_cost filled (all reading the one SQLite file; writes are not part of the
 run), warms each one's cache, then drives ``--clients`` load clients split evenly across
 them for ``--rounds`` rounds, all of it on the machine's own cores, and prints per round the
 summed routes/s, the worst p99 and the servers' CPU per route:
 
-    PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/route_cost.py --full --distinct 200 \\
+    PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python -m bench.perf.route_cost --full --distinct 200 \\
         --workdir /tmp/rc
-    PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/replica_cost.py \\
+    PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python -m bench.perf.replica_cost \\
         --db /tmp/rc/cost-….db --queries /tmp/rc/steps.txt --processes 1 2
 
-``--queries``: one step a line (route_cost.py's ``steps.txt`` holds the steps it sent last).
+``--queries``: one step a line (route_cost's ``steps.txt`` holds the steps it sent last).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.route_bench import cpu_seconds
-from bench.route_cost import KEY, ROOT, Server, load, under_load
+from bench.common import ROOT, add_json, cpu_seconds, load, parser, write_report
+from bench.perf.route_cost import KEY, settings_env, under_load
+from bench.servers import Server, load_clients
 
 
 def one_round(servers: list[Server], clients: int, seconds: float, queries: Path) -> dict[str, Any]:
     before = [cpu_seconds(s.proc.pid) for s in servers]
     load_before = load()
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "bench" / "load_client.py"),
-                str(s.port),
-                "--clients",
-                str(clients // len(servers)),
-                "--seconds",
-                str(seconds),
-                "--bearer",
-                KEY,
-                "--queries",
-                str(queries),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for s in servers
-    ]
+    each = clients // len(servers)
+    procs = [load_clients(s.port, each, seconds, KEY, queries, wait=False) for s in servers]
     outs = [json.loads(p.communicate()[0]) for p in procs]
     cpu = sum(cpu_seconds(s.proc.pid) - b for s, b in zip(servers, before, strict=True))
     requests = sum(o["requests"] for o in outs)
@@ -68,22 +48,23 @@ def one_round(servers: list[Server], clients: int, seconds: float, queries: Path
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", type=Path, required=True, help="a database route_cost.py filled")
-    parser.add_argument("--queries", type=Path, required=True)
-    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--db", type=Path, required=True, help="a database route_cost filled")
+    cli.add_argument("--queries", type=Path, required=True)
+    cli.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    cli.add_argument("--clients", type=int, default=16)
+    cli.add_argument("--seconds", type=float, default=20.0)
+    cli.add_argument("--rounds", type=int, default=3)
+    add_json(cli)
+    args = cli.parse_args(argv)
     if not args.db.exists():
-        parser.error(f"no database at {args.db}: run bench/route_cost.py first")
+        cli.error(f"no database at {args.db}: run bench.perf.route_cost first")
     report = []
     for n in args.processes:
         print(f"{n} process(es): starting ...", file=sys.stderr, flush=True)
-        servers = [Server(ROOT, f"sqlite:///{args.db.resolve()}", {}) for _ in range(n)]
+        env = settings_env(f"sqlite:///{args.db.resolve()}", {})
+        servers = [Server(ROOT, env) for _ in range(n)]
         try:
             for server in servers:  # each its own cache: warm each
                 under_load(server, max(1, args.clients // n), 8, args.queries)
@@ -94,10 +75,7 @@ def main() -> None:
         finally:
             for server in servers:
                 server.stop()
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text)
+    write_report(report, args.json)
 
 
 if __name__ == "__main__":

@@ -7,81 +7,41 @@ were closed by the server within ``--watch`` seconds and when (the header timeou
 were still open then, and route latency (one keep-alive client opened before the sockets, one
 route at a time) while they were held.
 
-    .venv/bin/python bench/slow_headers.py [--connections 5000] [--watch 20] [--baseline DIR]
+    .venv/bin/python -m bench.perf.slow_headers [--connections 5000] [--watch 20] [--baseline DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import selectors
 import socket
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-from load_client import QUERIES, percentile, route_request  # noqa: E402
+from bench.common import QUERIES, ROOT, add_baseline, parser, percentile
+from bench.servers import Server, read_answer, route_request
 
 PARTIAL = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def server(code: Path, workdir: Path) -> Iterator[int]:
-    port = free_port()
+def server(code: Path, workdir: Path) -> Server:
     env = {
-        **os.environ,
-        "PYTHONPATH": str(code),
         "TOOLREACH_DATABASE_URL": f"sqlite:///{workdir}/{code.name}.db",
         "TOOLREACH_LOAD_DEMO": "true",
         "TOOLREACH_LOG_LEVEL": "error",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)], cwd=workdir, env=env
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the server did not become ready")
-            time.sleep(0.25)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    served = Server(code, env, cwd=workdir, wait=False)
+    served.wait_ready(600)
+    return served
 
 
 def route_once(sock: socket.socket, reader: Any, i: int) -> float:
     started = time.perf_counter()
     sock.sendall(route_request(QUERIES[i % len(QUERIES)], {}))
-    length = 0
-    reader.readline()
-    while (line := reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    reader.read(length)
+    read_answer(reader)
     return time.perf_counter() - started
 
 
@@ -105,10 +65,10 @@ def bench(port: int, connections: int, watch: float) -> dict[str, Any]:
         held.append(route_once(client, reader, i))
         i += 1
         for key, _ in selector.select(timeout=0.05):
-            sock = key.fileobj
-            assert isinstance(sock, socket.socket)
+            held_open = key.fileobj
+            assert isinstance(held_open, socket.socket)
             try:
-                data = sock.recv(65536)
+                data = held_open.recv(65536)
             except (ConnectionResetError, BlockingIOError):
                 data = b""
             if data.startswith(b"HTTP/1.1 503"):
@@ -116,8 +76,8 @@ def bench(port: int, connections: int, watch: float) -> dict[str, Any]:
             else:
                 closed += 1
                 closed_at.append(time.perf_counter() - opened_at)
-            selector.unregister(sock)
-            sock.close()
+            selector.unregister(held_open)
+            held_open.close()
     still_open = len(selector.get_map())
     for key in list(selector.get_map().values()):
         key.fileobj.close()  # type: ignore[union-attr]
@@ -132,19 +92,19 @@ def bench(port: int, connections: int, watch: float) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--connections", type=int, default=5000)
-    parser.add_argument("--watch", type=float, default=20)
-    parser.add_argument("--baseline", type=Path, help="another checkout, e.g. /work/main")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--connections", type=int, default=5000)
+    cli.add_argument("--watch", type=float, default=20)
+    add_baseline(cli)
+    args = cli.parse_args(argv)
     results: dict[str, Any] = {"connections": args.connections, "watch_s": args.watch}
     with tempfile.TemporaryDirectory() as workdir:
         codes = {"baseline": args.baseline, "this": ROOT}
         for label, code in codes.items():
             if code is not None:
-                with server(code.resolve(), Path(workdir)) as port:
-                    results[label] = bench(port, args.connections, args.watch)
+                with server(code.resolve(), Path(workdir)) as served:
+                    results[label] = bench(served.port, args.connections, args.watch)
     print(json.dumps(results, indent=2))
 
 

@@ -1,35 +1,32 @@
 """Parsing a bulk import, and the metaschema check inside it, timed side by side.
 
-Parses ``--cards`` synthetic cards (route_bench.py's) from their JSON as the admin API's bulk
+Parses ``--cards`` synthetic cards (bench.registries') from their JSON as the admin API's bulk
 import does (``parse_batch``: pydantic, the card checks, each schema's bounds and metaschema),
 then times the metaschema check of their parameter schemas alone, interleaved per schema,
 with Python's ``jsonschema`` and with the compiled jsonschema-rs metaschema the registry uses:
 
-    .venv/bin/python bench/parse_bench.py --cards 3000
+    .venv/bin/python -m bench.perf.parse_bench --cards 3000
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from collections.abc import Sequence
 
 from jsonschema import Draft202012Validator
 
 from app.tools.catalog import parse_batch
-from bench.route_bench import synthetic_card
+from bench.common import parser
+from bench.registries import synthetic_card
 from registry.json_schema import _FAST_META
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cards", type=int, default=3000)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--cards", type=int, default=3000)
+    args = cli.parse_args(argv)
     rng = random.Random(args.cards)
     items = [synthetic_card(i, rng).model_dump(mode="json") for i in range(args.cards)]
     started = time.perf_counter()

@@ -2,29 +2,25 @@
 stubbed out, one query after the other (each timed ``--repeat`` times, the fastest kept, so
 that other jobs on a shared machine count as little as they can; which goes first alternates).
 
-    python bench/confidence_cost.py --data /work/shared/data/seal-tools --name seal-tools
-    python bench/confidence_cost.py --data /work/shared/data/metatool --name metatool
+    python -m bench.perf.confidence_cost --data /work/shared/data/seal-tools --name seal-tools
+    python -m bench.perf.confidence_cost --data /work/shared/data/metatool --name metatool
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.routing import pipeline, route
 from app.routing.confidence import Evidence
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.services import build_encoder
 from app.settings import Settings
+from bench.common import add_cache, add_data, parser
 from bench.tools.fit_confidence import load
 
 STUB = Evidence(0.5, 0.5, 1.0, 0.5, 1.0, 0.5, 0.5, 100, 1, 0.0)
@@ -54,20 +50,21 @@ def fastest(call: Any, repeat: int) -> float:
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--name", choices=["metatool", "seal-tools"], required=True)
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--k", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_emb"))
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--name", choices=["metatool", "seal-tools"], required=True)
+    cli.add_argument("--queries", type=int, default=300)
+    cli.add_argument("--k", type=int, default=3)
+    cli.add_argument("--repeat", type=int, default=5)
+    add_cache(cli)
+    args = cli.parse_args(argv)
     settings = Settings()
     config = settings.router
     ds = load(args.name, args.data, build_encoder(settings), config, args.cache)
     real = pipeline.evidence
-    with_it, without = [], []
+    with_it: list[float] = []
+    without: list[float] = []
     for i, (text, _, vec) in enumerate(ds.queries[: args.queries]):
         ask = partial(route, ds.index, text, vec, k=args.k, config=config)
         for stubbed in (False, True) if i % 2 else (True, False):  # neither always first
@@ -81,8 +78,14 @@ def main() -> None:
         f"{np.median(a):.0f} µs with the confidence, {np.median(b):.0f} µs without; "
         f"the difference p50 {np.median(a - b):.0f} µs, p90 {np.percentile(a - b, 90):.0f} µs"
     )
-    seen, model = [], CONFIDENCE_MODEL
-    pipeline.evidence = lambda *given: seen.append(given) or real(*given)  # type: ignore[assignment]
+    seen: list[tuple[Any, ...]] = []
+    model = CONFIDENCE_MODEL
+
+    def recorded(*given: Any) -> list[Evidence]:
+        seen.append(given)
+        return real(*given)
+
+    pipeline.evidence = recorded  # type: ignore[assignment]
     for text, _, vec in ds.queries[: args.queries]:
         route(ds.index, text, vec, k=args.k, config=config)
     pipeline.evidence = real

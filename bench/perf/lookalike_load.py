@@ -7,7 +7,7 @@ tools (same parameters, the description reworded) up to ``--tools``, imported on
 real default encoder into a fresh Postgres database that both servers then serve (one at a
 time). For each server:
 
-- ``idle``: routes from one keep-alive client, one at a time (bench/load_client.py's
+- ``idle``: routes from one keep-alive client, one at a time (bench.perf.load_client's
   requests), ``--rounds`` of them;
 - ``fixed``: the same while four clients (one process, raw sockets) loop the look-alike
   request with ``threshold=0&limit=500``;
@@ -17,39 +17,32 @@ time). For each server:
 Per series: route p50 and p99, look-alike requests answered per second with their p50, and
 their statuses. For this code, also the seconds from ready to the first complete look-alikes.
 
-    .venv/bin/python bench/lookalike_load.py [--tools 6300] [--rounds 400] [--baseline DIR]
+    .venv/bin/python -m bench.perf.lookalike_load [--tools 6300] [--rounds 400] [--baseline DIR]
         [--json OUT]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import multiprocessing
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-from load_client import QUERIES, percentile, route_request  # noqa: E402
-
-from app.tools.catalog import parse_batch  # noqa: E402
+from app.tools.catalog import parse_batch
+from bench.common import ROOT, add_baseline, add_json, parser, percentile, write_report
+from bench.servers import Server, exchange, python_path, route_times, scratch_database
 
 DATA = Path("/work/shared/data")
-PG = os.environ.get("TOOLREACH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 VIEWER_KEY = "bench-dashboard-key-0123456789"
 ADMIN_KEY = "bench-admin-key-0123456789"
 LOOPERS = 4
@@ -76,8 +69,8 @@ def registry(size: int) -> list[dict[str, Any]]:
     return valid[:size]
 
 
-def cli(code: Path, url: str, *args: str) -> None:
-    env = {**os.environ, "PYTHONPATH": str(code), "TOOLREACH_DATABASE_URL": url}
+def toolreach(code: Path, url: str, *args: str) -> None:
+    env = {**os.environ, "PYTHONPATH": python_path(code), "TOOLREACH_DATABASE_URL": url}
     subprocess.run(
         [sys.executable, "-m", "app.cli", *args], cwd=tempfile.gettempdir(), env=env, check=True
     )
@@ -85,81 +78,30 @@ def cli(code: Path, url: str, *args: str) -> None:
 
 @contextmanager
 def database(size: int) -> Iterator[str]:
-    name = f"toolreach_bench_lookalike_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    url = PG.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        cli(ROOT, url, "migrate")
+    with scratch_database("toolreach_bench_lookalike") as url:
+        toolreach(ROOT, url, "migrate")
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as out:
             out.writelines(json.dumps(tool) + "\n" for tool in registry(size))
         started = time.perf_counter()
-        cli(ROOT, url, "import", out.name, "--namespace", "default")
+        toolreach(ROOT, url, "import", out.name, "--namespace", "default")
         print(f"imported {size} tools in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         yield url
-    finally:
-        with psycopg.connect(PG, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def server(code: Path, url: str) -> Iterator[int]:
-    port = free_port()
+def server(code: Path, url: str) -> Server:
     env = {
-        **os.environ,
-        "PYTHONPATH": str(code),
         "TOOLREACH_DATABASE_URL": url,
         "TOOLREACH_LOG_LEVEL": "warning",
         "TOOLREACH_ADMIN_KEYS": ADMIN_KEY,
         "TOOLREACH_DASHBOARD_KEYS": VIEWER_KEY,
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        cwd=tempfile.gettempdir(),
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 900
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the server did not become ready")
-            time.sleep(0.25)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    return Server(code, env)
 
 
 def lookalike_request(threshold: float) -> bytes:
     path = f"/v1/lookalikes?threshold={threshold:.4f}&limit=500"
     head = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {VIEWER_KEY}"]
     return ("\r\n".join(head) + "\r\n\r\n").encode()
-
-
-async def _exchange(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
-) -> int:
-    writer.write(request)
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    await reader.readexactly(length)
-    return int(head.split(b" ", 2)[1])
 
 
 def loop_lookalikes(port: int, varied: bool, stop: Any, results: Any) -> None:
@@ -171,7 +113,7 @@ def loop_lookalikes(port: int, varied: bool, stop: Any, results: Any) -> None:
         while not stop.is_set():
             threshold = (i % 5000) / 10_000 if varied else 0.0
             started = time.perf_counter()
-            status = await _exchange(reader, writer, lookalike_request(threshold))
+            status, _ = await exchange(reader, writer, lookalike_request(threshold))
             done.append((status, time.perf_counter() - started))
             i += LOOPERS
         writer.close()
@@ -186,22 +128,7 @@ def loop_lookalikes(port: int, varied: bool, stop: Any, results: Any) -> None:
 
 def route_latency(port: int, rounds: int) -> dict[str, float]:
     """One client, one route at a time, on a keep-alive socket (after 20 to warm up)."""
-    times = []
-    with socket.create_connection(("127.0.0.1", port)) as sock, sock.makefile("rb") as reader:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for i in range(-20, rounds):
-            started = time.perf_counter()
-            sock.sendall(route_request(QUERIES[i % len(QUERIES)], {}))
-            status, length = reader.readline().split(b" ", 2)[1], 0
-            while (line := reader.readline()) not in (b"\r\n", b""):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            reader.read(length)
-            if status != b"200":
-                raise RuntimeError(f"route answered {status.decode()}")
-            times.append(time.perf_counter() - started)
-    times = times[20:]
+    times = route_times(port, rounds, warm_up=20)
     return {
         "route_p50_ms": round(percentile(times, 50) * 1000, 1),
         "route_p99_ms": round(percentile(times, 99) * 1000, 1),
@@ -244,7 +171,8 @@ def first_complete(port: int) -> float:
 
 def bench(code: Path, url: str, rounds: int) -> dict[str, Any]:
     print(f"serving {code} ...", file=sys.stderr, flush=True)
-    with server(code, url) as port:
+    with server(code, url) as served:
+        port = served.port
         result: dict[str, Any] = {"ready_to_complete_s": first_complete(port)}
         result["idle"] = route_latency(port, rounds)
         result["fixed"] = under_load(port, rounds, varied=False)
@@ -253,22 +181,19 @@ def bench(code: Path, url: str, rounds: int) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tools", type=int, default=6300)
-    parser.add_argument("--rounds", type=int, default=400)
-    parser.add_argument("--baseline", type=Path, help="another checkout, e.g. /work/main")
-    parser.add_argument("--json", type=Path, help="write the results here too")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, default=6300)
+    cli.add_argument("--rounds", type=int, default=400)
+    add_baseline(cli)
+    add_json(cli)
+    args = cli.parse_args(argv)
     results: dict[str, Any] = {"tools": args.tools}
     with database(args.tools) as url:
         if args.baseline is not None:
             results["baseline"] = bench(args.baseline.resolve(), url, args.rounds)
         results["this"] = bench(ROOT, url, args.rounds)
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
+    write_report(results, args.json)
 
 
 if __name__ == "__main__":

@@ -5,24 +5,30 @@ One model is trained and promoted on replica A; then ``--times`` new serving ver
 stored and announced on A as a promotion stores them (``repository.add_model``), and the
 seconds from A's commit to B's ``LearningCache.get`` holding that version are printed.
 
-    python bench/learn_replica_delay.py --times 10
+    python -m bench.perf.learn_replica_delay --times 10
 """
 
 from __future__ import annotations
 
-import argparse
 import time
-import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
-
-import psycopg
+from functools import partial
+from typing import Any
 
 from app import migrate
 from app.db import unit_of_work
 from app.learning import repository
+from bench.common import parser
+from bench.servers import scratch_database
 from tests.api import test_learning as scenario
-from tests.conftest import ADMIN, PG_ADMIN_URL
+from tests.conftest import ADMIN
 from tests.waiting import until
+
+
+def serves(cache: Any, version: int) -> bool:
+    """Whether the replica's learning cache holds this version of the namespace's model."""
+    return getattr(cache.get(scenario.NS), "version", None) == version
 
 
 def delays(url: str, times: int) -> list[float]:
@@ -50,27 +56,20 @@ def delays(url: str, times: int) -> list[float]:
                     datetime.now(UTC),
                 )  # fmt: skip
             started = time.perf_counter()  # committed
-            until(lambda v=version: getattr(there.get(scenario.NS), "version", None) == v)
+            until(partial(serves, there, version))
             measured.append(time.perf_counter() - started)
         return measured
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--times", type=int, default=10)
-    args = parser.parse_args()
-    name = f"toolreach_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    try:
-        url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--times", type=int, default=10)
+    args = cli.parse_args(argv)
+    with scratch_database("toolreach_bench") as url:
         migrate.upgrade(url)
         found = sorted(delays(url, args.times))
-        ms = [round(s * 1000, 1) for s in found]
-        print(f"commit on A -> B serves it: median {ms[len(ms) // 2]} ms, max {ms[-1]} ms: {ms}")
-    finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+    ms = [round(s * 1000, 1) for s in found]
+    print(f"commit on A -> B serves it: median {ms[len(ms) // 2]} ms, max {ms[-1]} ms: {ms}")
 
 
 if __name__ == "__main__":

