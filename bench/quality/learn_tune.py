@@ -5,16 +5,17 @@ settings, the learned part's weight and pool, trained on the guard's older steps
 them — is trained on the remembered steps and scores the held-out queries (seen / unseen
 hit@1) beside the pipeline without it.
 
-    python bench/learn_tune.py --data ../shared/data/metatool --fraction 0.5
+    python -m bench.quality.learn_tune --data ../shared/data/metatool --fraction 0.5
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +34,9 @@ from app.learning.pairs import training_pairs
 from app.routing.adapter import Learned, Training, train
 from app.settings import Settings
 from app.tools.examples import text_vectors
+from bench.common import add_data, parser
 
-DESIGNS = [
+DESIGNS: list[dict[str, Any]] = [
     {"name": "default"},
     {"name": "pull1e-2-w2", "pull": 1e-2, "weight": 2.0},
     {"name": "w1", "weight": 1.0},
@@ -65,19 +67,19 @@ DESIGNS = [
 ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--fraction", type=float, default=0.5)
-    parser.add_argument("--designs", nargs="*", help="names of DESIGNS to run (default all)")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument(
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--fraction", type=float, default=0.5)
+    cli.add_argument("--designs", nargs="*", help="names of DESIGNS to run (default all)")
+    cli.add_argument("--json", action="store_true")
+    cli.add_argument(
         "--reports",
         type=Path,
         help="replay this queries file's queries (a --fraction share, minus any of the held-out "
         "texts) as the reports, and hold out the dataset's whole queries.jsonl",
     )
-    args = parser.parse_args()
+    args = cli.parse_args(argv)
     settings = Settings()
     tools, queries = load_dataset(args.data, None)
     out = []
@@ -116,7 +118,7 @@ def main() -> None:
             if design.get("older"):
                 use = time_split(steps)[0]
             if design.get("fit_held"):  # not a design: the held-out queries are fitted too
-                extra = np.asarray([v[0] for v in vectors], dtype=np.float32)
+                held_rows = np.asarray([v[0] for v in vectors], dtype=np.float32)
                 from app.routing.adapter import Pairs
                 from app.routing.adapter import joined as join
 
@@ -127,7 +129,7 @@ def main() -> None:
                 pairs = join(
                     base_pairs,
                     Pairs(
-                        extra / np.linalg.norm(extra, axis=1, keepdims=True),
+                        held_rows / np.linalg.norm(held_rows, axis=1, keepdims=True),
                         labels,
                         np.full(len(held), 1 / 3, np.float32),
                     ),
@@ -142,7 +144,7 @@ def main() -> None:
             began = time.perf_counter()
             adapter = train(pairs, index.embeddings, sorted(reported_tools), training)
             seconds = time.perf_counter() - began
-            learned = Learned(
+            learned: Learned | None = Learned(
                 adapter, weight=design.get("weight", 3.0), pool=design.get("pool", 50)
             )
             memory = None
@@ -163,7 +165,7 @@ def main() -> None:
             print(json.dumps(out[-1]), flush=True)
 
 
-def summary(groups: dict) -> dict:
+def summary(groups: dict[str, Any]) -> dict[str, Any]:
     return {g: groups[g]["hit@1"] for g in ("all", "seen", "unseen")} | {
         "n_seen": groups["seen"]["queries"],
         "n_unseen": groups["unseen"]["queries"],

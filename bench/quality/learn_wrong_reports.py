@@ -5,15 +5,16 @@ reported a success of a random other tool (seeded), then ``POST /v1/learning/{ns
 one run per seed, on a SQLite file, the fake encoder. Prints each seed's verdict and the
 count promoted.
 
-    python bench/learn_wrong_reports.py --seeds 20
+    python -m bench.quality.learn_wrong_reports --seeds 20
 """
 
 from __future__ import annotations
 
-import argparse
 import tempfile
+from collections.abc import Sequence
 
 from app import migrate
+from bench.common import parser
 from tests.api import test_learning as scenario
 from tests.conftest import ADMIN, empty_database
 
@@ -28,11 +29,11 @@ def verdict(url: str, seed: int, wrong: bool) -> dict[str, object]:
         return scenario.train(client)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--right", action="store_true", help="right reports instead")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--seeds", type=int, default=20)
+    cli.add_argument("--right", action="store_true", help="right reports instead")
+    args = cli.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         url = f"sqlite:///{scratch}/bench.db"
         migrate.upgrade(url)

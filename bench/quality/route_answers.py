@@ -4,9 +4,9 @@ missing parameters).
 
 Run it before and after a change that must not change an answer, then compare:
 
-    python bench/route_answers.py --data DIR --out before.jsonl
+    python -m bench.quality.route_answers --data DIR --out before.jsonl
     ... change ...
-    python bench/route_answers.py --data DIR --out after.jsonl --compare before.jsonl
+    python -m bench.quality.route_answers --data DIR --out after.jsonl --compare before.jsonl
 
 It speaks only to ``app.main.create_app`` and HTTP (and, once the tools are written, waits
 for the cards' examples to be built), so it survives any reorganisation of the service's
@@ -19,11 +19,11 @@ another design, a covering set: docs/ROUTING.md, "Steps of several parts").
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +31,13 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from bench.common import add_data, dataset, parser, read_jsonl
 
 KEY = "route-answers-admin-key-0123456789"
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 NAMESPACE = "answers"
 BULK = 500  # tools per bulk request (each well under the body limit)
 _INVALID = re.compile(r"[^A-Za-z0-9_.:-]")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def register(client: TestClient, tools: list[dict[str, Any]]) -> None:
@@ -82,10 +79,9 @@ def answer(client: TestClient, query: str, k: int) -> dict[str, Any]:
 
 
 def run(data: Path, k: int, limit: int | None) -> list[dict[str, Any]]:
-    tools = read_jsonl(data / "tools.jsonl")
-    queries = read_jsonl(data / "queries.jsonl")[:limit]
+    tools, queries = dataset(data, limit)
     with tempfile.TemporaryDirectory() as scratch:
-        settings = Settings(  # type: ignore[call-arg]
+        settings = Settings(
             _env_file=None,
             database_url=f"sqlite:///{scratch}/answers.db",
             admin_keys=(KEY,),
@@ -124,17 +120,17 @@ def compare(rows: list[dict[str, Any]], before: Path, one_part: bool = False) ->
     return differ
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="tools.jsonl + queries.jsonl")
-    parser.add_argument("--out", type=Path, required=True, help="where to write the answers")
-    parser.add_argument("--compare", type=Path, help="answers of an earlier run to compare with")
-    parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--limit", type=int, help="only the first N queries")
-    parser.add_argument(
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--out", type=Path, required=True, help="where to write the answers")
+    cli.add_argument("--compare", type=Path, help="answers of an earlier run to compare with")
+    cli.add_argument("--k", type=int, default=10)
+    cli.add_argument("--limit", type=int, help="only the first N queries")
+    cli.add_argument(
         "--one-part", action="store_true", help="compare only the steps read as one part"
     )
-    args = parser.parse_args()
+    args = cli.parse_args(argv)
     rows = run(args.data, args.k, args.limit)
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     print(f"{len(rows)} answers written to {args.out}")

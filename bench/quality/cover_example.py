@@ -1,34 +1,31 @@
 """A step's covering answer, as ``POST /v1/route`` gives it, against a dataset's cards (the
 service's default encoder, an in-process service on a temporary SQLite file).
 
-    python bench/cover_example.py --data tests/data/compound [--k 3] "step" ["step" ...]
+    python -m bench.quality.cover_example --data tests/data/compound [--k 3] "step" ["step" ...]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
-from pathlib import Path
+from collections.abc import Sequence
 
 from fastapi.testclient import TestClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from app.main import create_app
 from app.settings import Settings
-from bench.route_answers import HEADERS, KEY, NAMESPACE, read_jsonl, register, settle
+from bench.common import add_data, parser, read_jsonl
+from bench.quality.route_answers import HEADERS, KEY, NAMESPACE, register, settle
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--k", type=int, default=3)
-    parser.add_argument("steps", nargs="+")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--k", type=int, default=3)
+    cli.add_argument("steps", nargs="+")
+    args = cli.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
-        settings = Settings(  # type: ignore[call-arg]
+        settings = Settings(
             _env_file=None, database_url=f"sqlite:///{scratch}/example.db", admin_keys=(KEY,)
         )
         with TestClient(create_app(settings)) as client:

@@ -5,53 +5,43 @@ Each missing tool is counted once, as the first of: the step needs more than ``k
 the step was read as one part; the tool leads one of the parts but more parts than slots
 were led (crowded out); it is 2nd or 3rd in some part, behind another tool (often a
 look-alike); it is in no part's top 3. Routed as ``toolreach eval`` routes (the service's
-index and encoder; vectors cached as ``bench/cover_sets.py`` caches them).
+index and encoder; vectors cached as ``bench.quality.cover_sets`` caches them).
 
-    python bench/cover_misses.py --data DIR [--only-prefix P] [--k 5]
+    python -m bench.quality.cover_misses --data DIR [--only-prefix P] [--k 5]
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
-import sys
-from pathlib import Path
+from collections.abc import Sequence
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.cli.evaluate import NAMESPACE, load_dataset, throwaway_services
-from app.db import unit_of_work
+from app.cli.evaluate import load_dataset
 from app.routing import ALL_STAGES, query_texts, route
 from app.routing.cover import relative_rows
 from app.routing.pipeline import stage_scores
 from app.routing.signals import analyse_query
 from app.services import build_encoder
 from app.settings import Settings
-from app.tools.catalog import parse_batch, write_cards
-from bench.cover_sets import CachedEncoder
+from bench.common import TextCache, add_cache, add_data, parser
+from bench.registries import registered
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--only-prefix", default="")
-    parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_cover"))
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--only-prefix", default="", help="only the steps whose id starts with this")
+    cli.add_argument("--k", type=int, default=5)
+    add_cache(cli, "/tmp/toolreach_cover")
+    args = cli.parse_args(argv)
     tools, queries = load_dataset(args.data)
     steps = [q for q in queries if q.id.startswith(args.only_prefix) and len(q.relevant) > 1]
     settings = Settings()
-    encoder = CachedEncoder(build_encoder(settings), args.cache)
+    encoder = TextCache(build_encoder(settings), args.cache)
     why: collections.Counter[str] = collections.Counter()
     missed = 0
-    with throwaway_services(settings, encoder) as services:  # type: ignore[arg-type]
-        with unit_of_work(services.session_factory) as session:
-            write_cards(session, services.encoder, parse_batch(tools, NAMESPACE).cards)
-        services.index.sync()
-        snapshot = services.index.get(NAMESPACE)
-        assert snapshot is not None
+    with registered(tools, settings, encoder) as (services, snapshot):
         index, config, cosines = snapshot.index, services.index.config, services.cosines
         for step in steps:
             texts = query_texts(step.text)

@@ -13,22 +13,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.cli.evaluate import NAMESPACE, throwaway_services  # noqa: E402
-from app.db import unit_of_work  # noqa: E402
-from app.routing import route  # noqa: E402
-from app.settings import load_settings  # noqa: E402
-from app.sources import openapi  # noqa: E402
-from app.sources.documents import file_uri, load_documents, read_file  # noqa: E402
-from app.tools.catalog import parse_batch, write_cards  # noqa: E402
+from app.cli.evaluate import NAMESPACE, throwaway_services
+from app.db import unit_of_work
+from app.routing import route
+from app.settings import load_settings
+from app.sources import openapi
+from app.sources.documents import file_uri, load_documents, read_file
+from app.tools.catalog import parse_batch, write_cards
 
 
 def cards_of(document: Path, supplied: frozenset[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ For a set whose queries carry a ``kind`` (``tests/data/bilingual``: ``zh>en``, `
 (``card_to_doc``, the default encoder, its multilingual columns) and each step is ranked by
 ``route`` with the default config, as ``toolreach eval`` does, without the database:
 
-    python bench/by_kind.py --data tests/data/bilingual [--misses 3] [--fixed-weights]
+    python -m bench.quality.by_kind --data tests/data/bilingual [--misses 3] [--fixed-weights]
         [--no-examples]
 
 ``--fixed-weights`` indexes without the multilingual columns: the same weights for every pair,
@@ -15,10 +15,8 @@ not vote (app/routing/examples.py), as before they did.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections import defaultdict
-from pathlib import Path
+from collections.abc import Sequence
 
 from app.embedding.encoders import make_encoder, multilingual_dims
 from app.routing import (
@@ -31,17 +29,17 @@ from app.routing import (
 )
 from app.routing.examples import card_examples
 from app.tools.catalog import card_to_doc, parse_batch
+from bench.common import add_data, dataset, parser
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--misses", type=int, default=0, help="list steps ranked below this")
-    parser.add_argument("--fixed-weights", action="store_true", help="no per-pair weights")
-    parser.add_argument("--no-examples", action="store_true", help="card examples do not vote")
-    args = parser.parse_args()
-    tools = [json.loads(line) for line in (args.data / "tools.jsonl").open() if line.strip()]
-    queries = [json.loads(line) for line in (args.data / "queries.jsonl").open() if line.strip()]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--misses", type=int, default=0, help="list steps ranked below this")
+    cli.add_argument("--fixed-weights", action="store_true", help="no per-pair weights")
+    cli.add_argument("--no-examples", action="store_true", help="card examples do not vote")
+    args = cli.parse_args(argv)
+    tools, queries = dataset(args.data)
     docs = [card_to_doc(card) for card in parse_batch(tools, "bench").cards]
     encoder, config = make_encoder(), RouterConfig()
     vectors = encoder.encode([embedding_text(doc) for doc in docs])
@@ -62,10 +60,10 @@ def main() -> None:
             ranks[kind].append(rank)
         if args.misses and rank > args.misses:
             print(f"{query.get('id', '')}\trank {rank}\t{query['query']}\t{names[:3]}")
-    for kind, found in ranks.items():
-        hit1 = sum(r == 1 for r in found) / len(found)
-        recall3 = sum(r <= 3 for r in found) / len(found)
-        print(f"{kind:8} {len(found):4} queries  hit@1 {hit1:.3f}  recall@3 {recall3:.3f}")
+    for kind, of_kind in ranks.items():
+        hit1 = sum(r == 1 for r in of_kind) / len(of_kind)
+        recall3 = sum(r <= 3 for r in of_kind) / len(of_kind)
+        print(f"{kind:8} {len(of_kind):4} queries  hit@1 {hit1:.3f}  recall@3 {recall3:.3f}")
 
 
 if __name__ == "__main__":

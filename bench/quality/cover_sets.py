@@ -7,11 +7,11 @@ key is a ``RouterConfig`` field (``cover=0`` keeps the parts in the fusion but a
 ranked list). Vectors are cached by text under ``--cache``, so variants and reruns embed
 each text once.
 
-    python bench/cover_sets.py --data DIR [--only-prefix P | --skip-prefix P] \\
+    python -m bench.quality.cover_sets --data DIR [--only-prefix P | --skip-prefix P] \\
         [--variant one_part:split=0 --variant full ...]
-    python bench/cover_sets.py --data DIR --answers FILE   # score a route_answers.py run
+    python -m bench.quality.cover_sets --data DIR --answers FILE   # score a route_answers run
 
-``--answers`` scores the answers ``bench/route_answers.py`` wrote (any version of the
+``--answers`` scores the answers ``bench.quality.route_answers`` wrote (any version of the
 service, e.g. main's, which has no ``split``).
 """
 
@@ -19,65 +19,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import inspect
 import itertools
 import json
-import pickle
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from app.cli.completeness import completeness, format_completeness, step_scores
-from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
+from app.cli.evaluate import NAMESPACE, Query, load_dataset
 from app.cli.no_fit import auroc, expected_calibration_error
-from app.db import unit_of_work
-from app.embedding.encoders import Encoder, multilingual_dims
 from app.routing import query_texts, route
 from app.services import build_encoder
 from app.settings import Settings
-from app.tools.catalog import parse_batch, write_cards
+from bench.common import TextCache, add_cache, add_data, add_json, add_prefixes, parser
+from bench.registries import registered
 
 # Whether this router reads a step's parts (``split``); main's before it did not, and this
 # script also measures it (copied into a checkout of main: docs/ROUTING.md).
 SPLITS = "split" in inspect.signature(route).parameters
-
-
-class CachedEncoder:
-    """An encoder whose vectors are kept by text on disk (one pickle per encoder name)."""
-
-    def __init__(self, inner: Encoder, cache: Path) -> None:
-        self.inner, self.name, self.dim = inner, inner.name, inner.dim
-        dims = multilingual_dims(inner)
-        if dims is not None:
-            self.multilingual_dims = dims
-        digest = hashlib.sha256(inner.name.encode()).hexdigest()[:16]
-        self.path = cache / f"vectors-{digest}.pkl"
-        self.known: dict[str, np.ndarray] = {}
-        if self.path.is_file():
-            self.known = pickle.loads(self.path.read_bytes())
-        self.added = 0
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.known))
-        for start in range(0, len(missing), 256):
-            chunk = missing[start : start + 256]
-            rows = np.asarray(self.inner.encode(chunk), dtype=np.float32)
-            self.known.update(zip(chunk, rows, strict=True))
-            self.added += len(chunk)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self.known[t] for t in texts])
-
-    def save(self) -> None:
-        if self.added:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_bytes(pickle.dumps(self.known))
 
 
 def parse_variant(spec: str) -> tuple[str, bool, dict[str, Any]]:
@@ -101,20 +61,14 @@ def chosen(queries: list[Query], only: str | None) -> list[Query]:
     return [q for q in queries if only is None or q.id.startswith(only)]
 
 
-def run_variants(args: argparse.Namespace, queries: list[Query], tools: list[dict[str, Any]]):
+def run_variants(
+    args: argparse.Namespace, queries: list[Query], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
     settings = Settings()
-    encoder = CachedEncoder(build_encoder(settings), args.cache)
+    encoder = TextCache(build_encoder(settings), args.cache)
     report: dict[str, Any] = {}
-    with throwaway_services(settings, encoder) as services:  # type: ignore[arg-type]
-        batch = parse_batch(tools, NAMESPACE)
-        with unit_of_work(services.session_factory) as session:
-            write_cards(session, services.encoder, batch.cards)
-        services.index.sync()
-        if services.examples is not None:
-            services.examples.refresh()
+    with registered(tools, settings, encoder, examples=True) as (services, snapshot):
         examples = None if services.examples is None else services.examples.get(NAMESPACE)
-        snapshot = services.index.get(NAMESPACE)
-        assert snapshot is not None
         base = services.index.config
         for spec in args.variant or ["one_part:split=0", "full"]:
             name, split, overrides = parse_variant(spec)
@@ -123,7 +77,8 @@ def run_variants(args: argparse.Namespace, queries: list[Query], tools: list[dic
             for query in queries:
                 texts = query_texts(query.text, split=split) if SPLITS else query_texts(query.text)
                 vectors = encoder.encode(texts)
-                options = {"split": split} if SPLITS else {}  # (a router before parts had none)
+                # a router before parts had no ``split``
+                options: dict[str, Any] = {"split": split} if SPLITS else {}
                 ranked = route(
                     snapshot.index,
                     query.text,
@@ -180,15 +135,14 @@ def score_answers(path: Path, queries: list[Query], all_queries: list[Query]) ->
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--only-prefix", help="only the steps whose id starts with this")
-    parser.add_argument("--skip-prefix", help="leave out the steps whose id starts with this")
-    parser.add_argument("--variant", action="append", help="name[:key=value,...] (repeatable)")
-    parser.add_argument("--answers", type=Path, help="score this route_answers.py output")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_cover"))
-    parser.add_argument("--json", type=Path, help="also write the report here")
-    args = parser.parse_args(argv)
+    cli = parser(__doc__)
+    add_data(cli)
+    add_prefixes(cli)
+    cli.add_argument("--variant", action="append", help="name[:key=value,...] (repeatable)")
+    cli.add_argument("--answers", type=Path, help="score this route_answers output")
+    add_cache(cli, "/tmp/toolreach_cover")
+    add_json(cli)
+    args = cli.parse_args(argv)
     tools, every = load_dataset(args.data)
     queries = chosen(load_dataset(args.data, skip_prefix=args.skip_prefix)[1], args.only_prefix)
     print(f"{args.data.name}: {len(tools)} tools, {len(queries)} steps", flush=True)

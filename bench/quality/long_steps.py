@@ -18,29 +18,23 @@ switched off (as the router read a 5,900-character step before it had one); ``--
 ``head+tail H+T`` for any sizes. Prints hit@1 and recall@3 (k = 10) per construction and
 window.
 
-    python bench/long_steps.py --data DIR [--sample 200] [--sizes 500,1000,2000]
+    python -m bench.quality.long_steps --data DIR [--sample 200] [--sizes 500,1000,2000]
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from functools import partial
 from pydoc_data.topics import topics
 
-from app.cli.evaluate import NAMESPACE, Query, load_dataset, mean_scores, score, throwaway_services
-from app.db import unit_of_work
+from app.cli.evaluate import Query, load_dataset, mean_scores, score
 from app.routing import RouterIndex, route, step_window, window
 from app.services import Services
-from app.settings import Settings
-from app.tools.catalog import parse_batch, write_cards
-from bench.rule_check import encode
+from bench.common import add_data, parser, step_rows
+from bench.registries import registered
 
 LENGTH = 5900  # the step of issue 17: an agent pasting its conversation
 REPLIES = ("Done.", "Here is what I found.", "OK, finished that.", "Sure, that is sorted.")
@@ -82,14 +76,22 @@ def head_and_tail(step: str, head: int, tail: int) -> str:
     return f"{step[:head]}\n…\n{step[len(step) - tail :]}"
 
 
+def first(step: str, n: int) -> str:
+    return step[:n]
+
+
+def last(step: str, n: int) -> str:
+    return step[-n:]
+
+
 def windows(sizes: Sequence[int]) -> dict[str, Window]:
     """The windows compared, by name."""
     out: dict[str, Window] = {"whole": lambda s: s, "as served": step_window}
     for n in sizes:
-        out[f"head {n}"] = lambda s, n=n: s[:n]
-        out[f"tail {n}"] = lambda s, n=n: s[-n:]
-        out[f"head¼+tail¾ {n}"] = lambda s, n=n: head_and_tail(s, n // 4, n - n // 4)
-        out[f"head½+tail½ {n}"] = lambda s, n=n: head_and_tail(s, n // 2, n - n // 2)
+        out[f"head {n}"] = partial(first, n=n)
+        out[f"tail {n}"] = partial(last, n=n)
+        out[f"head¼+tail¾ {n}"] = partial(head_and_tail, head=n // 4, tail=n - n // 4)
+        out[f"head½+tail½ {n}"] = partial(head_and_tail, head=n // 2, tail=n - n // 2)
     return out
 
 
@@ -103,14 +105,14 @@ def named_window(name: str) -> Window:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--sample", type=int, default=200)
-    parser.add_argument("--sizes", default="500,1000,2000")
-    parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--only", help="comma-separated window names to run (default: all)")
-    parser.add_argument("--kinds", default="plain,conversation,document")
-    args = parser.parse_args(argv)
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--sample", type=int, default=200)
+    cli.add_argument("--sizes", default="500,1000,2000")
+    cli.add_argument("--seed", type=int, default=17)
+    cli.add_argument("--only", help="comma-separated window names to run (default: all)")
+    cli.add_argument("--kinds", default="plain,conversation,document")
+    args = cli.parse_args(argv)
     tools, queries = load_dataset(args.data)
     rng = random.Random(args.seed)
     sample = rng.sample(queries, min(args.sample, len(queries)))
@@ -126,14 +128,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     reads = windows([int(n) for n in args.sizes.split(",")])
     if args.only:
         reads = {name: reads.get(name) or named_window(name) for name in args.only.split(",")}
-    with throwaway_services(Settings(), None) as services:
-        batch = parse_batch(tools, NAMESPACE)
-        with unit_of_work(services.session_factory) as session:
-            write_cards(session, services.encoder, batch.cards)
-        services.index.sync()
-        snapshot = services.index.get(NAMESPACE)
-        assert snapshot is not None
-        print(f"{args.data.name}: {len(batch.cards)} tools, {len(sample)} sampled queries")
+    with registered(tools) as (services, snapshot):
+        print(f"{args.data.name}: {len(snapshot.cards)} tools, {len(sample)} sampled queries")
         for kind, texts in steps.items():
             for label, read in reads.items():
                 with read_whole(label == "whole"):
@@ -149,7 +145,7 @@ def measure(
     services: Services, index: RouterIndex, sample: list[Query], texts: list[str]
 ) -> dict[str, float]:
     """The metrics of routing ``texts`` (one per sampled query), k = 10."""
-    vectors = encode(services.encoder, texts)
+    vectors = step_rows(services.encoder.encode, texts)
     config = services.index.config
     rows = []
     for query, text, vector in zip(sample, texts, vectors, strict=True):

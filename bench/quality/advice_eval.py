@@ -2,7 +2,8 @@
 replay offers, on a namespace's reported steps, unseen paraphrases of them, and steps that
 were right, with the real model.
 
-    PYTHONPATH=. HF_HUB_OFFLINE=1 python bench/advice_eval.py [--data DIR] [--encoder minilm]
+    PYTHONPATH=. HF_HUB_OFFLINE=1 python -m bench.quality.advice_eval [--data DIR] \\
+        [--encoder minilm]
 
 (DIR: tests/data/doctor by default.)
 
@@ -12,9 +13,9 @@ paraphrases.jsonl and right.jsonl (never reported).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,12 @@ from app.advice.replay import firsts, heal
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import RouterConfig, RouterIndex, embedding_text
 from app.tools.catalog import card_to_doc
+from bench.common import parser, read_jsonl
 from registry.card import ToolCard
 
 
 def rows(data: Path, name: str) -> list[dict[str, str]]:
-    return [json.loads(line) for line in (data / f"{name}.jsonl").read_text().splitlines()]
+    return read_jsonl(data / f"{name}.jsonl")
 
 
 def hit1(index: RouterIndex, encoder: Encoder, items: list[dict[str, str]]) -> list[bool]:
@@ -35,11 +37,11 @@ def hit1(index: RouterIndex, encoder: Encoder, items: list[dict[str, str]]) -> l
     return [g == r["chosen"] for g, r in zip(got, items, strict=True)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--data", default="tests/data/doctor")
-    parser.add_argument("--encoder", default="minilm")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--data", default="tests/data/doctor")
+    cli.add_argument("--encoder", default="minilm")
+    args = cli.parse_args(argv)
     data, encoder = Path(args.data), make_encoder(args.encoder)
     cards = {c["name"]: ToolCard(**c) for c in json.loads((data / "tools.json").read_text())}
     docs = [card_to_doc(cards[n]) for n in sorted(cards)]

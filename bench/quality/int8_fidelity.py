@@ -7,47 +7,38 @@ mean and spread). Reports, for the top 1, the top 3 and the top 10, the share of
 tools are the same (in order), split into one-ask and several-ask queries, and hit@1 /
 recall@3 of both:
 
-    .venv/bin/python bench/int8_fidelity.py --data ../shared/data/seal-tools
-    .venv/bin/python bench/int8_fidelity.py --data ../shared/data/metatool --dims 256
+    .venv/bin/python -m bench.quality.int8_fidelity --data ../shared/data/seal-tools
+    .venv/bin/python -m bench.quality.int8_fidelity --data ../shared/data/metatool --dims 256
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
+from collections.abc import Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.cli.evaluate import NAMESPACE, _encode_queries, load_dataset, score, throwaway_services
-from app.db import unit_of_work
+from app.cli.evaluate import _encode_queries, load_dataset, score
 from app.embedding.cosines import CosineBatcher
 from app.routing import route
 from app.routing.signals import gemv_rows
 from app.services import build_encoder
 from app.settings import Settings
-from app.tools.catalog import parse_batch, write_cards
+from bench.common import add_data, parser
+from bench.registries import registered
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--dims", type=int, default=128)
-    parser.add_argument("--moment-dims", type=int, default=256)
-    parser.add_argument("--limit", type=int, default=None, help="the first N queries only")
-    args = parser.parse_args()
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--dims", type=int, default=128)
+    cli.add_argument("--moment-dims", type=int, default=256)
+    cli.add_argument("--limit", type=int, default=None, help="the first N queries only")
+    args = cli.parse_args(argv)
+    settings = Settings(_env_file=None)
     encoder = build_encoder(settings)
     tools, queries = load_dataset(args.data, args.limit)
-    with throwaway_services(settings, encoder) as services:
-        batch = parse_batch(tools, NAMESPACE)
-        print(f"embedding {len(batch.cards)} tools ...", file=sys.stderr, flush=True)
-        with unit_of_work(services.session_factory) as session:
-            write_cards(session, services.encoder, batch.cards)
-        services.index.sync()
-        snapshot = services.index.get(NAMESPACE)
-        assert snapshot is not None
+    print(f"embedding {len(tools)} tools ...", file=sys.stderr, flush=True)
+    with registered(tools, settings, encoder) as (services, snapshot):
         index = snapshot.index
         vectors = _encode_queries(services.encoder, [q.text for q in queries])
     int8 = CosineBatcher(int8_min_tools=1, int8_dims=args.dims, moment_dims=args.moment_dims)

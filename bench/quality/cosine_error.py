@@ -7,43 +7,35 @@ query × tool pair: the cosine error (mean, 99th percentile, max), how much smal
 spread is (the z-score's divisor), and the share of each query's exact top 50 found in its
 approximate top 128 (the best that ``exact_where_it_counts`` rescores):
 
-    .venv/bin/python bench/cosine_error.py --data ../shared/data/seal-tools --dims 0 192 256 384
+    .venv/bin/python -m bench.quality.cosine_error --data ../shared/data/seal-tools \\
+        --dims 0 192 256 384
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.cli.evaluate import NAMESPACE, _encode_queries, load_dataset, throwaway_services
-from app.db import unit_of_work
+from app.cli.evaluate import _encode_queries, load_dataset
 from app.embedding.cosines import Int8Matrix
 from app.routing.signals import EXACT_TOP
 from app.services import build_encoder
 from app.settings import Settings
-from app.tools.catalog import parse_batch, write_cards
+from bench.common import add_data, parser
+from bench.registries import registered
 
 TOP = 50  # the router's pool
 
 
 def vectors(data: Path) -> tuple[np.ndarray, np.ndarray]:
     """The dataset's tool matrix as the index holds it, and one unit row per query."""
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
     encoder = build_encoder(settings)
     tools, queries = load_dataset(data)
-    with throwaway_services(settings, encoder) as services:
-        batch = parse_batch(tools, NAMESPACE)
-        with unit_of_work(services.session_factory) as session:
-            write_cards(session, services.encoder, batch.cards)
-        services.index.sync()
-        snapshot = services.index.get(NAMESPACE)
-        assert snapshot is not None
+    with registered(tools, settings, encoder) as (services, snapshot):
         matrix = np.array(snapshot.index.embeddings)
         rows = np.vstack(
             [v[0] for v in _encode_queries(services.encoder, [q.text for q in queries])]
@@ -77,11 +69,11 @@ def compare(matrix: np.ndarray, queries: np.ndarray, dims: int) -> dict[str, flo
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--dims", type=int, nargs="+", default=[0, 256])
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--dims", type=int, nargs="+", default=[0, 256])
+    args = cli.parse_args(argv)
     matrix, queries = vectors(args.data)
     report = {
         "dataset": str(args.data),

@@ -6,34 +6,30 @@ cached as .npy under ``--cache``), routes every query through ``app.routing.rout
 hit@1, recall@3, recall@5 and nDCG@10 (binary gains) for the full pipeline and its ablations.
 
     # report: the full pipeline and every ablation on the evaluation queries
-    python bench/tune_routing.py --data /work/shared/data/metatool
-    python bench/tune_routing.py --data /work/shared/data/seal-tools
+    python -m bench.quality.tune_routing --data /work/shared/data/metatool
+    python -m bench.quality.tune_routing --data /work/shared/data/seal-tools
     # tune: MetaTool's queries_all minus the evaluation sample, Seal-Tools' dev-* ids
-    python bench/tune_routing.py --data .../metatool --queries queries_all.jsonl \\
+    python -m bench.quality.tune_routing --data .../metatool --queries queries_all.jsonl \\
         --exclude queries.jsonl --grid
-    python bench/tune_routing.py --data .../seal-tools --only-prefix dev- --grid
+    python -m bench.quality.tune_routing --data .../seal-tools --only-prefix dev- --grid
     # speed and memory at scale (tools cloned from the dataset, renamed)
-    python bench/tune_routing.py --data .../seal-tools --speed 10000
+    python -m bench.quality.tune_routing --data .../seal-tools --speed 10000
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import itertools
 import json
 import resource
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import (
@@ -44,6 +40,15 @@ from app.routing import (
     embedding_text,
     query_texts,
     route,
+)
+from bench.common import (
+    add_cache,
+    add_data,
+    add_prefixes,
+    cached_encode,
+    parser,
+    read_jsonl,
+    step_rows,
 )
 from registry.calls import value_problem
 
@@ -62,12 +67,6 @@ GRID: dict[str, tuple[Any, ...]] = {
     "missing_param_penalty": (0.0, 0.05, 0.1, 0.2),
 }
 Metrics = dict[str, float]
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """One JSON object per non-empty line."""
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def load_tools(path: Path) -> list[ToolDoc]:
@@ -95,24 +94,9 @@ def select_queries(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
     return rows
 
 
-def cached_encode(encoder: Encoder, texts: Sequence[str], cache: Path) -> np.ndarray:
-    """``encoder.encode(texts)``, memoised as one .npy keyed by the encoder name and texts."""
-    digest = hashlib.sha256("\x1e".join([encoder.name, *texts]).encode()).hexdigest()[:24]
-    path = cache / f"{encoder.name.replace('/', '_')}-{digest}.npy"
-    if path.exists():
-        return np.load(path)
-    cache.mkdir(parents=True, exist_ok=True)
-    vectors = encoder.encode(list(texts))
-    np.save(path, vectors)
-    return vectors
-
-
 def query_vectors(encoder: Encoder, queries: Sequence[str], cache: Path) -> list[np.ndarray]:
-    """Per query, the rows for ``query_texts(query)`` (whole query, then its asks)."""
-    texts = [query_texts(q) for q in queries]
-    flat = cached_encode(encoder, [t for group in texts for t in group], cache)
-    bounds = np.cumsum([0, *(len(group) for group in texts)])
-    return [flat[bounds[i] : bounds[i + 1]] for i in range(len(texts))]
+    """Per query, the rows for ``query_texts(query)`` (whole query, then its parts), cached."""
+    return step_rows(lambda texts: cached_encode(encoder, texts, cache), queries)
 
 
 def metrics(ranked: Sequence[str], relevant: Iterable[str]) -> Metrics:
@@ -219,21 +203,20 @@ def speed(args: argparse.Namespace, encoder: Encoder, tools: list[ToolDoc]) -> N
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="dataset directory")
-    parser.add_argument("--queries", default="queries.jsonl")
-    parser.add_argument("--exclude", help="drop queries whose id is in this file of --data")
-    parser.add_argument("--only-prefix", help="keep only query ids starting with this")
-    parser.add_argument("--skip-prefix", help="drop query ids starting with this")
-    parser.add_argument("--encoder", default="minilm")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_emb"))
-    parser.add_argument("--set", action="append", default=[], help="config override k=v")
-    parser.add_argument(
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--queries", default="queries.jsonl")
+    cli.add_argument("--exclude", help="drop queries whose id is in this file of --data")
+    add_prefixes(cli)
+    cli.add_argument("--encoder", default="minilm")
+    add_cache(cli)
+    cli.add_argument("--set", action="append", default=[], help="config override k=v")
+    cli.add_argument(
         "--grid", nargs="*", metavar="KEY", help="sweep GRID (or these keys of it), no ablations"
     )
-    parser.add_argument("--speed", type=int, default=0, help="time route() at this many tools")
-    parser.add_argument("--speed-queries", type=int, default=300)
-    return parser.parse_args(argv)
+    cli.add_argument("--speed", type=int, default=0, help="time route() at this many tools")
+    cli.add_argument("--speed-queries", type=int, default=300)
+    return cli.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

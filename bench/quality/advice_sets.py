@@ -1,9 +1,9 @@
 """The card doctor on the public eval sets (issue 31): how much hit@1 the applied advice
 recovers, and how many items the replay refuses, with the real model.
 
-    PYTHONPATH=. HF_HUB_OFFLINE=1 python bench/advice_sets.py --data /work/shared/data/metatool \\
-        [--limit N] [--fraction 0.5] [--seed 0] [--k 3] [--kinds miss,parameter] [--json] \\
-        [--not-for words|name|right|none] [--held-out 0.2]
+    PYTHONPATH=. HF_HUB_OFFLINE=1 python -m bench.quality.advice_sets \\
+        --data /work/shared/data/metatool [--limit N] [--fraction 0.5] [--seed 0] [--k 3] \\
+        [--kinds miss,parameter] [--json] [--not-for words|name|right|none] [--held-out 0.2]
 
 The dataset (``load_dataset``, as ``toolreach eval``) goes into a throwaway registry with the
 service's default encoder (``Settings().encoder``). A seeded share ``--fraction`` of its
@@ -31,7 +31,6 @@ routes the same steps once per finding.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -39,8 +38,6 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from app.advice import doctor as doctor_text
 from app.advice import service as doctor
@@ -51,31 +48,13 @@ from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
 from app.cli.progress import progress_iter
 from app.cli.simulate import pick_choice
 from app.db import unit_of_work
-from app.embedding.encoders import Encoder, multilingual_dims
 from app.loop.feedback import record_feedback
 from app.route.service import route_step
 from app.schemas import FeedbackRequest, RouteRequest
 from app.services import Services, build_encoder
 from app.settings import Settings
 from app.tools.catalog import write_cards
-
-
-class Remembering:
-    """An encoder that encodes each text once (the replays route the same steps again)."""
-
-    def __init__(self, inner: Encoder) -> None:
-        self.inner, self.name, self.dim = inner, inner.name, inner.dim
-        self.multilingual_dims = multilingual_dims(inner)
-        self.seen: dict[str, np.ndarray] = {}
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self.seen]
-        if new:
-            rows = np.asarray(self.inner.encode(new), dtype=np.float32)
-            self.seen.update(zip(new, rows, strict=True))
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self.seen[t] for t in texts])
+from bench.common import TextCache, add_data, parser
 
 
 def report_steps(services: Services, queries: Sequence[Query], k: int) -> None:
@@ -150,7 +129,7 @@ def run(
 ) -> dict[str, Any]:
     settings = Settings()
     tools, queries = load_dataset(data, limit)
-    encoder = Remembering(build_encoder(settings))
+    encoder = TextCache(build_encoder(settings))  # the replays route the same steps again
     started = time.perf_counter()
     with throwaway_services(settings, encoder) as services:
         loaded = _load(services, tools, data / "tools.jsonl")
@@ -195,22 +174,22 @@ def run(
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--limit", type=int, default=None, help="the first N queries only")
-    parser.add_argument("--fraction", type=float, default=0.5, help="share replayed as reports")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--k", type=int, default=3, help="candidates per reported route")
-    parser.add_argument("--kinds", default="confusion,miss,parameter", help="kinds applied")
-    parser.add_argument(
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    add_data(cli)
+    cli.add_argument("--limit", type=int, default=None, help="the first N queries only")
+    cli.add_argument("--fraction", type=float, default=0.5, help="share replayed as reports")
+    cli.add_argument("--seed", type=int, default=0)
+    cli.add_argument("--k", type=int, default=3, help="candidates per reported route")
+    cli.add_argument("--kinds", default="confusion,miss,parameter", help="kinds applied")
+    cli.add_argument(
         "--not-for", default=doctor_text.NOT_FOR, choices=["words", "name", "right", "none"]
     )
-    parser.add_argument(
+    cli.add_argument(
         "--held-out", type=float, default=doctor.HELD_OUT_SHARE, help="newest share held out"
     )
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    cli.add_argument("--json", action="store_true")
+    args = cli.parse_args(argv)
     doctor_text.NOT_FOR = args.not_for
     doctor.HELD_OUT_SHARE = args.held_out
     kinds = frozenset(args.kinds.split(","))
