@@ -432,9 +432,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     with scratch_database("toolreach_soak") as url:
         env = toolreach_env(url, env_extra)
+        untraced = {k: v for k, v in env.items() if not k.startswith("BENCH_TRACE_")}
         print(f"migrating and importing {len(cards)} tools ...", file=sys.stderr, flush=True)
-        toolreach("migrate", env=env)
-        toolreach("import", str(args.data / "tools.jsonl"), "--skip-invalid", env=env)
+        toolreach("migrate", env=untraced)  # tracemalloc in the replicas only
+        catalog = str((args.data / "tools.jsonl").resolve())  # toolreach runs elsewhere
+        toolreach("import", catalog, "--skip-invalid", env=untraced)
         replicas = Replicas(args.replicas, env)
         try:
             replicas.wait_ready()
