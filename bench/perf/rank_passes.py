@@ -1,0 +1,66 @@
+"""Where the ranking's CPU goes, pass by pass: each pass of ``app/routing/pipeline.py`` wrapped
+to add up its thread CPU (no profiler, whose overhead inflates Python loops), over 200 steps
+whose texts are already embedded, ranked twice each in one thread (``rank_step``).
+
+    PYTHONPATH=. .venv/bin/python -m bench.perf.rank_passes DB   # a database route_cost filled
+
+A pass called inside another counts in both (the cosine product and the fusion are inside
+``stage_scores``: shown indented).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.route import service as rs
+from app.routing import pipeline
+from app.schemas import RouteRequest
+from bench.common import add_up, parser, public_steps, shared_data
+from bench.registries import embedded, stored_services
+
+PASSES = [
+    (pipeline, "analyse_query", "BM25 rows and the step's parts (analyse_query)"),
+    (pipeline, "stage_scores", "cosines, fusion, prior (stage_scores)"),
+    (pipeline, "cosine_rows", "  of which the cosine product (cosine_rows)"),
+    (pipeline, "fuse_parts", "  of which the fusion (fuse_parts)"),
+    (pipeline, "with_memory", "query memory (with_memory)"),
+    (pipeline, "with_examples", "card examples (with_examples)"),
+    (pipeline, "rule_check", "parameter rules of the pool (rule_check)"),
+    (pipeline, "covering_answer", "covering answer (several parts)"),
+    (pipeline, "mmr_order", "MMR"),
+    (pipeline, "candidates", "candidates and confidence"),
+    (rs, "route", "route(), whole"),
+    (rs, "route_response", "answer shaping (route_response)"),
+]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("db", type=Path, help="a database bench.perf.route_cost filled")
+    args = cli.parse_args(argv)
+    with stored_services(args.db) as services:
+        queries = public_steps(shared_data())[:200]
+        steps = {q: embedded(services, q, interactive=True) for q in queries}
+
+        def rank_all() -> float:
+            started = time.thread_time()
+            for query in queries:
+                rs.rank_step(RouteRequest.model_validate({"query": query}), services, steps[query])
+            return time.thread_time() - started
+
+        rank_all()  # warm-up
+        spent: dict[str, float] = defaultdict(float)
+        for module, name, label in PASSES:
+            setattr(module, name, add_up(spent, label, getattr(module, name), time.thread_time))
+        total = rank_all() + rank_all()
+    routes = 2 * len(queries)
+    print(f"{'rank_step, whole':48} {total / routes * 1000:.3f} ms a route ({routes} routes)")
+    for _, _, label in PASSES:
+        print(f"{label:48} {spent[label] / routes * 1000:.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
