@@ -61,7 +61,9 @@ def report_steps(services: Services, queries: Sequence[Query], k: int) -> None:
     """Route each query as the API does and report its labelled tool as chosen."""
     reports = []
     for number, query in enumerate(progress_iter(queries, "reporting steps", unit="step")):
-        response = route_step(RouteRequest(query=query.text, namespace=NAMESPACE, k=k), services)
+        response = route_step(
+            RouteRequest(query=query.text, namespace=NAMESPACE, k=k), services.routing
+        )
         chosen = pick_choice(query.relevant, [c.name for c in response.candidates])
         report = FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")
         reports.append((report, f"agent-{number % 20}"))

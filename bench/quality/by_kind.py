@@ -3,7 +3,7 @@
 For a set whose queries carry a ``kind`` (``tests/data/bilingual``: ``zh>en``, ``en>zh``,
 ``mixed``, ``zh>zh``, ``en>en``). The cards are indexed as the service indexes them
 (``card_to_doc``, the default encoder, its multilingual columns) and each step is ranked by
-``route`` with the default config, as ``toolreach eval`` does, without the database:
+``Router.route`` with the default config, as ``toolreach eval`` does, without the database:
 
     python -m bench.quality.by_kind --data tests/data/bilingual [--misses 3] [--fixed-weights]
         [--no-examples]
@@ -20,11 +20,13 @@ from collections.abc import Sequence
 
 from app.embedding.encoders import make_encoder, multilingual_dims
 from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
     RouterConfig,
     RouterIndex,
     embedding_text,
     query_texts,
-    route,
     step_window,
 )
 from app.routing.examples import card_examples
@@ -51,9 +53,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if texts and not args.no_examples:  # each embedded as a step is (step_window)
         examples = card_examples(index, owners, encoder.encode([step_window(t) for t in texts]))
     ranks: dict[str, list[int]] = defaultdict(list)
+    router, view = Router(config), NamespaceView(index, examples=examples)
     for query in queries:
         vec = encoder.encode(query_texts(query["query"]))
-        found = route(index, query["query"], vec, k=10, config=config, examples=examples)
+        found = router.route(view, query["query"], vec, RouteOptions(k=10))
         names = [c.name for c in found]
         rank = min((names.index(n) + 1 for n in query["relevant"] if n in names), default=99)
         for kind in (query.get("kind", "all"), "all"):

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.cli.evaluate import load_dataset
-from app.routing import ALL_STAGES, query_texts, route
+from app.routing import ALL_STAGES, NamespaceView, RouteOptions, Router, query_texts
 from app.routing.cover import relative_rows
-from app.routing.pipeline import stage_scores
+from app.routing.scores import Scoring, stage_scores
 from app.routing.signals import analyse_query
 from app.services import build_encoder
 from app.settings import Settings
@@ -43,12 +43,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     missed = 0
     with registered(tools, settings, encoder) as (services, snapshot):
         index, config, cosines = snapshot.index, services.index.config, services.cosines
+        router, view, options = (
+            Router(config, cosines=cosines),
+            NamespaceView(index),
+            RouteOptions(k=args.k),
+        )
         for step in steps:
             texts = query_texts(step.text)
             vectors = encoder.encode(texts)
-            answer = route(
-                index, step.text, vectors, k=args.k, config=config, cosines=cosines, texts=texts
-            )
+            answer = router.route(view, step.text, vectors, options, texts=texts)
             missing = step.relevant - {c.name for c in answer}
             if not missing:
                 continue
@@ -60,12 +63,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 why["the step was read as one part"] += len(missing)
                 continue
             rows = analyse_query(index, step.text, texts)
-            scores = stage_scores(index, rows, vectors, None, None, config, ALL_STAGES, cosines)
+            # every tool scored (depth 0): where each needed tool stands in each part
+            scoring = Scoring(index, rows, vectors, None, None, config, ALL_STAGES, cosines, 0)
+            scores = stage_scores(scoring)
             assert scores.parts is not None
             rel = relative_rows(scores.parts)
             for name in missing:
-                col = int(np.flatnonzero(scores.cols == index.positions[name])[0])
-                rank = int(min((row > row[col]).sum() for row in rel))
+                at = int(np.flatnonzero(scores.tool_ids == index.positions[name])[0])
+                rank = int(min((row > row[at]).sum() for row in rel))
                 if rank == 0:
                     why["it leads a part, crowded out by more parts than slots"] += 1
                 elif rank <= 2:

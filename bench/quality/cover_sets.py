@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import itertools
 import json
 from collections.abc import Sequence
@@ -29,15 +28,11 @@ from typing import Any
 from app.cli.completeness import completeness, format_completeness, step_scores
 from app.cli.evaluate import NAMESPACE, Query, load_dataset
 from app.cli.no_fit import auroc, expected_calibration_error
-from app.routing import query_texts, route
+from app.routing import NamespaceView, RouteOptions, Router, query_texts
 from app.services import build_encoder
 from app.settings import Settings
 from bench.common import TextCache, add_cache, add_data, add_json, add_prefixes, parser
 from bench.registries import registered
-
-# Whether this router reads a step's parts (``split``); main's before it did not, and this
-# script also measures it (copied into a checkout of main: docs/ROUTING.md).
-SPLITS = "split" in inspect.signature(route).parameters
 
 
 def parse_variant(spec: str) -> tuple[str, bool, dict[str, Any]]:
@@ -68,28 +63,20 @@ def run_variants(
     encoder = TextCache(build_encoder(settings), args.cache)
     report: dict[str, Any] = {}
     with registered(tools, settings, encoder, examples=True) as (services, snapshot):
-        examples = None if services.examples is None else services.examples.get(NAMESPACE)
+        view = NamespaceView(snapshot.index, examples=services.examples.get(NAMESPACE))
         base = services.index.config
         for spec in args.variant or ["one_part:split=0", "full"]:
             name, split, overrides = parse_variant(spec)
             config = dataclasses.replace(base, **overrides) if overrides else base
+            router, options = (
+                Router(config, cosines=services.cosines),
+                RouteOptions(k=10, split=split),
+            )
             rows, seen = [], []
             for query in queries:
-                texts = query_texts(query.text, split=split) if SPLITS else query_texts(query.text)
+                texts = query_texts(query.text, split=split)
                 vectors = encoder.encode(texts)
-                # a router before parts had no ``split``
-                options: dict[str, Any] = {"split": split} if SPLITS else {}
-                ranked = route(
-                    snapshot.index,
-                    query.text,
-                    vectors,
-                    k=10,
-                    config=config,
-                    cosines=services.cosines,
-                    texts=texts,
-                    examples=examples,
-                    **options,
-                )
+                ranked = router.route(view, query.text, vectors, options, texts=texts)
                 rows.append(step_scores([c.name for c in ranked], query.relevant))
                 if len(texts) > 1 and len(query.relevant) > 1:
                     seen.append([(c.confidence, c.name in query.relevant) for c in ranked[:5]])

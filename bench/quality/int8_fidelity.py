@@ -1,10 +1,10 @@
 """How often the int8 first pass changes a route's answer, on a real dataset.
 
 Registers a dataset's tools as ``toolreach eval`` does, then routes every query twice through
-the same ``route`` call: with exact float32 cosines, and with the service's int8 first pass
+the same ``Router.route`` call: with exact float32 cosines, and with the service's int8 first pass
 forced on (``app/embedding/cosines.py``: ``--dims`` int8 directions, ``--moment-dims`` for the rows'
 mean and spread). Reports, for the top 1, the top 3 and the top 10, the share of queries whose
-tools are the same (in order), split into one-ask and several-ask queries, and hit@1 /
+tools are the same (in order), split into one-part and several-part queries, and hit@1 /
 recall@3 of both:
 
     .venv/bin/python -m bench.quality.int8_fidelity --data ../shared/data/seal-tools
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from app.cli.evaluate import _encode_queries, load_dataset, score
 from app.embedding.cosines import CosineBatcher
-from app.routing import route
+from app.routing import NamespaceView, RouteOptions, Router
 from app.routing.signals import gemv_rows
 from app.services import build_encoder
 from app.settings import Settings
@@ -43,16 +43,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         vectors = _encode_queries(services.encoder, [q.text for q in queries])
     int8 = CosineBatcher(int8_min_tools=1, int8_dims=args.dims, moment_dims=args.moment_dims)
     int8.prepare(index.embeddings)
-    same = {kind: {1: 0, 3: 0, 10: 0, "queries": 0} for kind in ("one ask", "several asks")}
+    same = {kind: {1: 0, 3: 0, 10: 0, "queries": 0} for kind in ("one part", "several parts")}
     quality: dict[str, list[dict[str, float]]] = {"float32": [], "int8": []}
     print(f"routing {len(queries)} queries twice ...", file=sys.stderr, flush=True)
+    view, options = NamespaceView(index), RouteOptions(k=10)
+    routers = {
+        name: Router(index.config, cosines=c)
+        for name, c in (("float32", gemv_rows), ("int8", int8))
+    }
     for query, vector in zip(queries, vectors, strict=True):
         answers = {}
-        for name, cosines in (("float32", gemv_rows), ("int8", int8)):
-            ranked = route(index, query.text, vector, k=10, config=index.config, cosines=cosines)
+        for name, router in routers.items():
+            ranked = router.route(view, query.text, vector, options)
             answers[name] = [c.name for c in ranked]
             quality[name].append(score(answers[name], query.relevant))
-        kind = "one ask" if len(vector) == 1 else "several asks"
+        kind = "one part" if len(vector) == 1 else "several parts"
         same[kind]["queries"] += 1
         for top in (1, 3, 10):
             same[kind][top] += answers["float32"][:top] == answers["int8"][:top]

@@ -31,7 +31,7 @@ from functools import partial
 from pydoc_data.topics import topics
 
 from app.cli.evaluate import Query, load_dataset, mean_scores, score
-from app.routing import RouterIndex, route, step_window, window
+from app.routing import NamespaceView, RouteOptions, Router, RouterIndex, step_window, window
 from app.services import Services
 from bench.common import add_data, parser, step_rows
 from bench.registries import registered
@@ -146,10 +146,10 @@ def measure(
 ) -> dict[str, float]:
     """The metrics of routing ``texts`` (one per sampled query), k = 10."""
     vectors = step_rows(services.encoder.encode, texts)
-    config = services.index.config
+    router, view = Router(services.index.config, cosines=services.cosines), NamespaceView(index)
     rows = []
     for query, text, vector in zip(sample, texts, vectors, strict=True):
-        ranked = route(index, text, vector, k=10, config=config, cosines=services.cosines)
+        ranked = router.route(view, text, vector, RouteOptions(k=10))
         rows.append(score([c.name for c in ranked], query.relevant))
     return mean_scores(rows)
 

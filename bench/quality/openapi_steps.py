@@ -271,7 +271,7 @@ def main() -> None:
     if args.openapi is None or args.steps is None:
         parser.error("--all, or --openapi and --steps")
     supplied = frozenset(tuple(s.lower().split(":", 1)) for s in args.supplied)
-    report = run(args.openapi, args.steps, supplied)  # type: ignore[arg-type]
+    report = run(args.openapi, args.steps, supplied)
     if args.json:
         _write_json(report, args.json)
         return

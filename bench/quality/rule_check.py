@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from app.cli.evaluate import load_dataset, mean_scores, read_jsonl, score
-from app.routing import RouterConfig, route
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig
 from bench.common import add_data, parser, step_rows
 from bench.registries import registered
 
@@ -46,20 +46,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     inside = [i.startswith(args.split) for i in ids[: len(queries)]] if args.split else []
     with registered(tools) as (services, snapshot):
         vectors = step_rows(services.encoder.encode, [q.text for q in queries])
-        base = services.index.config
+        base, view = services.index.config, NamespaceView(snapshot.index)
         print(f"{args.data.name}: {len(snapshot.cards)} tools, {len(queries)} queries")
         for spec in ["", *args.set]:
-            config = variant(base, spec)
+            router = Router(variant(base, spec), cosines=services.cosines)
             rows, incomplete = [], 0
             for query, vector in zip(queries, vectors, strict=True):
-                ranked = route(
-                    snapshot.index,
-                    query.text,
-                    vector,
-                    k=10,
-                    config=config,
-                    cosines=services.cosines,
-                )
+                ranked = router.route(view, query.text, vector, RouteOptions(k=10))
                 rows.append(score([c.name for c in ranked], query.relevant))
                 incomplete += bool(ranked and ranked[0].missing_required)
             groups = {"": rows}

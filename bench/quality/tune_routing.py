@@ -2,7 +2,7 @@
 
 Reads a dataset directory holding ``tools.jsonl`` ({name, description, parameters|null}) and a
 queries file ({query, relevant, id}), embeds tools and queries with a real encoder (vectors are
-cached as .npy under ``--cache``), routes every query through ``app.routing.route`` and prints
+cached as .npy under ``--cache``), routes every query through ``Router.route`` and prints
 hit@1, recall@3, recall@5 and nDCG@10 (binary gains) for the full pipeline and its ablations.
 
     # report: the full pipeline and every ablation on the evaluation queries
@@ -34,12 +34,14 @@ import numpy as np
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import (
     ALL_STAGES,
+    NamespaceView,
+    RouteOptions,
+    Router,
     RouterConfig,
     RouterIndex,
     ToolDoc,
     embedding_text,
     query_texts,
-    route,
 )
 from bench.common import (
     add_cache,
@@ -61,7 +63,7 @@ ABLATIONS: dict[str, frozenset[str]] = {
 }
 GRID: dict[str, tuple[Any, ...]] = {
     "keyword_weight": (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4),
-    "segment_weight": (0.0, 0.5, 1.0, 2.0),
+    "part_weight": (0.0, 0.5, 1.0, 2.0),
     "fusion": ("zscore", "minmax", "rrf"),
     "mmr_lambda": (1.0, 0.9, 0.8),
     "missing_param_penalty": (0.0, 0.05, 0.1, 0.2),
@@ -119,10 +121,11 @@ def evaluate(
     config: RouterConfig,
     stages: frozenset[str],
 ) -> Metrics:
-    """Mean metrics of ``route(k=10)`` over the queries."""
+    """Mean metrics of a route with ``k = 10`` over the queries."""
     rows = []
+    router, view, options = Router(config, stages), NamespaceView(index), RouteOptions(k=10)
     for row, vec in zip(queries, vectors, strict=True):
-        ranked = route(index, row["query"], vec, k=10, config=config, stages=stages)
+        ranked = router.route(view, row["query"], vec, options)
         rows.append(metrics([c.name for c in ranked], row["relevant"]))
     return {key: statistics.fmean(r[key] for r in rows) for key in rows[0]}
 
@@ -194,8 +197,9 @@ def speed(args: argparse.Namespace, encoder: Encoder, tools: list[ToolDoc]) -> N
     queries = [row["query"] for row in read_jsonl(args.data / args.queries)][: args.speed_queries]
     vectors = {q: encoder.encode(query_texts(q)) for q in queries}
     embed_ms = timed(lambda q: encoder.encode([q]), queries)
-    route_ms = timed(lambda q: route(index, q, vectors[q], config=config), queries)
-    for label, values in (("bare query embedding", embed_ms), ("route()", route_ms)):
+    router, view = Router(config), NamespaceView(index)
+    route_ms = timed(lambda q: router.route(view, q, vectors[q]), queries)
+    for label, values in (("bare query embedding", embed_ms), ("Router.route", route_ms)):
         p50, p95 = np.percentile(values, [50, 95])
         print(f"{label:22s} p50 {p50:.3f} ms  p95 {p95:.3f} ms")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -214,7 +218,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     cli.add_argument(
         "--grid", nargs="*", metavar="KEY", help="sweep GRID (or these keys of it), no ablations"
     )
-    cli.add_argument("--speed", type=int, default=0, help="time route() at this many tools")
+    cli.add_argument("--speed", type=int, default=0, help="time Router.route at this many tools")
     cli.add_argument("--speed-queries", type=int, default=300)
     return cli.parse_args(argv)
 

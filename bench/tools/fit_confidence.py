@@ -41,7 +41,14 @@ import numpy as np
 
 from app.cli.evaluate import safe_name
 from app.cli.no_fit import auroc, expected_calibration_error
-from app.routing import RouterConfig, RouterIndex, embedding_text, route
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    embedding_text,
+)
 from app.routing.confidence import (
     FEATURES,
     MONOTONE,
@@ -62,7 +69,7 @@ DEFAULT_FEATURES = tuple(FEATURES)
 L2 = 1e-3
 MAX_RIGHT_EMPTIED = 0.05
 SHOWN = 8  # no-fit steps printed, the most confident first
-LINEAR = frozenset({"log_tools", "log_asks", "penalty"})  # no knots: see shape_columns
+LINEAR = frozenset({"log_tools", "log_parts", "penalty"})  # no knots: see shape_columns
 
 
 @dataclass(frozen=True)
@@ -164,13 +171,15 @@ def sampled_namespaces(
 def collect(ds: Dataset, config: RouterConfig, rng: random.Random, plan: Plan) -> Examples:
     """The training examples of one dataset: every namespace size, in-scope queries."""
     out = Examples()
+    router, options, whole = Router(config), RouteOptions(k=K), NamespaceView(ds.index)
     for text, relevant, vec in ds.queries:
-        out.add(route(ds.index, text, vec, k=K, config=config), relevant, f"{ds.name}/all")
+        out.add(router.route(whole, text, vec, options), relevant, f"{ds.name}/all")
     for size in plan.sizes[ds.name]:
         for index, inside in sampled_namespaces(ds, size, rng, plan):
+            view = NamespaceView(index)
             for q in inside:
                 text, relevant, vec = ds.queries[q]
-                answer = route(index, text, vec, k=K, config=config)
+                answer = router.route(view, text, vec, options)
                 out.add(answer, relevant, f"{ds.name}/{size}")
     return out
 
@@ -192,11 +201,12 @@ def no_fit_tops(ds: Dataset, config: RouterConfig, rng: random.Random, plan: Pla
     for q in picked:
         by_labels[ds.queries[q][1]].append(q)
     tops = []
+    router, options = Router(config), RouteOptions(k=1)
     for relevant, members in by_labels.items():
-        smaller = ds.index.without(relevant)
+        smaller = NamespaceView(ds.index.without(relevant))
         for q in members:
             text, _, vec = ds.queries[q]
-            for c in route(smaller, text, vec, k=1, config=config):
+            for c in router.route(smaller, text, vec, options):
                 tops.append(NoFit(text, relevant, c.name, c.evidence))
     return tops
 
@@ -252,7 +262,7 @@ def shape_columns(
     values: np.ndarray, feature: str
 ) -> tuple[float, float, tuple[float, ...], np.ndarray] | None:
     """A feature's range (its 0.5th to 99.5th percentile), knots (quartiles; none for the
-    namespace size and the number of asks, which enter linearly so that a knot cannot stand
+    namespace size and the number of parts, which enter linearly so that a knot cannot stand
     for one dataset's size) and piece columns; ``None`` for a constant feature."""
     low, high = (float(v) for v in np.quantile(values, [0.005, 0.995]))
     if high - low < 1e-9:
