@@ -46,7 +46,7 @@ def registered(
         with unit_of_work(services.session_factory) as session:
             write_cards(session, services.encoder, batch.cards)
         services.index.sync()
-        if examples and services.examples is not None:
+        if examples:
             services.examples.refresh()
         snapshot = services.index.get(EVAL_NAMESPACE)
         assert snapshot is not None
@@ -64,8 +64,7 @@ def stored_services(db: Path) -> Iterator[Services]:
     services = build_services(settings)
     try:
         services.index.sync()
-        if services.examples is not None:
-            services.examples.refresh()
+        services.examples.refresh()
         yield services
     finally:
         services.close()

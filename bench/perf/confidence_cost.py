@@ -1,4 +1,4 @@
-"""What the confidence costs a route: ``route(k)`` with it, and with its evidence and model
+"""What the confidence costs a route: ``Router.route`` with it, and with its evidence and model
 stubbed out, one query after the other (each timed ``--repeat`` times, the fastest kept, so
 that other jobs on a shared machine count as little as they can; which goes first alternates).
 
@@ -15,9 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from app.routing import pipeline, route
-from app.routing.confidence import Evidence
+import app.routing.candidates as answer
+from app.routing import NamespaceView, RouteOptions, Router
+from app.routing.candidates import ConfidenceBasis
+from app.routing.confidence import ConfidenceModel, Evidence, Logistic
 from app.routing.confidence_fit import CONFIDENCE_MODEL
+from app.routing.scores import Scores
 from app.services import build_encoder
 from app.settings import Settings
 from bench.common import add_cache, add_data, parser
@@ -26,14 +29,19 @@ from bench.tools.fit_confidence import load
 STUB = Evidence(0.5, 0.5, 1.0, 0.5, 1.0, 0.5, 0.5, 100, 1, 0.0)
 
 
-class NoModel:
+class NoModel(ConfidenceModel):
     """A model that reads nothing."""
 
     def confidence(self, evidence: Evidence) -> float:
         return 0.5
 
 
-def no_evidence(scores: Any, step: Any, positions: Sequence[int], pen: Any) -> list[Evidence]:
+NO_MODEL = NoModel(Logistic(0.0, ()), Logistic(0.0, ()), "none")
+
+
+def no_evidence(
+    scores: Scores, basis: ConfidenceBasis, positions: np.ndarray, pen: np.ndarray
+) -> list[Evidence]:
     return [STUB] * len(positions)
 
 
@@ -62,33 +70,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = Settings()
     config = settings.router
     ds = load(args.name, args.data, build_encoder(settings), config, args.cache)
-    real = pipeline.evidence
+    real = answer.evidence
+    view, options = NamespaceView(ds.index), RouteOptions(k=args.k)
+    routers = {False: Router(config), True: Router(config, confidence=NO_MODEL)}
     with_it: list[float] = []
     without: list[float] = []
     for i, (text, _, vec) in enumerate(ds.queries[: args.queries]):
-        ask = partial(route, ds.index, text, vec, k=args.k, config=config)
         for stubbed in (False, True) if i % 2 else (True, False):  # neither always first
-            pipeline.evidence = no_evidence if stubbed else real  # type: ignore[assignment]
-            call = partial(ask, confidence=NoModel()) if stubbed else ask
+            answer.evidence = no_evidence if stubbed else real
+            call = partial(routers[stubbed].route, view, text, vec, options)
             (without if stubbed else with_it).append(fastest(call, args.repeat))
-        pipeline.evidence = real
+        answer.evidence = real
     a, b = np.asarray(with_it) * 1e6, np.asarray(without) * 1e6
     print(
         f"{args.name}: {len(ds.index)} tools, {len(a)} queries, k={args.k}: route p50 "
         f"{np.median(a):.0f} µs with the confidence, {np.median(b):.0f} µs without; "
         f"the difference p50 {np.median(a - b):.0f} µs, p90 {np.percentile(a - b, 90):.0f} µs"
     )
-    seen: list[tuple[Any, ...]] = []
+    seen: list[tuple[Scores, ConfidenceBasis, np.ndarray, np.ndarray]] = []
     model = CONFIDENCE_MODEL
 
-    def recorded(*given: Any) -> list[Evidence]:
-        seen.append(given)
-        return real(*given)
+    def recorded(
+        scores: Scores, basis: ConfidenceBasis, positions: np.ndarray, pen: np.ndarray
+    ) -> list[Evidence]:
+        seen.append((scores, basis, positions, pen))
+        return real(scores, basis, positions, pen)
 
-    pipeline.evidence = recorded  # type: ignore[assignment]
+    answer.evidence = recorded
     for text, _, vec in ds.queries[: args.queries]:
-        route(ds.index, text, vec, k=args.k, config=config)
-    pipeline.evidence = real
+        routers[False].route(view, text, vec, options)
+    answer.evidence = real
     read = [fastest(partial(real, *given), args.repeat) * 1e6 for given in seen]
     answers = [real(*given) for given in seen]
     scored = [fastest(partial(confidences, model, e), args.repeat) * 1e6 for e in answers]

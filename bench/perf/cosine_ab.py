@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 vectors = np.asarray(services.encoder.encode(texts), dtype=np.float32)
                 embedded = time.perf_counter()
                 step = EmbeddedStep(texts, vectors, embedded - started, variants[dims])
-                rank_step(request, services, step)
+                rank_step(request, services.routing, step)
                 if i >= 0:
                     embed[dims].append(embedded - started)
                     rank[dims].append(time.perf_counter() - embedded)

@@ -39,8 +39,7 @@ from bench.registries import stored_services, synthetic_services
 def measure(services: Services, queries: list[str], rounds: int) -> dict[str, Any]:
     """Both variants over ``rounds`` passes of the steps; medians and means in ms."""
     services.index.sync()
-    if services.examples is not None:
-        services.examples.refresh()
+    services.examples.refresh()
     namespace = next(iter(services.index.namespaces()))
     snapshot = services.index.get(namespace)
     assert snapshot is not None
@@ -67,7 +66,7 @@ def measure(services: Services, queries: list[str], rounds: int) -> dict[str, An
             for name in order:
                 step = EmbeddedStep(texts, vectors, 0.0, variants[name])
                 started = time.thread_time()
-                result = rank_step(request, services, step)
+                result = rank_step(request, services.routing, step)
                 cpu[name].append(time.thread_time() - started)
                 if turn == 0:
                     answer = result.candidates[:3]

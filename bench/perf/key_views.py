@@ -1,5 +1,5 @@
 """What the per-key views cost a route: the usage prior and the query memory a key sees of its
-own (``PriorCache.get(ns, key)``, ``MemoryCache.own(ns, key)``; app/loop/trust.py), in one
+own (``NamespaceView.prior_of(key)``, ``memory_of(key)``; app/loop/trust.py), in one
 thread, every step's texts already in the embedding cache (as bench.perf.route_split).
 
     PYTHONPATH=. .venv/bin/python -m bench.perf.key_views DB [--keys 100] [--steps-per-key 10]
@@ -22,7 +22,8 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
@@ -42,7 +43,7 @@ from bench.registries import stored_services
 def fill_evidence(services: Services, keys: int, per_key: int, texts: list[str]) -> None:
     """Each key's uses and remembered steps, in the caches as their refresh leaves them."""
     snapshot = services.index.get(NAMESPACE)
-    assert snapshot is not None and services.memory is not None
+    assert snapshot is not None
     names = list(snapshot.index.names)
     rng = random.Random(11)
     now = datetime.now(UTC)
@@ -57,7 +58,10 @@ def fill_evidence(services: Services, keys: int, per_key: int, texts: list[str])
     prior, memory = services.prior, services.memory
     shared, own = keyed_priors(uses, now, prior.half_life_days, prior.needed)
     prior._priors = MappingProxyType({ns: MappingProxyType(t) for ns, t in shared.items()})
-    prior._own = MappingProxyType({at: MappingProxyType(t) for at, t in own.items()})
+    by_namespace: dict[str, dict[str, Mapping[str, float]]] = defaultdict(dict)
+    for (namespace, key), tools in own.items():  # as PriorCache.refresh groups them
+        by_namespace[namespace][key] = MappingProxyType(tools)
+    prior._own = MappingProxyType({ns: MappingProxyType(k) for ns, k in by_namespace.items()})
     vectors = np.asarray(services.encoder.encode([s.text for s in remembered]), np.float32)
     built = build_memory(remembered, vectors, memory.dims, memory.needed)
     memory._memories = MappingProxyType({NAMESPACE: built})
@@ -69,7 +73,10 @@ def fill_evidence(services: Services, keys: int, per_key: int, texts: list[str])
 
 
 def timed_routes(
-    services: Services, queries: list[str], vectors: dict[str, np.ndarray], key_of: object
+    services: Services,
+    queries: list[str],
+    vectors: dict[str, np.ndarray],
+    key_of: Callable[[int], str | None],
 ) -> list[float]:
     """Thread CPU of ``rank_step`` for each query, twice; ``key_of(i)``: route i's key."""
     spent = []
@@ -78,7 +85,7 @@ def timed_routes(
         texts = rs.step_texts(request, services.index)
         step = rs.EmbeddedStep(texts, vectors[query], 0.0)
         started = time.thread_time()
-        rs.rank_step(request, services, step, key_of(i))  # type: ignore[operator]
+        rs.rank_step(request, services.routing, step, key_of(i))
         spent.append(time.thread_time() - started)
     return spent
 
@@ -105,7 +112,6 @@ def compare(services: Services, keys: int, per_key: int, routes: int, rounds: in
         for q in routed
     }
     prior, memory = services.prior, services.memory
-    assert memory is not None
     empty = (prior._priors, prior._own, memory._memories)
     fill_evidence(services, keys, per_key, reported)
     filled = (prior._priors, prior._own, memory._memories)

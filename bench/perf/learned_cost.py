@@ -2,7 +2,7 @@
 
 * a route at ``--tools`` tools with the namespace's adapter serving and without, interleaved
   in one run (median of each, and their ratio), every tool having reports (the worst case:
-  each pool tool gets a learned part);
+  each pool tool gets a learned contribution);
 * training an adapter from ``--reports`` reports (each a list: 10,000 and 100,000) against
   those tools, on this machine's cores: seconds and peak memory (tracemalloc).
 
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from app.routing import RouterConfig, RouterIndex, ToolDoc, route
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.adapter import Learned, Pairs, anchors, joined, train
 from bench.common import parser
 
@@ -69,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     pairs = joined(Pairs(steps, labels, np.ones(len(labels), np.float32)), anchors(vectors))
     adapter = train(pairs, vectors, index.names)  # every tool reported: the worst case
     learned = Learned(adapter)
-    config = RouterConfig()
+    router, options = Router(RouterConfig()), RouteOptions(k=5)
+    views = {False: NamespaceView(index), True: NamespaceView(index, learned=learned)}
     queries = [" ".join(rng.choice(WORDS, 8)) for _ in range(args.routes)]
     qvecs, _ = steps_of(vectors, args.routes, rng)
     plain_ms: list[float] = []
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for text, vec in zip(queries, qvecs, strict=True):
         for with_it, times in ((False, plain_ms), (True, learned_ms)):
             began = time.perf_counter()
-            route(index, text, vec, k=5, config=config, learned=learned if with_it else None)
+            router.route(views[with_it], text, vec, options)
             times.append((time.perf_counter() - began) * 1000)
     plain, with_learned = statistics.median(plain_ms), statistics.median(learned_ms)
     out["route_ms_median"] = {"without": round(plain, 3), "with_adapter": round(with_learned, 3)}

@@ -11,6 +11,7 @@ it, in alternating order. Prints the medians in ms and the memory's size, as JSO
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import sys
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import app.route.service as routes_service
+from app.route.views import Current, NamespaceViews
 from app.routing.memory import QueryMemory
 from app.schemas import RouteRequest
 from app.services import build_encoder
@@ -28,14 +30,14 @@ from bench.common import QUERIES, WARM_UP, parser
 from bench.registries import synthetic_services
 
 
-class FixedMemory:
-    """Stands in for the service's MemoryCache: one memory for every namespace."""
+class FixedView(NamespaceViews):
+    """Stands in for the service's views: one namespace's view, for every namespace."""
 
-    def __init__(self, memory: QueryMemory | None) -> None:
-        self.memory = memory
+    def __init__(self, current: Current) -> None:
+        self.current = current
 
-    def get(self, namespace: str) -> QueryMemory | None:
-        return self.memory
+    def get(self, namespace: str) -> Current | None:
+        return self.current
 
 
 def synthetic_memory(
@@ -68,8 +70,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         index = snapshot.index
         config = services.index.config
         memory = synthetic_memory(index.names, index.embeddings, args.steps, config.memory_dims)
-        caches = {"without": FixedMemory(None), "with": FixedMemory(memory)}
-        own = services.memory
+        current = services.routing.views.get("default")
+        assert current is not None
+        deps = {  # the service's routing, its view with no memory and with this one
+            variant: dataclasses.replace(
+                services.routing,
+                views=FixedView(Current(snapshot, dataclasses.replace(current.view, memory=m))),
+            )
+            for variant, m in (("without", None), ("with", memory))
+        }
         print(f"{args.rounds} rounds ...", file=sys.stderr, flush=True)
         for i in range(-WARM_UP, args.rounds):
             request = RouteRequest(query=QUERIES[i % len(QUERIES)], k=3)
@@ -78,12 +87,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             step = routes_service.EmbeddedStep(texts, vectors, 0.0)
             order = ("without", "with") if i % 2 else ("with", "without")
             for variant in order:
-                services.memory = caches[variant]  # type: ignore[assignment]
                 started = time.perf_counter()
-                routes_service.rank_step(request, services, step)
+                routes_service.rank_step(request, deps[variant], step)
                 if i >= 0:
                     times[variant].append(time.perf_counter() - started)
-        services.memory = own
 
     def ms(values: list[float]) -> float:
         return round(statistics.median(values) * 1000, 3)

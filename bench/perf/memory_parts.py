@@ -89,12 +89,11 @@ def measure(url: str, dim: int, routes: int) -> dict[str, Any]:
     services = build_services(settings, FakeEncoder(dim))
     after_load, peak_load = rss_mib(), peak_memory_mb()
     examples, memory = services.examples, services.memory
-    assert examples is not None and memory is not None
     examples.refresh()
     after_examples, peak_examples = rss_mib(), peak_memory_mb()
     for i in range(routes):
         request = RouteRequest(query=QUERIES[i % len(QUERIES)], k=3)
-        routes_service.route_step(request, services)
+        routes_service.route_step(request, services.routing)
     peak = peak_memory_mb()
     after_routes = rss_mib()
     gc.collect()

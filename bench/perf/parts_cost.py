@@ -67,12 +67,12 @@ def requests(singles: list[str], rounds: int, k: int, seed: int = 7) -> list[dic
 def timed(services: Services, request: RouteRequest) -> tuple[float, float, int]:
     """A whole route's seconds, its ranking's alone, and the texts it embedded."""
     started = time.perf_counter()
-    route_step(request, services)
+    route_step(request, services.routing)
     whole = time.perf_counter() - started
     texts = step_texts(request, services.index)
     vectors = services.encoder.encode(texts)
     started = time.perf_counter()
-    rank_step(request, services, EmbeddedStep(texts, vectors, 0.0))
+    rank_step(request, services.routing, EmbeddedStep(texts, vectors, 0.0))
     return whole, time.perf_counter() - started, len(texts)
 
 

@@ -25,30 +25,34 @@ import numpy as np
 import app.embedding.cosines as cosines_module
 import app.route.service as routes_service
 import app.routing.pipeline as pipeline
+import app.routing.rule_check as rule_check
+import app.routing.scores as scores
 import app.routing.signals as signals
+from app.routing import Router
 from app.schemas import RouteRequest
 from app.services import build_encoder
 from app.settings import Settings
 from bench.common import QUERIES, WARM_UP, add_up, parser
 from bench.registries import synthetic_services
 
-# (module or class, function name, label)
+# (module or class, the name it calls the function by, label): wrapped where it is called
 TIMED: list[tuple[Any, str, str]] = [
-    (routes_service, "route", "route (the three stages)"),
-    (pipeline, "analyse_query", "query analysis (segments, tokens, BM25)"),
+    (Router, "route", "Router.route (the three stages)"),
+    (pipeline, "analyse_query", "query analysis (parts, tokens, BM25)"),
     (signals, "bm25_row", "  BM25 row"),
-    (pipeline, "candidate_scores", "scores of the candidates (stages 1-2)"),
-    (pipeline, "cosine_rows", "  cosine rows"),
+    (scores, "candidate_scores", "scores of the candidates (stages 1-2)"),
+    (scores, "cosine_rows", "  cosine rows"),
     (signals, "unit_rows", "    unit query rows"),
     (cosines_module.Int8Matrix, "product", "    int8 product and moments"),
-    (pipeline, "zscore_stats", "  z-score statistics"),
-    (pipeline, "prior_part", "  usage prior"),
-    (pipeline, "relative_to_best", "  relative to the best"),
-    (pipeline, "exact_where_it_counts", "exact rescoring, every tool scored"),
-    (pipeline, "fuse_parts", "fusion, every tool scored"),
+    (scores, "zscore_stats", "  z-score statistics"),
+    (scores, "prior_contribution", "  usage prior"),
+    (scores, "relative_to_best", "  relative to the best"),
+    (scores, "exact_where_it_counts", "exact rescoring, every tool scored"),
+    (scores, "fuse_parts", "fusion, every tool scored"),
+    (pipeline, "with_votes", "votes (memory, examples, learned)"),
     (pipeline, "top_indices", "pool and top k"),
-    (pipeline, "query_evidence", "rule check: the query's evidence"),
-    (pipeline, "matched_in", "rule check: terms matched"),
+    (rule_check, "step_offer", "rule check: the step's offer"),
+    (rule_check, "matched_in", "rule check: terms matched"),
     (pipeline, "rule_check", "rule check: penalties"),
     (pipeline, "mmr_order", "MMR order"),
     (pipeline, "candidates", "candidates"),
@@ -76,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             embedded = time.perf_counter()
             step = routes_service.EmbeddedStep(texts, vectors, embedded - started)
             spent.clear()
-            routes_service.rank_step(request, services, step)
+            routes_service.rank_step(request, services.routing, step)
             if i >= 0:
                 embeds.append(embedded - started)
                 ranks.append(time.perf_counter() - embedded)

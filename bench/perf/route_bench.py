@@ -66,8 +66,7 @@ def embedding_and_route(
     settings = Settings(_env_file=None, database_url=url)
     services = build_services(settings, encoder)
     services.index.sync()
-    if services.examples is not None:  # as a started service has them: the stored vectors
-        services.examples.refresh()
+    services.examples.refresh()  # as a started service has them: the stored vectors
     bare, routes = [], []
     for i in range(-WARM_UP, rounds):
         text = QUERIES[i % len(QUERIES)]
@@ -76,7 +75,7 @@ def embedding_and_route(
         bare.append(time.perf_counter() - started)
         request = RouteRequest(query=text, k=3)
         started = time.perf_counter()
-        route_step(request, services)
+        route_step(request, services.routing)
         routes.append(time.perf_counter() - started)
     services.close()
     routes = routes[WARM_UP:]

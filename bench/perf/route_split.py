@@ -1,6 +1,6 @@
 """A route's CPU part by part, in one thread, every step's texts already in the embedding cache:
-the request model, the cached embedding, the ranking (``rank_step``: ``route`` and the answer's
-shaping), the answer's JSON, the event record. Thread CPU time, 200 steps twice.
+the request model, the cached embedding, the ranking (``rank_step``: ``Router.route`` and the
+answer's shaping), the answer's JSON, the event record. Thread CPU time, 200 steps twice.
 
     PYTHONPATH=. .venv/bin/python -m bench.perf.route_split DB   # a database route_cost filled
 """
@@ -39,7 +39,7 @@ def split(services: Services, queries: list[str]) -> dict[str, list[float]]:
     """Each part's thread CPU per route, every query routed twice."""
     encode = services.encoder.encode
     for query in queries:  # every text in the cache first
-        encode(rs.step_texts(RouteRequest(query=query), services.index), interactive=True)  # type: ignore[call-arg]
+        encode(rs.step_texts(RouteRequest(query=query), services.index), interactive=True)
     parts: dict[str, list[float]] = {}
 
     def timed(name: str, started: float) -> None:
@@ -52,16 +52,16 @@ def split(services: Services, queries: list[str]) -> dict[str, list[float]]:
             timed("request model", t)
             t = time.thread_time()
             texts = rs.step_texts(request, services.index)
-            vectors = np.asarray(encode(texts, interactive=True))  # type: ignore[call-arg]
+            vectors = np.asarray(encode(texts, interactive=True))
             timed("embedding (cached)", t)
             t = time.thread_time()
-            result = rs.rank_step(request, services, rs.EmbeddedStep(texts, vectors, 0.0))
+            result = rs.rank_step(request, services.routing, rs.EmbeddedStep(texts, vectors, 0.0))
             timed("rank_step", t)
             t = time.thread_time()
             result.response.model_dump_json(exclude_none=True)
             timed("answer JSON", t)
             t = time.thread_time()
-            rs._record(request, result, time.perf_counter(), services)
+            rs._record(request, result, time.perf_counter(), services.routing)
             timed("event record", t)
     return parts
 
