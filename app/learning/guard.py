@@ -10,7 +10,7 @@ pipeline; the challenger is promoted when
   first, the other does not), the challenger has more, and so many more that a coin would
   give as many less often than ``SIGNIFICANCE`` (a one-sided sign test; McNemar 1947). A win
   of one step in ten is noise: wrong reports promoted 7 of 20 such models on a margin of
-  one step (``bench/learn_wrong_reports.py``);
+  one step (``bench/quality/learn_wrong_reports.py``);
 * and it loses at most ``MAX_UNSEEN_LOSS`` of hit@1 on the held-out steps whose tool has no
   training reports (tools it must leave where they were).
 
