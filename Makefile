@@ -71,7 +71,7 @@ eval: $(STAMP)  ## routing quality on a labelled dataset: make eval DATA=dir/wit
 	$(BIN)/toolreach eval --data $(DATA)
 
 bench: $(STAMP)  ## latency, throughput and memory at 1k/10k/100k tools
-	$(BIN)/python bench/route_bench.py
+	$(BIN)/python -m bench.perf.route_bench
 
 # helm renders the chart in tests/deploy; deploy/install-helm.sh pins the binary's sha256.
 $(BIN)/helm: deploy/install-helm.sh | $(BIN)/python

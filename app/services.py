@@ -370,7 +370,7 @@ def build_batching_encoder(settings: Settings, encoder: Encoder | None) -> Batch
     if batching.name != CONFIDENCE_MODEL.encoder:  # it reads that encoder's raw cosines
         log.warning(
             "the route confidence was fit with %s, not %s: it is not calibrated for it "
-            "(bench/fit_confidence.py refits it)",
+            "(python -m bench.tools.fit_confidence refits it)",
             CONFIDENCE_MODEL.encoder,
             batching.name,
         )

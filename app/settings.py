@@ -105,7 +105,7 @@ class Settings(BaseSettings):
     # z-score) are estimated from `cosine_moment_dims` directions (docs/ROUTING.md).
     # 0 tools turns it off. From about 3,000 tools the first pass pays, on an AMD EPYC and an
     # Intel Xeon alike: `rank_step` 0.75× at 3,000 synthetic tools, 0.58–0.65× at 4,745 real
-    # ones, 0.85–0.95× at 2,000, 1.2–1.3× at 500 (bench/int8_threshold.py, docs/BENCHMARKS.md).
+    # ones, 0.85–0.95× at 2,000, 1.2–1.3× at 500 (bench/perf/int8_threshold.py, docs/BENCHMARKS.md).
     cosine_int8_min_tools: int = Field(default=3000, ge=0)
     cosine_int8_dims: int = Field(default=128, ge=0, le=65536)
     cosine_moment_dims: int = Field(default=256, ge=0, le=65536)

@@ -8,7 +8,7 @@ time: Python's backtracking ``re`` takes seconds on ``^(a+)+$`` against 26 chara
 
 The check against the dialect's metaschema runs on ``jsonschema-rs`` (Rust), with formats
 not asserted, as the Python check here is called: ~0.01 ms per card's schema against
-~1.4 ms for Python's ``jsonschema`` (``bench/parse_bench.py``), which was most of the time
+~1.4 ms for Python's ``jsonschema`` (``bench/perf/parse_bench.py``), which was most of the time
 of parsing a bulk import (~17 s per 10,000 cards, holding the interpreter lock). A refused
 schema is checked again by Python's ``jsonschema`` for its error message, so the messages
 are the ones it has always given.

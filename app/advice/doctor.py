@@ -32,7 +32,7 @@ MAX_NOT_FOR_WORDS = 4  # distinguishing words named in a "Not for …" line
 # steps' words ("words") or the used tool's name only ("name"); an "Also for" line with the
 # words the used card lacks on that card ("right"); or nothing ("none"). "name": the steps'
 # words on the wrong card are read by BM25 and the embedding as evidence for it (MetaTool
-# held out 668 -> 661 with "words", 671 with "name"; docs/BENCHMARKS.md, bench/advice_sets.py
+# held out 668 -> 661 with "words", 671 with "name"; docs/BENCHMARKS.md, bench.quality.advice_sets
 # --not-for); with nothing there the doctor's test set breaks a right step.
 NOT_FOR = "name"
 _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|`[^`]*`|[*_#>{}|\\]")

@@ -163,7 +163,7 @@ def heal(
     """Apply every finding the replay offers, worst first, each replayed on the cards as the
     ones before it left them, for up to ``rounds`` passes: the index and cards after, the
     findings applied, and how many the last pass refused. (What applying each offered advice in turn
-    does, without a database: the measured test and bench/advice_eval.py.)"""
+    does, without a database: the measured test and bench/quality/advice_eval.py.)"""
     current, applied, refused = dict(cards), [], 0
     for _ in range(rounds):
         now, stands = observed(index, encoder, cases)

@@ -28,7 +28,7 @@ MAX_CASES = 2000  # the newest reported steps a replay reads
 # fixes one of the newer ones, so an edit must generalise. Fewer than MIN_HELD_OUT newer
 # steps: no split (every step makes the findings). Off: on MetaTool it kept held-out hit@1
 # (668 -> 668) but halved the reported gain; the "Not for" line without the steps' words
-# (doctor.NOT_FOR) kept it better (docs/BENCHMARKS.md; bench/advice_sets.py --held-out).
+# (doctor.NOT_FOR) kept it better (docs/BENCHMARKS.md; bench.quality.advice_sets --held-out).
 HELD_OUT_SHARE = 0.0
 MIN_HELD_OUT = 10
 

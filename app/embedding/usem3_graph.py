@@ -8,7 +8,7 @@ a zero row). This module writes the same computation as an ONNX graph, so onnxru
 * without the interpreter lock — numpy holds it between its ~40 small operations per batch,
   and under load that lock is what the route workers queue on;
 * a little faster on one thread (per query in a batch of 8 MetaTool queries, 1.6 → 1.1 ms,
-  tokenising included; bench/encoder_bench.py).
+  tokenising included; bench/perf/encoder_bench.py).
 
 Same weights, same operations; the rows agree with the numpy pass to ~4e-7 (float32 rounding;
 tests/unit/test_encoders.py allows 2e-6), so vectors stored by either are interchangeable

@@ -8,7 +8,7 @@ works, or stops working, on every replica within one interval plus one reload. E
 asks first whether anything changed (``table_mark``: one aggregate, 7 ms at 10,000 keys on a
 busy 2-core machine) and reloads only then, or every ``FULL_RELOAD_SECONDS`` whatever it says
 (a hand edit of the table); a whole reload of 10,000 keys took 0.24 s there
-(bench/key_refresh.py; docs/API.md, "Keys").
+(bench/perf/key_refresh.py; docs/API.md, "Keys").
 A key that is in no table is refused from memory, never looked up: a stream of made-up keys
 costs the database nothing, at the price of a new key being refused by the other replicas
 for up to one interval.

@@ -18,7 +18,7 @@ pipeline (``exam.py``), twice: as a key that reported none, and as the key that 
    wins — of the held-out steps the two models disagree on, the challenger has more, and so
    many more that a coin would give as many less often than ``SIGNIFICANCE`` (a one-sided
    sign test; McNemar 1947); a win of one step in ten is noise: wrong reports promoted 7 of
-   20 such models on a margin of one step (``bench/learn_wrong_reports.py``) —; no key's own
+   20 such models on a margin of one step (``bench/quality/learn_wrong_reports.py``) —; no key's own
    steps lose beyond chance; and, in both views, it loses at most ``MAX_UNSEEN_LOSS`` of
    hit@1 on the held-out steps whose tool that view does not move (it must leave them where
    they were).

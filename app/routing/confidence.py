@@ -6,7 +6,7 @@ router already has on absolute scales — the raw cosine and BM25 before z-scori
 tool stands out of the namespace and ahead of the next one, the namespace's size — through a
 logistic regression whose inputs are monotone piecewise-linear functions of that evidence (a
 shape-constrained generalised additive model, Hastie & Tibshirani 1986; fit as a calibrator in
-the manner of Platt 1999). It is fit by ``bench/fit_confidence.py`` on the tuning splits; its
+the manner of Platt 1999). It is fit by ``bench/tools/fit_confidence.py`` on the tuning splits; its
 constants are in ``confidence_fit.py``, and ``docs/ROUTING.md`` says how it was fit and measured.
 
 Two such models: one for the leader (the tool with the best fused relevance, ``lead ≥ 0``) and

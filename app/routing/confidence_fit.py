@@ -1,8 +1,8 @@
-r"""The fitted confidence model: written by ``bench/fit_confidence.py``, not by hand.
+r"""The fitted confidence model: written by ``bench.tools.fit_confidence``, not by hand.
 
 Reproduce, from the repository root::
 
-    python bench/fit_confidence.py --metatool /work/shared/data/metatool \
+    python -m bench.tools.fit_confidence --metatool /work/shared/data/metatool \
         --seal /work/shared/data/seal-tools --write app/routing/confidence_fit.py
 """
 

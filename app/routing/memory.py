@@ -30,7 +30,7 @@ from app.routing.types import RouterConfig
 
 # Rows QueryMemory.build reads, makes unit-length and projects at a time: whole-size
 # temporaries cost 100,000 examples' first build 97 MiB of peak at 384 dims, 228 at 896
-# (bench/memory_parts.py, docs/BENCHMARKS.md).
+# (bench/perf/memory_parts.py, docs/BENCHMARKS.md).
 _NORM_CHUNK = 4096
 _SAMPLE = 16_384  # rows principal_basis fits the directions on
 _GRAM_CHUNK = 2048  # rows principal_basis adds to MᵀM at a time
@@ -137,7 +137,7 @@ class QueryMemory:
         ``None`` when no step has weight (a namespace without memory routes as before).
 
         Built ``_NORM_CHUNK`` rows at a time straight into the kept matrix: besides it, at
-        most one chunk of whole float32 rows is alive (``bench/memory_parts.py``).
+        most one chunk of whole float32 rows is alive (``bench/perf/memory_parts.py``).
         ``kept``: the rows are an earlier build's kept rows (unit, projected on ``basis``),
         only grouped anew: a rebuild reuses an unchanged step's row."""
         weights = np.asarray(weights, dtype=np.float32)

@@ -205,7 +205,7 @@ def prior_contribution(
 
     A read-only prior (``MappingProxyType``: the caches swap their priors whole, never
     change one) is turned into positions and values once per index, then placed in one
-    step: a loop over a prior of 1,000 tools cost every route ~0.5 ms (bench/key_views.py)."""
+    step: a loop over a prior of 1,000 tools cost every route ~0.5 ms (bench/perf/key_views.py)."""
     boost = np.zeros(len(index))
     if not prior:
         return boost

@@ -1,7 +1,7 @@
 """Value types of the ranking core: a tool card as the router sees it, the config, a candidate.
 
 Pure data: no web framework, no ORM, no model. Every weight of the pipeline lives in
-:class:`RouterConfig`, with the default that ``bench/tune_routing.py`` chose and
+:class:`RouterConfig`, with the default that ``bench/quality/tune_routing.py`` chose and
 ``docs/ROUTING.md`` justifies.
 """
 

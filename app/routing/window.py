@@ -4,7 +4,7 @@ An agent may send more than the step: its whole conversation (the step last), or
 followed by a pasted document. A step of up to ``STEP_WHOLE`` characters is read whole: every
 query of both benchmarks is (the longest, a Seal-Tools task of several asks, has 1,290). A
 longer one is read as its first ``STEP_HEAD`` and its last ``STEP_TAIL`` characters, cut at
-whitespace, on two lines (two asks). Those sizes were chosen by ``bench/long_steps.py``:
+whitespace, on two lines (two asks). Those sizes were chosen by ``bench/quality/long_steps.py``:
 benchmark queries made the last turn of a ~5,900-character conversation, or followed by a
 pasted document, routed through heads, tails and heads with tails of 500 to 2,000 characters;
 every window that held more than a turn or two of the conversation lost nearly every route

@@ -4,7 +4,7 @@ cards, with the examples written from each operation's method, path and body, ro
 real model. Each floor is what the importer reaches now; before the examples, Box was
 13 of 24 first (17 in the top 3), Slack 10 of 20 (14), the cloud API 10 of 18 (13).
 
-    python bench/openapi_steps.py --openapi FILE --steps tests/data/openapi_steps/NAME.jsonl
+    python -m bench.quality.openapi_steps --openapi FILE --steps tests/data/openapi_steps/NAME.jsonl
 
 The steps of issue 40 (tests/data/real_apis, written before any route) are the bench's
 ``--all``: one API of it is run here end to end, the MCP server imported over stdio as it
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.openapi_steps import run, run_all
+from bench.quality.openapi_steps import run, run_all
 from tests.shared_data import shared_file
 from tests.sources.cloud_document import cloud_document
 from tests.sources.conftest import node

@@ -91,7 +91,7 @@ def test_a_large_matrix_is_scored_in_int8_within_a_small_error() -> None:
 
 
 def test_the_default_takes_the_int8_pass_from_3000_tools() -> None:
-    """Where the first pass pays (bench/int8_threshold.py: 0.75x the exact product's
+    """Where the first pass pays (bench/perf/int8_threshold.py: 0.75x the exact product's
     rank_step at 3,000 tools, 0.58-0.65x at 4,745 real ones, 0.85-0.95x at 2,000): the service's
     default gives a 3,000-tool namespace its int8 copy, and a smaller one none."""
     settings = Settings(_env_file=None)  # type: ignore[call-arg]

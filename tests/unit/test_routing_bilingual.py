@@ -9,7 +9,7 @@ Measured the way ``toolreach eval --data tests/data/bilingual`` measures (the sa
 hit@1 0.876, recall@3 0.961 (aims ≥ 0.80 and ≥ 0.95, met). Without the cards' examples voting
 (``TOOLREACH_ROUTER__EXAMPLES_WEIGHT=0``, app/routing/examples.py) they are 0.798 and 0.922;
 before the per-pair weighting (app/routing/language.py) they were 0.558 and 0.830. The steps
-still outside the top 3: ``python bench/by_kind.py --data tests/data/bilingual --misses 3``.
+still outside the top 3: ``python -m bench.quality.by_kind --data tests/data/bilingual --misses 3``.
 """
 
 from __future__ import annotations

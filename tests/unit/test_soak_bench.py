@@ -1,4 +1,4 @@
-"""bench/soak.py's pure parts: the request mix, the percentile, the tally and its report, and
+"""bench.perf.soak's pure parts: the request mix, the percentile, the tally and its report, and
 the requests the workers send (the soak itself runs for minutes: docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from collections import Counter
 
 import pytest
 
-from bench.soak import (
+from bench.common import percentile
+from bench.perf.soak import (
     KEY,
     MIXES,
     Tally,
     Traffic,
     http_request,
-    percentile,
     replica_for,
     schedule,
     summarize,

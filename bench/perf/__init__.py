@@ -1,0 +1,1 @@
+"""The measurements of speed, throughput and memory (docs/BENCHMARKS.md)."""

@@ -1,0 +1,106 @@
+"""What the learned stage costs (docs/BENCHMARKS.md, "Learning from reports"):
+
+* a route at ``--tools`` tools with the namespace's adapter serving and without, interleaved
+  in one run (median of each, and their ratio), every tool having reports (the worst case:
+  each pool tool gets a learned contribution);
+* training an adapter from ``--reports`` reports (each a list: 10,000 and 100,000) against
+  those tools, on this machine's cores: seconds and peak memory (tracemalloc).
+
+Pure pipeline on synthetic cards and vectors (the model's time is not the stage's):
+
+    python -m bench.perf.learned_cost --tools 10000 --reports 10000 100000
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import tracemalloc
+from collections.abc import Sequence
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
+from app.routing.adapter import Learned, Pairs, anchors, joined, train
+from bench.common import parser
+
+WORDS = [f"w{i}" for i in range(3000)]
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def catalog(tools: int, dim: int, rng: np.random.Generator) -> tuple[RouterIndex, np.ndarray]:
+    docs = [
+        ToolDoc(
+            name=f"tool_{i}",
+            summary=" ".join(rng.choice(WORDS, 6)),
+            description=" ".join(rng.choice(WORDS, 30)),
+        )
+        for i in range(tools)
+    ]
+    vectors = unit(rng.normal(size=(tools, dim)))
+    return RouterIndex.build(docs, vectors, RouterConfig()), vectors
+
+
+def steps_of(
+    vectors: np.ndarray, count: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    tools = rng.integers(0, len(vectors), count)
+    noise = rng.normal(size=(count, vectors.shape[1])).astype(np.float32)
+    return unit(vectors[tools] + 0.08 * noise), tools
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    cli = parser(__doc__)
+    cli.add_argument("--tools", type=int, default=10_000)
+    cli.add_argument("--dim", type=int, default=896, help="the default encoder's")
+    cli.add_argument("--reports", type=int, nargs="*", default=[10_000, 100_000])
+    cli.add_argument("--routes", type=int, default=300)
+    args = cli.parse_args(argv)
+    threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
+    rng = np.random.default_rng(0)
+    index, vectors = catalog(args.tools, args.dim, rng)
+    out: dict[str, object] = {"tools": args.tools, "dim": args.dim}
+    steps, labels = steps_of(vectors, 2000, rng)
+    pairs = joined(Pairs(steps, labels, np.ones(len(labels), np.float32)), anchors(vectors))
+    adapter = train(pairs, vectors, index.names)  # every tool reported: the worst case
+    learned = Learned(adapter)
+    router, options = Router(RouterConfig()), RouteOptions(k=5)
+    views = {False: NamespaceView(index), True: NamespaceView(index, learned=learned)}
+    queries = [" ".join(rng.choice(WORDS, 8)) for _ in range(args.routes)]
+    qvecs, _ = steps_of(vectors, args.routes, rng)
+    plain_ms: list[float] = []
+    learned_ms: list[float] = []
+    for text, vec in zip(queries, qvecs, strict=True):
+        for with_it, times in ((False, plain_ms), (True, learned_ms)):
+            began = time.perf_counter()
+            router.route(views[with_it], text, vec, options)
+            times.append((time.perf_counter() - began) * 1000)
+    plain, with_learned = statistics.median(plain_ms), statistics.median(learned_ms)
+    out["route_ms_median"] = {"without": round(plain, 3), "with_adapter": round(with_learned, 3)}
+    out["route_ratio"] = round(with_learned / plain, 3)
+    print(json.dumps(out), flush=True)
+    training = []
+    for count in args.reports:
+        steps, labels = steps_of(vectors, count, rng)
+        pairs = joined(Pairs(steps, labels, np.ones(count, np.float32)), anchors(vectors))
+        tracemalloc.start()
+        began = time.perf_counter()
+        train(pairs, vectors, index.names)
+        seconds = time.perf_counter() - began
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        training.append(
+            {"reports": count, "seconds": round(seconds, 1), "peak_mib": round(peak / 2**20, 1)}
+        )
+        print(json.dumps(training[-1]), flush=True)
+    out["training"] = training
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The measurements of how good the answers are (docs/ROUTING.md, docs/BENCHMARKS.md)."""

@@ -1,0 +1,1 @@
+"""Scripts whose output is committed as code: type-checked, each with a quick test."""
