@@ -1,9 +1,10 @@
 """The HTTP request an OpenAPI operation describes, built from a call's arguments and sent.
 
-The binding (app/sources/openapi.py) says where each argument goes: the path template, the
-query, a header, a cookie, or the body (its fields side by side with the parameters, or one
-``body`` argument). The request goes to the operation's server only; a redirect is followed
-within that origin (for GET and HEAD, and 307/308 for any method), never elsewhere.
+The binding (app/sources/binding.py ``HttpBinding``) says where each argument goes: the
+path template, the query, a header, a cookie, or the body (its fields side by side with the
+parameters, or one ``body`` argument). The request goes to the operation's server only; a
+redirect is followed within that origin (for GET and HEAD, and 307/308 for any method),
+never elsewhere.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import httpx
 
 from app.gateway import arguments as checked
 from app.gateway.failures import CallFailed, deeper_than, too_deep, withheld
+from app.sources.binding import Body, BodyArgument, HttpBinding, Param
 from app.sources.masking import SecretEchoed, masked_answer
 from app.sources.outbound import same_origin
 
@@ -37,25 +39,31 @@ def _joined(value: Any, separator: str = ",") -> str:
     return separator.join(_text(v) for v in value) if isinstance(value, list) else _text(value)
 
 
-_SEPARATORS = {"csv": ",", "ssv": " ", "tsv": "\t", "pipes": "|"}
+# 2.0's collectionFormat: the separator a list is joined with (``multi``: repeated).
+_SEPARATORS: dict[str | None, str] = {"csv": ",", "ssv": " ", "tsv": "\t", "pipes": "|"}
 
 
-def _query_values(argument: Mapping[str, Any], value: Any) -> list[str]:
+def _query_values(param: Param, value: Any) -> list[str]:
     """A query argument's values: a list repeated (OpenAPI's default, 2.0's ``multi``) or
-    joined (``explode: false``, 2.0's ``csv``, ``ssv``, ``pipes``)."""
+    joined (``explode: false``, 2.0's ``csv``, ``ssv``, ``pipes``, ``pipeDelimited``)."""
     if not isinstance(value, list):
         return [_text(value)]
-    collection = argument.get("collection")
-    if collection in _SEPARATORS or (collection is None and argument.get("explode") is False):
-        return [_joined(value, _SEPARATORS.get(str(collection), ","))]
-    if argument.get("style") == "pipeDelimited":
-        return [_joined(value, "|")]
-    return [_text(v) for v in value]
+    separator = _separator(param)
+    return [_text(v) for v in value] if separator is None else [_joined(value, separator)]
+
+
+def _separator(param: Param) -> str | None:
+    """What a list is joined with; None: each value its own ``name=value``."""
+    if param.collection is None and param.explode is False:
+        return ","
+    if param.collection in _SEPARATORS:
+        return _SEPARATORS[param.collection]
+    return "|" if param.style == "pipeDelimited" else None
 
 
 def build_request(
     client: httpx.AsyncClient,
-    binding: Mapping[str, Any],
+    binding: HttpBinding,
     arguments: Mapping[str, Any],
     *,
     headers: Mapping[str, str],
@@ -65,48 +73,47 @@ def build_request(
     credentials included). An argument its place cannot hold is ``invalid_arguments``
     (app/gateway/arguments.py): nothing is sent. An operation imported with no usable server
     (app/sources/openapi_servers.py) is ``not_callable``, naming what is missing."""
-    if not binding.get("server"):
+    server = binding.server
+    if not server:
         raise _no_server(binding)
-    path = str(binding["path"])
+    path = binding.path
     params: list[tuple[str, str | int | float | bool | None]] = list(query.items())
     sent_headers = dict(headers)
     cookies: list[str] = []
     sizes: dict[str, int] = {}  # what each path and query argument adds to the URL
-    for argument in binding.get("params", []):
-        arg = str(argument["arg"])
+    for param in binding.params:
+        arg, name = param.arg, param.name
         if arg not in arguments:
             continue
-        value, name, where = arguments[arg], str(argument["name"]), argument["in"]
-        if where == "path":
+        value = arguments[arg]
+        if param.place == "path":
             segment = checked.path_segment(arg, _joined(value))
             path, sizes[arg] = path.replace("{" + name + "}", segment), len(segment)
-        elif where == "query":
-            values = _query_values(argument, value)
+        elif param.place == "query":
+            values = _query_values(param, value)
             params.extend((name, v) for v in values)
             sizes[arg] = sum(len(quote(v, safe="")) + len(name) + 2 for v in values)
-        elif where == "header":
+        elif param.place == "header":
             sent_headers[name] = checked.header_value(arg, _joined(value))
-        elif where == "cookie":
+        else:
             cookies.append(f"{name}={quote(_joined(value), safe='')}")
             checked.bounded_header(arg, "; ".join(cookies))
     if cookies:
         sent_headers["Cookie"] = "; ".join(cookies)
-    url = str(binding["server"]).rstrip("/") + path
+    url = server.rstrip("/") + path
     encoded = sum(len(quote(str(k), safe="")) + len(quote(str(v), safe="")) + 2 for k, v in params)
     checked.bounded_url(len(url) + encoded, sizes)
-    if not same_origin(url, str(binding["server"])):
+    if not same_origin(url, server):
         raise CallFailed("outbound_refused", "the request would leave the source's origin")
-    body = _body(binding.get("body"), arguments, sent_headers)
-    return client.build_request(
-        str(binding["method"]), url, params=params, headers=sent_headers, **body
-    )
+    body = _body(binding.body, arguments, sent_headers)
+    return client.build_request(binding.method, url, params=params, headers=sent_headers, **body)
 
 
-def _no_server(binding: Mapping[str, Any]) -> CallFailed:
-    reason = str(binding.get("not_callable") or "the operation names no server")
+def _no_server(binding: HttpBinding) -> CallFailed:
+    reason = binding.not_callable or "the operation names no server"
     return CallFailed(
         "not_callable",
-        f"no base URL to call {binding.get('method')} {binding.get('path')} at: {reason}",
+        f"no base URL to call {binding.method} {binding.path} at: {reason}",
         details={"missing": "base_url", "reason": reason},
         suggestion="Give the source a base_url (toolreach source add ... --base-url URL), "
         "or call the operation yourself at the URL its description names.",
@@ -114,18 +121,18 @@ def _no_server(binding: Mapping[str, Any]) -> CallFailed:
 
 
 def _body(
-    body: Mapping[str, Any] | None, arguments: Mapping[str, Any], headers: dict[str, str]
+    body: Body | None, arguments: Mapping[str, Any], headers: dict[str, str]
 ) -> dict[str, Any]:
     """httpx's keyword for the body (its Content-Type put in ``headers`` when httpx sets none)."""
-    if not body:
+    if body is None:
         return {}
-    if "arg" in body:
-        if body["arg"] not in arguments:
+    if isinstance(body, BodyArgument):
+        if body.arg not in arguments:
             return {}
-        payload = arguments[body["arg"]]
+        payload = arguments[body.arg]
     else:
-        payload = {k: arguments[k] for k in body.get("fields", []) if k in arguments}
-    media = str(body["media"])
+        payload = {k: arguments[k] for k in body.fields if k in arguments}
+    media = body.media
     if media == "application/x-www-form-urlencoded":
         return {"data": {k: _joined(v) for k, v in payload.items()}}
     if media == "multipart/form-data":

@@ -6,7 +6,8 @@ One call, in order:
 1. the tool is looked up in the live index (an unknown name: ``unknown_tool`` with the
    closest real names); the arguments are checked against its schema
    (``invalid_arguments`` with the exact problems);
-2. its source and binding are read (a tool without a source: ``not_callable``);
+2. its source and binding are read (a tool without a source, or whose stored binding cannot
+   be read: ``not_callable``);
 3. the source's circuit breaker and in-flight limit are passed (``circuit_open``,
    ``overloaded``; app/gateway/forward.py);
 4. it is sent (an HTTP request, or MCP ``tools/call`` on the source's session), within the
@@ -53,6 +54,7 @@ from app.metrics import Metrics
 from app.schemas import Outcome
 from app.settings import Settings
 from app.sources import repository as sources
+from app.sources.binding import Binding, BindingUnreadable, HttpBinding, McpBinding, parse
 from app.sources.causes import unreached
 from app.sources.headers import header_problem
 from app.sources.masking import mask
@@ -73,7 +75,7 @@ class Target:
 
     source: str
     config: SourceConfig
-    binding: dict[str, Any]
+    binding: Binding
 
 
 class Gateway:
@@ -176,7 +178,9 @@ class Gateway:
                     )
                 source, tool = found
                 config = SourceConfig.model_validate(source.config)
-                return Target(source.name, config, dict(tool.binding))
+                return Target(source.name, config, parse(tool.binding, tool.name))
+        except BindingUnreadable as exc:
+            raise _unreadable(exc, card.source.name) from None
         except DATABASE_TROUBLE:
             raise CallFailed(
                 "unavailable", "the registry's database is unavailable", retryable=True
@@ -191,7 +195,7 @@ class Gateway:
                 deadline,
                 lambda: self._send(request, target),
                 attempts=self.settings.gateway_attempts,
-                safe=bool(target.binding.get("safe")),
+                safe=target.binding.safe,
             )
         except CallFailed as failure:
             if failure.code == "timeout" and failure.source_fault and _is_mcp(target):
@@ -202,17 +206,18 @@ class Gateway:
         """One attempt; CallFailed for every failure, worded for the agent, its messages
         without the source's secrets."""
         secrets = secret_values(target.config, self._reach.secret_dirs)
+        binding = target.binding
         try:
-            if _is_mcp(target):
+            if isinstance(binding, McpBinding):
                 return await mcp_call.call_tool(
                     self.pool,
                     target.source,
                     target.config,
-                    str(target.binding["tool"]),
+                    binding.tool,
                     request.arguments,
                     self._reach.rules.max_response_bytes,
                 )
-            return await self._send_http(request, target)
+            return await self._send_http(request, target.config, binding)
         except CallFailed as failure:
             failure.message = mask(failure.message, secrets)[:MESSAGE_CHARS]
             failure.details = mask(failure.details, secrets)
@@ -222,14 +227,16 @@ class Gateway:
         except Exception as exc:
             raise _worded(exc, secrets) from None
 
-    async def _send_http(self, request: CallRequest, target: Target) -> Any:
-        headers = resolve_all(target.config.headers, self._reach.secret_dirs, header_problem)
-        query = resolve_all(target.config.query, self._reach.secret_dirs)
+    async def _send_http(
+        self, request: CallRequest, config: SourceConfig, binding: HttpBinding
+    ) -> Any:
+        headers = resolve_all(config.headers, self._reach.secret_dirs, header_problem)
+        query = resolve_all(config.query, self._reach.secret_dirs)
         timeout = self.settings.gateway_timeout_seconds  # the source's own: never the caller's
         async with http_client(self._reach.rules, timeout=timeout) as client:
             built = http_call.build_request(
                 client,
-                target.binding,
+                binding,
                 request.arguments,
                 headers=headers.values,
                 query=query.values,
@@ -269,7 +276,18 @@ class Gateway:
 
 
 def _is_mcp(target: Target) -> bool:
-    return target.binding.get("kind") == "mcp"
+    return isinstance(target.binding, McpBinding)
+
+
+def _unreadable(exc: BindingUnreadable, source: str) -> CallFailed:
+    """A stored binding that does not fit its type: nothing is sent."""
+    return CallFailed(
+        "not_callable",
+        f"source {source!r}: {exc}",
+        details={"source": source, "reason": str(exc)},
+        suggestion="The tool's stored binding is unreadable: tell the operator "
+        f"(toolreach source sync {source} --force writes it again).",
+    )
 
 
 def _worded(exc: Exception, secrets: list[str]) -> CallFailed:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import httpx
 
 from app.sources import openapi
+from app.sources.binding import Binding, HttpBinding, stored
 from app.sources.causes import unreached
 from app.sources.documents import (
     Deadline,
@@ -72,14 +73,14 @@ class SourceSpec:
 
 @dataclass
 class Snapshot:
-    cards: list[tuple[ToolCard, dict[str, Any]]]
+    cards: Sequence[tuple[ToolCard, Binding]]
     refused: list[dict[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
     def hash(self) -> str:
-        content = [[c.model_dump(mode="json"), b] for c, b in self.cards]
+        content = [[c.model_dump(mode="json"), stored(b)] for c, b in self.cards]
         text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -166,14 +167,19 @@ async def _openapi(spec: SourceSpec, reach: Reach, limits: DocumentLimits) -> Sn
         _convert, documents, options, config.strict, deadline, limits.max_card_bytes
     )
     if config.base_url is None:  # the servers the document itself names: checked now too
-        # An operation with no usable server (binding "not_callable") has none to check.
-        named = {binding["server"] for _, binding in snapshot.cards if binding.get("server")}
-        for server in sorted(map(str, named)):
+        for server in _servers(snapshot):
             try:
                 await reach.rules.check_url(server, unresolved_ok=True)
             except OutboundRefused as exc:
                 raise OutboundRefused(f"the document's server {server}: {exc}") from None
     return snapshot
+
+
+def _servers(snapshot: Snapshot) -> list[str]:
+    """The servers its operations are sent to (one with no usable server, ``not_callable``,
+    has none to check)."""
+    bindings = (b for _, b in snapshot.cards if isinstance(b, HttpBinding))
+    return sorted({b.server for b in bindings if b.server})
 
 
 def _convert(

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession, MessageHandlerFnT
@@ -20,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import PaginatedRequestParams, Tool
 from pydantic import ValidationError
 
+from app.sources.binding import McpBinding
 from app.sources.headers import header_problem
 from app.sources.openapi import tool_name
 from app.sources.outbound import OutboundRefused, OutboundRules, mcp_http_client
@@ -121,7 +121,7 @@ async def list_all_tools(session: ClientSession, reach: Reach) -> list[Tool]:
 
 @dataclass
 class Listed:
-    cards: list[tuple[ToolCard, dict[str, Any]]] = field(default_factory=list)
+    cards: list[tuple[ToolCard, McpBinding]] = field(default_factory=list)
     refused: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -143,7 +143,7 @@ def to_cards(tools: list[Tool], *, source: str, namespace: str, prefix: str) -> 
             continue
         hints = tool.annotations
         safe = bool(hints and (hints.read_only_hint or hints.idempotent_hint))
-        listed.cards.append((card, {"kind": "mcp", "tool": tool.name, "safe": safe}))
+        listed.cards.append((card, McpBinding(tool=tool.name, safe=safe)))
     return listed
 
 

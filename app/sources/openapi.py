@@ -14,7 +14,7 @@ Each operation's card:
 * ``examples``: requests in a user's verbs, from its method, path, summary and body
   (app/sources/openapi_verbs.py).
 
-Its *binding* (app/sources/models.py ``SourceTool``) says how the gateway sends the HTTP
+Its *binding* (app/sources/binding.py ``HttpBinding``) says how the gateway sends the HTTP
 request: method, server, path template, and where each argument goes. A card that the
 registry refuses (registry/json_schema.py) is tried again with its schemas cut shorter
 (fewer ``$ref``s inlined, then no ``returns``, then no ``pattern``s); an operation that still
@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.sources import openapi_verbs
+from app.sources.binding import HttpBinding
 from app.sources.documents import Deadline, DocumentError, Documents
 from app.sources.openapi_request import (
     Operation,
@@ -78,7 +79,7 @@ class Converted:
 
     version: str
     operations: int = 0
-    cards: list[tuple[ToolCard, dict[str, Any]]] = field(default_factory=list)
+    cards: list[tuple[ToolCard, HttpBinding]] = field(default_factory=list)
     refused: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -167,8 +168,8 @@ def convert(
                 f"the cards' schemas are larger than {max_card_bytes} bytes in all "
                 f"(TOOLREACH_SOURCE_MAX_CARD_BYTES), at {where}"
             )
-        if "not_callable" in binding:
-            result.notes.append(f"{where}: imported; not callable: {binding['not_callable']}")
+        if binding.not_callable is not None:
+            result.notes.append(f"{where}: imported; not callable: {binding.not_callable}")
         result.cards.append((card, binding))
     return result
 
@@ -204,8 +205,8 @@ def _method_path(operation: Operation) -> str:
 
 def _card(
     documents: Documents, version: str, operation: Operation, name: str, options: Options
-) -> tuple[ToolCard, dict[str, Any]]:
-    binding = _binding_base(documents, version, operation, options)
+) -> tuple[ToolCard, HttpBinding]:
+    served, unserved = _server(documents, version, operation, options)
     problem = "its parameters are larger than a card may hold, even with no $ref inlined"
     for max_refs, with_returns, patterns in ATTEMPTS:
         try:
@@ -222,7 +223,7 @@ def _card(
         data = {
             "name": name,
             "namespace": options.namespace,
-            **_texts(operation, binding.get("not_callable")),
+            **_texts(operation, unserved),
             "parameters": parameters,
             "returns": returns,
             "errors": _errors(documents, operation),
@@ -237,7 +238,16 @@ def _card(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]
             )
             continue
-        return card, {**binding, "params": arguments, "body": body}
+        binding = HttpBinding(
+            method=operation.method,
+            server=served,
+            path=operation.path,
+            safe=operation.method in SAFE_METHODS,
+            not_callable=unserved,
+            params=tuple(arguments),
+            body=body,
+        )
+        return card, binding
     raise Refused(f"the card is refused even with its schemas cut short: {problem}")
 
 
@@ -294,24 +304,18 @@ def _tags(operation: Operation) -> list[str]:
     ][:32]
 
 
-def _binding_base(
+def _server(
     documents: Documents, version: str, operation: Operation, options: Options
-) -> dict[str, Any]:
-    """How the gateway sends it; with no ``server`` and the reason under ``not_callable``
-    when the operation's own server cannot be used (app/sources/openapi_servers.py)."""
-    binding: dict[str, Any] = {
-        "kind": "http",
-        "method": operation.method,
-        "server": options.base_url,
-        "path": operation.path,
-        "safe": operation.method in SAFE_METHODS,
-    }
-    if options.base_url is None:
-        try:
-            binding["server"] = server(documents, version, operation)
-        except Unserved as exc:
-            binding["not_callable"] = str(exc)
-    return binding
+) -> tuple[str | None, str | None]:
+    """Where the gateway sends it: the source's base URL, else the operation's own server;
+    no server and the reason it is not callable when that cannot be used
+    (app/sources/openapi_servers.py)."""
+    if options.base_url is not None:
+        return options.base_url, None
+    try:
+        return server(documents, version, operation), None
+    except Unserved as exc:
+        return None, str(exc)
 
 
 def _responses(operation: Operation) -> Mapping[str, Any]:

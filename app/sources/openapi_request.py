@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.sources.binding import PLACES, Body, BodyArgument, BodyFields, Param
 from app.sources.documents import DocumentError, Documents
 from app.sources.openapi_schema import SchemaContext, convert_schema
 
@@ -97,11 +98,11 @@ def _parameter_schema(
 
 def request_arguments(
     ctx: SchemaContext, operation: Operation, options: Options
-) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
+) -> tuple[dict[str, Any], list[Param], Body | None]:
     """The card's parameters schema, where each argument goes, and the body's binding."""
     properties: dict[str, Any] = {}
     required: list[str] = []
-    arguments: list[dict[str, Any]] = []
+    arguments: list[Param] = []
     form: list[_Declared] = []
     body_node: Any = None
     for parameter, base in _declaredparameters(ctx, operation):
@@ -113,7 +114,8 @@ def request_arguments(
         if where == "formData":
             form.append((parameter, base))
             continue
-        if where not in ("path", "query", "header", "cookie"):
+        place = PLACES.get(where)
+        if place is None:
             continue
         if (where, name.lower()) in options.supplied:
             continue
@@ -124,14 +126,14 @@ def request_arguments(
         if where == "path" or parameter.get("required") is True:
             required.append(argument)
         arguments.append(
-            {
-                "arg": argument,
-                "in": where,
-                "name": name,
-                "style": parameter.get("style"),
-                "explode": parameter.get("explode"),
-                "collection": parameter.get("collectionFormat"),
-            }
+            Param(
+                arg=argument,
+                place=place,
+                name=name,
+                style=parameter.get("style"),
+                explode=parameter.get("explode"),
+                collection=parameter.get("collectionFormat"),
+            )
         )
     body = _body(ctx, operation, body_node, form, properties, required)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -147,7 +149,7 @@ def _body(
     form: list[_Declared],
     properties: dict[str, Any],
     required: list[str],
-) -> dict[str, Any] | None:
+) -> Body | None:
     """Add the request body's arguments; its binding (media type, fields or one argument)."""
     if form:  # 2.0 form fields: each its own argument
         return _form(ctx, operation, form, properties, required)
@@ -179,13 +181,14 @@ def _body(
         properties.update(fields)
         if needed:
             required.extend(f for f in schema.get("required", []) if f in fields)
-        return {"media": media, "fields": list(fields)}
+        # A YAML key may be a number: the card refuses it with its own reason, not the binding.
+        return BodyFields(media=media, fields=tuple(map(str, fields)))
     if "body" in properties:
         raise Refused("a parameter is named 'body', like the request body's argument")
     properties["body"] = schema
     if needed:
         required.append("body")
-    return {"media": media, "arg": "body"}
+    return BodyArgument(media=media)
 
 
 def _form(
@@ -194,7 +197,7 @@ def _form(
     form: list[_Declared],
     properties: dict[str, Any],
     required: list[str],
-) -> dict[str, Any]:
+) -> BodyFields:
     """Swagger 2.0 form fields, each its own argument; sent as the operation consumes."""
     consumes = operation.node.get("consumes") or ctx.documents.document.get("consumes") or []
     media = (
@@ -211,7 +214,7 @@ def _form(
         if parameter.get("required") is True:
             required.append(name)
         fields.append(name)
-    return {"media": media, "fields": fields}
+    return BodyFields(media=media, fields=tuple(fields))
 
 
 def media_type(content: Mapping[str, Any]) -> str | None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.sources.binding import Binding, stored
 from app.sources.models import Source, SourceTool
 from registry.models import utcnow
 
@@ -50,12 +50,12 @@ def tool_counts(session: Session, source_id: int) -> tuple[int, int]:
     return counts.get(True, 0), counts.get(False, 0)
 
 
-def put_bindings(session: Session, source_id: int, bindings: dict[str, dict[str, Any]]) -> None:
-    """Store each live tool's binding (a returning tool is live again)."""
+def put_bindings(session: Session, source_id: int, bindings: Mapping[str, Binding]) -> None:
+    """Store each live tool's binding, as JSON (a returning tool is live again)."""
     existing = {t.name: t for t in tools(session, source_id)}
     now = utcnow()
-    for name, binding in bindings.items():
-        row = existing.get(name)
+    for name, typed in bindings.items():
+        binding, row = stored(typed), existing.get(name)
         if row is None:
             session.add(SourceTool(source_id=source_id, name=name, binding=binding, updated_at=now))
         elif row.binding != binding or row.retired_at is not None:

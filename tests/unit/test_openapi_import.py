@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from app.sources import openapi
+from app.sources.binding import BodyFields, HttpBinding, stored
 from app.sources.documents import DocumentError, Documents, file_uri, load_documents, read_file
 from app.sources.fetch import _convert
 from registry.json_schema import check_schema
@@ -64,9 +65,9 @@ def test_box_card_shape(box: tuple[openapi.Converted, float]) -> None:
     assert "404" in codes and codes["404"].suggestion
     assert card.tags == ["Files"]
     assert card.source is not None and card.source.ref == "GET /files/{file_id}"
-    assert binding["server"] == "https://api.box.com/2.0" and binding["safe"] is True
+    assert binding.server == "https://api.box.com/2.0" and binding.safe is True
     upload = next(b for c, b in converted.cards if c.name == "post_files_content")
-    assert upload["server"] == "https://upload.box.com/api/2.0"  # the operation's own server
+    assert upload.server == "https://upload.box.com/api/2.0"  # the operation's own server
 
 
 def test_slack_swagger_2_with_its_problems() -> None:
@@ -77,8 +78,9 @@ def test_slack_swagger_2_with_its_problems() -> None:
     card, binding = next((c, b) for c, b in snapshot.cards if c.name == "chat_postMessage")
     assert "token" not in card.parameters["properties"]  # the source's credentials send it
     assert card.parameters["required"] == ["channel"]
-    assert binding["body"]["media"] == "application/x-www-form-urlencoded"
-    assert binding["server"] == "https://slack.com/api"
+    assert isinstance(binding, HttpBinding) and binding.body is not None
+    assert binding.body.media == "application/x-www-form-urlencoded"
+    assert binding.server == "https://slack.com/api"
     with pytest.raises(DocumentError, match="invalid"):
         _convert(documents, options(), strict=True)
 
@@ -89,7 +91,7 @@ def test_multi_file_document() -> None:
     assert set(cards) == {"kennel.getDog", "kennel.replaceDog", "kennel.get_dogs"}
     dog, binding = cards["kennel.getDog"]
     assert dog.parameters["properties"]["dogId"]["pattern"] == "^[a-z0-9-]+$"
-    assert binding["params"][0] == {
+    assert stored(binding)["params"][0] == {  # as stored
         "arg": "dogId", "in": "path", "name": "dogId", "style": None, "explode": None,
         "collection": None,
     }  # fmt: skip
@@ -99,10 +101,10 @@ def test_multi_file_document() -> None:
     assert dog.errors[0].code == "404" and dog.errors[0].meaning == "No dog has this id"
     replace, body = cards["kennel.replaceDog"]
     assert set(replace.parameters["required"]) == {"dogId", "name"}  # body fields flattened
-    assert body["body"] == {"media": "application/json", "fields": ["name", "breed", "parents"]}
+    assert body.body == BodyFields(media="application/json", fields=("name", "breed", "parents"))
     listing, params = cards["kennel.get_dogs"]
     assert listing.parameters["properties"]["limit"]["maximum"] == 100
-    assert [p["in"] for p in params["params"]] == ["query", "header"]
+    assert [p.place for p in params.params] == ["query", "header"]
 
 
 def test_refs_outside_the_folder_are_refused(tmp_path: Path) -> None:
