@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -29,7 +30,7 @@ AGENT = {"Authorization": f"Bearer {AGENT_KEY}"}
 
 def _pg_execute(sql: str) -> None:
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]
+        conn.execute(sql)
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +73,7 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 def make_settings(url: str, **overrides: object) -> Settings:
-    values: dict[str, object] = {
+    values: dict[str, Any] = {
         "database_url": url,
         "admin_keys": (ADMIN_KEY,),
         "agent_keys": (AGENT_KEY,),
@@ -80,7 +81,7 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "index_poll_seconds": 3600,
         **overrides,
     }
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 @pytest.fixture

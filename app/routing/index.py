@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -26,6 +26,7 @@ from app.routing.bm25 import KeywordIndex
 from app.routing.penalty import ParamRule
 from app.routing.postings import Postings, merge, postings_of, weigh
 from app.routing.segments import IndexSegment, MergePlan, doc_tokens, unit_rows
+from app.routing.slots import ToolProfile, gathered_ids
 from app.routing.types import RouterConfig, ToolDoc
 from app.routing.values import ValueCheck
 
@@ -40,6 +41,7 @@ class RouterIndex:
     keyword: KeywordIndex
     embeddings: np.ndarray
     rules: tuple[tuple[ParamRule, ...], ...]
+    profiles: tuple[ToolProfile, ...]  # each tool's slots and action (slots.py)
     tags: Postings  # tag (case-folded) → the tools that have it
     pinned: np.ndarray
     positions: dict[str, int]
@@ -50,6 +52,8 @@ class RouterIndex:
     multilingual: tuple[int, int] | None = None
     in_name_order: bool = False  # names ascending: what ``merge`` needs and keeps
     value_check: ValueCheck | None = None  # a value against a parameter's schema
+    # The patterns of the ids the namespace's cards return, by name (slots.gathered_ids).
+    ids: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -98,6 +102,7 @@ class RouterIndex:
             ),
             embeddings=np.zeros((0, dim), dtype=np.float32),
             rules=(),
+            profiles=(),
             tags=nothing,
             pinned=np.zeros(0, dtype=np.int64),
             positions={},
@@ -166,6 +171,8 @@ class RouterIndex:
             ),
             embeddings=plan.rows(old.embeddings, segment.embeddings),
             rules=tuple(plan.objects(old.rules, segment.rules)),
+            profiles=(profiles := tuple(plan.objects(old.profiles, segment.profiles))),
+            ids=gathered_ids(profiles),
             tags=merge(old.tags, plan.old_to_new, plan.added.tolist(), tag_counts),
             pinned=np.flatnonzero(flags).astype(np.int64),
             positions=dict(zip(names, range(len(names)), strict=True)),

@@ -52,6 +52,74 @@ def cjk_share(text: str) -> float:
     return cjk / (cjk + latin)
 
 
+# Words that mark a step as written in another Latin-script language: function words that
+# are not English ones, and letters English does not use. Two marks (a letter counts double)
+# against fewer English stop words, or one in a step of three words or more with none, make
+# the step foreign to the English-only signals.
+_FOREIGN_WORDS: frozenset[str] = frozenset(
+    str.split(
+        # German
+        "der die das und ist nicht mit den dem des ein eine einen einem zu von für auf aus "
+        "bei im ins vom zum zur alle allen mir mich ich sie wir uns unser unsere meine mein "
+        "kein keine oder wie was wer wo bitte um bis nach ab über unter "
+        # Spanish
+        "el la los las del que con por para una un es mi mis todos todas esta este su sus "
+        "al lo le de en y desde hasta sobre entre cómo qué quién dónde cuál "
+        # French
+        "le les des du une et est pour avec dans sur mon ma mes ce cette qui tous toutes au "
+        "aux est-ce quel quelle "
+        # Portuguese, Italian
+        "os da dos das um uma com em meu minha meus não il lo gli della dei per mio mia "
+        "tutti tutte che nel nella"
+    )
+)
+_FOREIGN_LETTERS = re.compile(r"[äöüßñ¿¡çãõáéíóúàèìòùâêîôûëïœ]", re.IGNORECASE)
+_ENGLISH_WORDS = frozenset(
+    [
+        "the",
+        "an",
+        "and",
+        "is",
+        "are",
+        "of",
+        "to",
+        "for",
+        "with",
+        "from",
+        "my",
+        "me",
+        "your",
+        "all",
+        "every",
+        "this",
+        "that",
+        "what",
+        "which",
+        "who",
+        "please",
+    ]
+)
+
+
+def foreign_share(text: str) -> float:
+    """1.0 when ``text`` reads as another Latin-script language than English (German,
+    Spanish, French, Portuguese, Italian), else 0.0: the English-only signals cannot read
+    it, as they cannot read CJK."""
+    words = [w.lower() for w in _WORD.findall(text) if w.isalpha()]
+    marks = sum(w in _FOREIGN_WORDS for w in words)
+    marks += 2 * sum(bool(_FOREIGN_LETTERS.search(w)) for w in words)
+    english = sum(w in _ENGLISH_WORDS for w in words)
+    if marks >= 2 and marks > english:
+        return 1.0
+    return 1.0 if marks == 1 and english == 0 and len(words) >= 3 else 0.0
+
+
+def step_share(text: str) -> float:
+    """The share of a step that the English-only signals cannot read: its CJK share, or all
+    of it when it is written in another Latin-script language."""
+    return max(cjk_share(text), foreign_share(text))
+
+
 def card_cjk_share(doc: ToolDoc) -> float:
     """The CJK share of a card's prose — summary, description, tags, examples, parameter
     descriptions — leaving out the name and parameter names, identifiers in ASCII whatever

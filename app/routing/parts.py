@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from app.routing.reading import read_step
 from app.routing.text import analyse
 from app.routing.window import step_window
 
@@ -153,6 +154,12 @@ def query_texts(query: str, *, split: bool = True) -> list[str]:
     step). A single row also works; parts then share the whole step's embedding. A long
     step is read through ``window.step_window``: row 0 is that window.
     """
-    text = step_window(query)
+    text = model_text(query)
     parts = step_parts(text) if split else [text]
     return [text] if len(parts) < 2 else [text, *parts]
+
+
+def model_text(query: str) -> str:
+    """What the keyword and embedding stages read of a step: its window
+    (``window.step_window``) with its values replaced by their kind (``reading.py``)."""
+    return read_step(step_window(query)).model_text

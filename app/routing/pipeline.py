@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.routing.actions import step_action
 from app.routing.candidates import (
     ConfidenceBasis,
     candidates,
@@ -43,6 +44,7 @@ from app.routing.candidates import (
 from app.routing.confidence import ConfidenceModel, non_increasing
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.routing.diversity import mmr_order, top_indices
+from app.routing.reading import read_step
 from app.routing.rule_check import RuleCheck, rule_check
 from app.routing.scores import Scoring, stage_scores
 from app.routing.signals import Cosines, analyse_query, gemv_rows
@@ -117,7 +119,9 @@ class Router:
             self.cosines if cosines is None else cosines,
             depth,
         )
-        ballot = Ballot(view, vectors, options.key, self.config, self.enabled)
+        reading = read_step(rows.text)
+        asks = step_action(reading.model_text)
+        ballot = Ballot(view, vectors, options.key, self.config, self.enabled, reading, asks)
         scores = with_votes(ballot, stage_scores(scoring))
         total = scores.total()
         covering = scores.parts is not None

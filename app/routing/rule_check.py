@@ -8,6 +8,7 @@ left unchecked. ``penalty.py`` holds the rules themselves.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,24 +25,45 @@ from app.routing.penalty import (
     penalty,
     step_offer,
 )
+from app.routing.reading import Value, read_step
 from app.routing.scores import Scores
 from app.routing.signals import QueryRows
+from app.routing.slots import pattern_checker, unsupplied_ids
 from app.routing.types import RouterConfig
 
 
 @dataclass(frozen=True, slots=True)
 class RuleCheck:
-    """Stage 3 for one query, analysed once: what it offers and each tool's matched terms."""
+    """Stage 3 for one query, analysed once: what it offers, each tool's matched terms, and
+    its typed values (``reading.py``)."""
 
     offer: StepOffer
     touched: np.ndarray  # the tools the query's terms touch, once per term (bm25_row)
     distinct: int  # distinct query terms
+    values: tuple[Value, ...] = ()
+    context: frozenset[str] = frozenset()  # the context's keys
 
     @classmethod
     def of(cls, query: QueryRows, context: Mapping[str, Any] | None) -> RuleCheck:
-        return cls(
-            step_offer(query.text, query.tokens, context), query.touched, len(set(query.tokens))
-        )
+        offer = step_offer(query.text, query.tokens, context)
+        keys = frozenset((context or {}).keys())
+        values = read_step(query.text).values
+        return cls(offer, query.touched, len(set(query.tokens)), values, keys)
+
+    def _checked(self, index: RouterIndex, tool: int, found: ParameterCheck) -> ParameterCheck:
+        """``found`` with the required ids no step id fits (``slots.unsupplied_ids``) missing."""
+        rules = index.rules[tool]
+        supplied = [
+            r.name for r in rules if r.name not in found.missing and r.name not in self.context
+        ]
+        if not supplied or not index.ids:
+            return found
+        matches = pattern_checker(index.value_check)
+        extra = unsupplied_ids(index.profiles[tool], index.ids, self.values, matches, supplied)
+        if not extra:
+            return found
+        missing = tuple(r.name for r in rules if r.name in extra or r.name in found.missing)
+        return dataclasses.replace(found, missing=missing)
 
     def penalties(
         self, index: RouterIndex, tool_ids: np.ndarray, config: RouterConfig
@@ -55,7 +77,8 @@ class RuleCheck:
                 return bool(matched_in(self.touched, np.array([tool]))[0] < self.distinct)
 
             rules = index.rules[tool]
-            found.append(check_parameters(rules, self.offer, index.value_check, unexplained))
+            checked = check_parameters(rules, self.offer, index.value_check, unexplained)
+            found.append(self._checked(index, tool, checked))
         contributions = [
             penalty(
                 c.missing,

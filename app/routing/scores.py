@@ -28,7 +28,7 @@ from app.routing.fusion import (
     zscore_stats,
 )
 from app.routing.index import RouterIndex
-from app.routing.language import all_visible, cjk_share, pair_visibility, with_lead
+from app.routing.language import all_visible, pair_visibility, step_share, with_lead
 from app.routing.signals import (
     EXACT_TOP,
     RESCORED,
@@ -97,7 +97,7 @@ def query_shares(scoring: Scoring) -> list[float] | None:
         return None
     if "embedding" not in scoring.enabled:
         return None
-    shares = [cjk_share(text) for text in scoring.query.texts]
+    shares = [step_share(text) for text in scoring.query.texts]
     return None if all_visible(shares, index.cjk_share) else shares
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from app.routing.language import card_cjk_share
 from app.routing.penalty import ParamRule, compile_rules
+from app.routing.slots import ToolProfile, compile_profile
 from app.routing.text import analyse, parameter_text
 from app.routing.types import FieldWeights, ToolDoc
 
@@ -82,6 +83,7 @@ class IndexSegment:
     terms: tuple[Counter[str], ...]  # BM25 document: token → count (fields weighted)
     lengths: np.ndarray  # int64: tokens per document, repeats counted
     rules: tuple[tuple[ParamRule, ...], ...]
+    profiles: tuple[ToolProfile, ...]  # what the values and action evidence read (slots.py)
     tags: tuple[frozenset[str], ...]  # case-folded
     pinned: np.ndarray  # bool
     embeddings: np.ndarray  # (n, dim) unit rows
@@ -96,6 +98,7 @@ class IndexSegment:
         terms: list[Counter[str]] = []
         lengths: list[int] = []
         rules: list[tuple[ParamRule, ...]] = []
+        profiles: list[ToolProfile] = []
         tags: list[frozenset[str]] = []
         pinned: list[bool] = []
         shares: list[float] = []
@@ -105,6 +108,7 @@ class IndexSegment:
             terms.append(Counter(tokens))
             lengths.append(len(tokens))
             rules.append(compile_rules(doc.parameters, doc.name))
+            profiles.append(compile_profile(doc))
             tags.append(frozenset(t.casefold() for t in doc.tags))
             pinned.append(doc.pinned)
             shares.append(card_cjk_share(doc))
@@ -115,6 +119,7 @@ class IndexSegment:
             terms=tuple(terms),
             lengths=np.asarray(lengths, dtype=np.int64),
             rules=tuple(rules),
+            profiles=tuple(profiles),
             tags=tuple(tags),
             pinned=np.asarray(pinned, dtype=bool),
             embeddings=unit_rows(embeddings, len(names)),
@@ -134,6 +139,7 @@ class IndexSegment:
             terms=tuple(self.terms[i] for i in order),
             lengths=self.lengths[order],
             rules=tuple(self.rules[i] for i in order),
+            profiles=tuple(self.profiles[i] for i in order),
             tags=tuple(self.tags[i] for i in order),
             pinned=self.pinned[order],
             embeddings=self.embeddings[order],

@@ -28,6 +28,11 @@ class ToolDoc:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     examples: tuple[str, ...] = ()
     pinned: bool = False
+    # What the card says of its operation beyond its text: ``METHOD /path`` of an imported
+    # OpenAPI operation, its MCP annotations (``readOnlyHint``…), its result's JSON Schema.
+    operation: str = ""
+    annotations: Mapping[str, bool] = field(default_factory=dict)
+    returns: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,13 @@ class RouterConfig:
     examples_weight: float = 1.0
     examples_floor: float = 0.3
     examples_pool: int = 20
+    # The step's values and action (votes.py): for the best evidence_pool tools so far,
+    # values_weight times how much better each fits the step's values than the pool's average
+    # tool (slots.py), action_weight times how well it does what the step asks (actions.py).
+    values_weight: float = 0.2
+    action_weight: float = 0.2
+    resource_weight: float = 0.2
+    evidence_pool: int = 50
     # Added to the prior part of pinned default tools when the query matches no keyword.
     pinned_boost: float = 0.5
     # Stage 3: rule check.

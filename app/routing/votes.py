@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.routing.actions import StepAction, agreement
 from app.routing.diversity import top_indices
 from app.routing.examples import example_dim, examples_contribution
 from app.routing.memory import memory_contribution
+from app.routing.reading import StepReading
 from app.routing.scores import Scores
 from app.routing.signals import unit_rows
+from app.routing.slots import fit, pattern_checker
 from app.routing.types import RouterConfig
 from app.routing.view import NamespaceView
 
@@ -30,13 +33,62 @@ from app.routing.view import NamespaceView
 @dataclass(frozen=True, slots=True)
 class Ballot:
     """What a vote reads besides the scores: the namespace's view, the step's vectors (one
-    row per text; ``None``: no embedding), who routes, the config and the enabled stages."""
+    row per text; ``None``: no embedding), who routes, the config, the enabled stages, and
+    the step as read (its values, ``reading.py``) and the action it asks for (``actions.py``)."""
 
     view: NamespaceView
     vectors: np.ndarray | None
     key: str
     config: RouterConfig
     enabled: frozenset[str]
+    reading: StepReading = field(default_factory=lambda: StepReading((), ""))
+    asks: StepAction = field(default_factory=StepAction)
+
+
+def _pool(scores: Scores, size: int) -> np.ndarray:
+    """Positions of the best ``size`` scored tools so far."""
+    total = scores.total()
+    return top_indices(total, size) if size < total.size else np.arange(total.size)
+
+
+def values_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
+    """The step's values as evidence (``slots.py``): for each value, how much better a tool
+    of the pool fits it than the pool's average tool, summed over the values, times
+    ``values_weight``. ``None`` when the step holds no value or the weight is 0."""
+    values, config = ballot.reading.values, ballot.config
+    if not values or config.values_weight == 0 or not scores.signal:
+        return None
+    index = ballot.view.index
+    pool = _pool(scores, config.evidence_pool)
+    matches = pattern_checker(index.value_check)
+    profiles = [index.profiles[t] for t in scores.tool_ids[pool].tolist()]
+    fits = np.array(
+        [
+            [max((fit(v, s, matches, index.ids) for s in p.slots), default=0.0) for p in profiles]
+            for v in values
+        ],
+        dtype=np.float32,
+    )
+    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
+    centred = (fits - fits.mean(axis=1, keepdims=True)).sum(axis=0)
+    part[pool] = np.float32(config.values_weight) * centred
+    return part
+
+
+def action_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
+    """How well each tool of the pool does what the step asks (``actions.py``), times
+    ``action_weight``. ``None`` when the step names no action or the weight is 0."""
+    asks, config = ballot.asks, ballot.config
+    if not asks.weights or config.action_weight == 0 or not scores.signal:
+        return None
+    if scores.parts is not None:  # a step of several parts asks for several actions
+        return None
+    index = ballot.view.index
+    pool = _pool(scores, config.evidence_pool)
+    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
+    agreed = [agreement(asks, index.profiles[t].action) for t in scores.tool_ids[pool].tolist()]
+    part[pool] = np.float32(config.action_weight) * np.asarray(agreed, dtype=np.float32)
+    return part
 
 
 Vote = Callable[[Ballot, Scores], np.ndarray | None]
@@ -115,7 +167,27 @@ def learned_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     return part
 
 
+def resource_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
+    """``resource_weight`` for each tool of the pool whose resource (``actions.py``: the last
+    noun of its path or name) the step names; ``None`` when the weight is 0."""
+    config = ballot.config
+    if config.resource_weight == 0 or not scores.signal or not ballot.asks.stems:
+        return None
+    index = ballot.view.index
+    pool = _pool(scores, config.evidence_pool)
+    named = [
+        index.profiles[t].action.resource in ballot.asks.stems
+        for t in scores.tool_ids[pool].tolist()
+    ]
+    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
+    part[pool] = np.float32(config.resource_weight) * np.asarray(named, dtype=np.float32)
+    return part
+
+
 VOTES: tuple[tuple[str, Vote], ...] = (
+    ("values", values_vote),
+    ("action", action_vote),
+    ("resource", resource_vote),
     ("memory", memory_vote),
     ("examples", examples_vote),
     ("learned", learned_vote),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ def card_to_doc(card: ToolCard) -> ToolDoc:
     text. The weights were tuned on cards without summaries (docs/ROUTING.md).
     """
     derived = card.summary == first_sentence(card.description)
+    hints = card.annotations.model_dump(exclude_none=True) if card.annotations else {}
     return ToolDoc(
         name=card.name,
         summary="" if derived else card.summary,
@@ -43,7 +45,19 @@ def card_to_doc(card: ToolCard) -> ToolDoc:
         parameters=card.parameters,
         examples=tuple(card.examples),
         pinned=card.pinned,
+        operation=_operation(card),
+        annotations={k: v for k, v in hints.items() if isinstance(v, bool)},
+        returns=card.returns,
     )
+
+
+_OPERATION = re.compile(r"^(GET|PUT|POST|DELETE|OPTIONS|HEAD|PATCH|TRACE) /\S*$")
+
+
+def _operation(card: ToolCard) -> str:
+    """``METHOD /path`` of an imported OpenAPI operation (its source's ``ref``), else ``""``."""
+    ref = card.source.ref if card.source is not None else ""
+    return ref if _OPERATION.match(ref) else ""
 
 
 def text_hash(text: str) -> str:
