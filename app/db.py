@@ -196,12 +196,16 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+# What opens a unit of work: one per process, built with its engine.
+SessionFactory = sessionmaker[Session]
+
+
+def make_session_factory(engine: Engine) -> SessionFactory:
     return sessionmaker(engine, expire_on_commit=False)
 
 
 @contextmanager
-def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
+def unit_of_work(factory: SessionFactory) -> Iterator[Session]:
     """A session that commits if the block succeeds and rolls back if it raises."""
     session = factory()
     try:
