@@ -44,7 +44,7 @@ async def call_tools(
     agent: AgentDep,
 ) -> BatchCallResult:
     """Several calls at once; each result is the tool's or its own structured error."""
-    limit = settings.gateway_batch_max
+    limit = settings.gateway.batch_max
     if len(body.calls) > limit:
         raise InvalidInput(f"at most {limit} calls in one batch (TOOLREACH_GATEWAY_BATCH_MAX)")
     hop = HOP_HEADER.lower() in request.headers
