@@ -169,24 +169,25 @@ async def require_viewer(caller: CallerDep) -> Caller:
     return caller
 
 
-async def require_key_admin(caller: CallerDep) -> Caller:
-    """``/v1/keys``: an admin key limited to no namespace (a scoped admin could otherwise make
-    itself a key that sees everything)."""
+def unscoped_admin(caller: Caller, what: str) -> Caller:
+    """An admin key limited to no namespace, to manage ``what``; 401 without a key, else 403."""
     if caller.role == "anonymous":
         raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
     if caller.role != "admin" or caller.scoped:
-        raise Forbidden("only an admin key limited to no namespace may manage keys")
+        raise Forbidden(f"only an admin key limited to no namespace may manage {what}")
     return caller
+
+
+async def require_key_admin(caller: CallerDep) -> Caller:
+    """``/v1/keys``: an admin key limited to no namespace (a scoped admin could otherwise make
+    itself a key that sees everything)."""
+    return unscoped_admin(caller, "keys")
 
 
 async def require_unscoped_admin(caller: CallerDep) -> Caller:
     """What writes into any namespace it names (``/v1/sources``): an admin key limited to
     none, since a source's tools could land outside a scope."""
-    if caller.role == "anonymous":
-        raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
-    if caller.role != "admin" or caller.scoped:
-        raise Forbidden("only an admin key limited to no namespace may manage sources")
-    return caller
+    return unscoped_admin(caller, "sources")
 
 
 async def require_unscoped_viewer(caller: CallerDep) -> Caller:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks, Path, Query
+from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.deps import AdminDep, IndexDep, LearningDep, SessionDep, ViewerDep
@@ -42,47 +42,44 @@ def known(index: IndexManager, caller: Caller, namespace: str, write: bool = Tru
         raise NotFound(f"unknown namespace {namespace!r}", {"namespace": namespace})
 
 
+def readable(namespace: NamespaceArg, index: IndexDep, viewer: ViewerDep) -> str:
+    """The query's namespace, one the viewer may see that holds tools (``known``)."""
+    known(index, viewer, namespace, write=False)
+    return namespace
+
+
+def writable(namespace: NamespacePath, index: IndexDep, admin: AdminDep) -> str:
+    """The path's namespace, one the admin key may write to that holds tools (``known``)."""
+    known(index, admin, namespace)
+    return namespace
+
+
+Readable = Annotated[str, Depends(readable)]
+Writable = Annotated[str, Depends(writable)]
+
+
 @router.get("", response_model=LearningRead, responses=ERRORS)
-def learning_state(
-    namespace: NamespaceArg,
-    session: SessionDep,
-    index: IndexDep,
-    cache: LearningDep,
-    viewer: ViewerDep,
-) -> LearningRead:
+def learning_state(namespace: Readable, session: SessionDep, cache: LearningDep) -> LearningRead:
     """The namespace's learned model: on or off, the one serving (trained on how many
     reports, held-out hit@1 with it and without), the last verdict (refused ones say why),
     and the newest models."""
-    known(index, viewer, namespace, write=False)
     return LearningRead.model_validate(learning.state(session, cache, namespace))
 
 
 @router.post("/{namespace}/off", response_model=LearningSwitchRead, responses=ERRORS)
 def learning_off(
-    namespace: NamespacePath,
-    session: SessionDep,
-    index: IndexDep,
-    cache: LearningDep,
-    admin: AdminDep,
-    background: BackgroundTasks,
+    namespace: Writable, session: SessionDep, cache: LearningDep, background: BackgroundTasks
 ) -> LearningSwitchRead:
     """Switch the namespace's learning off: its routes read no learned model, and nothing is
     trained, until it is switched on again (on every replica)."""
-    known(index, admin, namespace)
     return switched(cache, session, background, namespace, enabled=False)
 
 
 @router.post("/{namespace}/on", response_model=LearningSwitchRead, responses=ERRORS)
 def learning_on(
-    namespace: NamespacePath,
-    session: SessionDep,
-    index: IndexDep,
-    cache: LearningDep,
-    admin: AdminDep,
-    background: BackgroundTasks,
+    namespace: Writable, session: SessionDep, cache: LearningDep, background: BackgroundTasks
 ) -> LearningSwitchRead:
     """Switch the namespace's learning on again: its serving model (if any) serves."""
-    known(index, admin, namespace)
     return switched(cache, session, background, namespace, enabled=True)
 
 
@@ -101,16 +98,10 @@ def switched(
 
 @router.post("/{namespace}/rollback", response_model=LearningRollbackRead, responses=ERRORS)
 def learning_rollback(
-    namespace: NamespacePath,
-    session: SessionDep,
-    index: IndexDep,
-    cache: LearningDep,
-    admin: AdminDep,
-    background: BackgroundTasks,
+    namespace: Writable, session: SessionDep, cache: LearningDep, background: BackgroundTasks
 ) -> LearningRollbackRead:
     """Serve the previous model again (409 if there is none); the one serving is rolled
     back and no later rollback serves it."""
-    known(index, admin, namespace)
     restored = LearnedModelRead.model_validate(learning.rollback(session, namespace))
     background.add_task(cache.heard)
     return LearningRollbackRead(namespace=namespace, serving=restored)
@@ -118,15 +109,10 @@ def learning_rollback(
 
 @router.post("/{namespace}/train", response_model=LearningTrainRead, responses=ERRORS)
 def learning_train(
-    namespace: NamespacePath,
-    session: SessionDep,
-    index: IndexDep,
-    cache: LearningDep,
-    admin: AdminDep,
+    namespace: Writable, session: SessionDep, cache: LearningDep
 ) -> LearningTrainRead:
     """Train and judge a challenger now, on the namespace's remembered steps: the stored
     model and its verdict (409 while learning is off)."""
-    known(index, admin, namespace)
     if not learning.enabled(session, cache, namespace):
         raise Conflict(f"learning is off in namespace {namespace!r}", {"namespace": namespace})
     model = LearnedModelRead.model_validate(cache.train(namespace))

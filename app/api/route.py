@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 
 from app.api.error_handlers import ERROR_SHAPE
@@ -10,13 +12,16 @@ from app.schemas import RouteBatchRequest, RouteBatchResponse, RouteRequest, Rou
 from app.tools.namespaces import in_namespace
 
 router = APIRouter(prefix="/v1", tags=["route"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422, 503)
+}
 
 
 @router.post(
     "/route",
     response_model=RouteResponse,
     response_model_exclude_none=True,
-    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422, 503)},
+    responses=ERRORS,
 )
 async def route_tools(
     request: RouteRequest, index: IndexDep, executor: ExecutorDep, caller: AgentDep
@@ -36,7 +41,7 @@ async def route_tools(
     "/route/batch",
     response_model=RouteBatchResponse,
     response_model_exclude_none=True,
-    responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422, 503)},
+    responses=ERRORS,
 )
 async def route_batch(
     batch: RouteBatchRequest, index: IndexDep, executor: ExecutorDep, caller: AgentDep

@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response
 
 from app.api.error_handlers import ERROR_SHAPE
+from app.api.tools import KeyNamespaces
 from app.capacity.slots import ReportSlot
 from app.deps import EventsDep, IndexDep, LookalikesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
-from app.schemas import IsoTime, Namespace
+from app.schemas import IsoTime
 from app.tools.lookalike_pairs import LookalikeList
 from app.tools.lookalikes import MAX_PAIRS, lookalikes_json
 from app.tools.namespaces import require_known
@@ -26,10 +27,7 @@ def stats(
     events: EventsDep,
     viewer: ViewerDep,
     _slot: ReportSlot,
-    namespace: Annotated[
-        Namespace | None,
-        Query(description="all the key's namespaces if absent; one that never held a tool: 404"),
-    ] = None,
+    namespace: KeyNamespaces = None,
     tool: Annotated[str | None, Query(max_length=256)] = None,
     since: Annotated[IsoTime | None, Query(description="ISO 8601 time, inclusive")] = None,
     until: Annotated[IsoTime | None, Query(description="ISO 8601 time, exclusive")] = None,
@@ -49,10 +47,7 @@ def lookalikes(
     cache: LookalikesDep,
     viewer: ViewerDep,
     _slot: ReportSlot,
-    namespace: Annotated[
-        Namespace | None,
-        Query(description="all the key's namespaces if absent; one that never held a tool: 404"),
-    ] = None,
+    namespace: KeyNamespaces = None,
     threshold: Annotated[
         float, Query(ge=0.0, le=1.0, description="pairs below the kept floor are never listed")
     ] = 0.8,

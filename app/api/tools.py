@@ -80,6 +80,11 @@ NamespaceQuery = Annotated[
         )
     ),
 ]
+# A read's namespace filter (stats, look-alikes, the tool list).
+KeyNamespaces = Annotated[
+    Namespace | None,
+    Query(description="every namespace of the key if absent; one that never held a tool: 404"),
+]
 OneNamespace = Annotated[
     Namespace | None,
     Query(description="default: the key's only namespace if it is limited to one, else default"),
@@ -249,10 +254,7 @@ def list_tools(
     index: IndexDep,
     agent: AgentDep,
     _slot: ExportSlot,
-    namespace: Annotated[
-        Namespace | None,
-        Query(description="every namespace of the key if absent; one never holding a tool: 404"),
-    ] = None,
+    namespace: KeyNamespaces = None,
     tag: Annotated[
         str | None,
         Query(max_length=64, pattern=r"^[^|]*$", description="tools with this tag (any case)"),
