@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from app.advice import service as doctor
 from app.api.error_handlers import ERROR_SHAPE
-from app.deps import AdminDep, ServicesDep, SessionDep, ViewerDep
+from app.deps import AdminDep, EncoderDep, IndexDep, SessionDep, ViewerDep
 from app.keys.scope import require_writable
 from app.schemas import Namespace
 
@@ -20,13 +20,17 @@ NamespaceArg = Annotated[Namespace, Query(description="the namespace whose repor
 
 @router.get("", responses=ERRORS)
 def list_advice(
-    namespace: NamespaceArg, session: SessionDep, services: ServicesDep, viewer: ViewerDep
+    namespace: NamespaceArg,
+    session: SessionDep,
+    index: IndexDep,
+    encoder: EncoderDep,
+    viewer: ViewerDep,
 ) -> dict[str, Any]:
     """Findings from the namespace's reported steps, worst first, each with the replay that
     let it through (fixes at least one reported step, breaks none)."""
     if viewer.namespaces is not None and namespace not in viewer.namespaces:
         require_writable(namespace, viewer.namespaces)
-    found = doctor.advice(session, services.index, services.encoder, namespace)
+    found = doctor.advice(session, index, encoder, namespace)
     return {"namespace": namespace, "advice": [doctor.as_json(f) for f in found]}
 
 
@@ -35,11 +39,12 @@ def apply_advice(
     advice_id: str,
     namespace: NamespaceArg,
     session: SessionDep,
-    services: ServicesDep,
+    index: IndexDep,
+    encoder: EncoderDep,
     admin: AdminDep,
 ) -> dict[str, Any]:
     """Write the finding's changes as new versions of its cards, after replaying it again on
     the present state (409 if it no longer holds); which (tool, version) were written."""
     require_writable(namespace, admin.namespaces)
-    written = doctor.apply(session, services.index, services.encoder, namespace, advice_id)
+    written = doctor.apply(session, index, encoder, namespace, advice_id)
     return {"namespace": namespace, "advice": advice_id, "written": written}

@@ -13,7 +13,7 @@ from app.dashboard.filters import parse_filters
 from app.dashboard.pages import page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render, same_site
 from app.db import unit_of_work
-from app.deps import ServicesDep
+from app.deps import EncoderDep, IndexDep, SessionsDep
 from registry.errors import ToolReachError
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
@@ -21,15 +21,20 @@ router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_s
 
 @router.get("/advice", response_class=HTMLResponse)
 def advice_page(
-    request: Request, services: ServicesDep, viewer: PageViewer, namespace: str = "default"
+    request: Request,
+    sessions: SessionsDep,
+    index: IndexDep,
+    encoder: EncoderDep,
+    viewer: PageViewer,
+    namespace: str = "default",
 ) -> HTMLResponse:
     """The namespace's advice, worst first, each with its replay."""
     filters = parse_filters(request.query_params)
     found, error = [], None
     if viewer.can_see(namespace):
         try:
-            with unit_of_work(services.session_factory) as session:
-                items = doctor.advice(session, services.index, services.encoder, namespace)
+            with unit_of_work(sessions) as session:
+                items = doctor.advice(session, index, encoder, namespace)
                 found = [doctor.as_json(f) for f in items]
         except ToolReachError as exc:
             error = exc.message
@@ -37,7 +42,7 @@ def advice_page(
         error = f"namespace {namespace!r} is not one of this key's"
     return render(
         "advice.html",
-        **page_context(request, services, viewer, "misroutes", filters),
+        **page_context(request, index, viewer, "misroutes", filters),
         namespace=namespace,
         advice=found,
         error=error,
@@ -49,7 +54,9 @@ def advice_page(
 def apply_page(
     advice_id: str,
     request: Request,
-    services: ServicesDep,
+    sessions: SessionsDep,
+    index: IndexDep,
+    encoder: EncoderDep,
     viewer: PageViewer,
     namespace: Annotated[str, Form()] = "default",
 ) -> HTMLResponse | RedirectResponse:
@@ -59,10 +66,10 @@ def apply_page(
     if viewer.role != "admin" or not viewer.can_see(namespace):
         return HTMLResponse("Applying advice needs an admin key.", status_code=403)
     try:
-        with unit_of_work(services.session_factory) as session:
-            written = doctor.apply(session, services.index, services.encoder, namespace, advice_id)
+        with unit_of_work(sessions) as session:
+            written = doctor.apply(session, index, encoder, namespace, advice_id)
     except ToolReachError as exc:
         return HTMLResponse(exc.message, status_code=exc.status_code)
-    services.index.sync()
+    index.sync()
     names = ",".join(f"{w['tool']}@{w['version']}" for w in written)
     return RedirectResponse(f"/dashboard/advice?namespace={namespace}&applied={names}", 303)

@@ -169,14 +169,14 @@ def decisive_tools(
         best = keyword.max(axis=0) if len(keyword) > 1 else keyword[0]
         best = best if eligible is None else best[eligible]
         # Among the tools some query term touches (argpartition over a row of mostly equal
-        # zeros took 0.47 ms at 10,000 tools, this 0.12).
+        # zeros is several times slower; docs/BENCHMARKS.md).
         hits = np.flatnonzero(best)
         if hits.size > keyword_top:
             scores = best[hits]
             hits = hits[np.argpartition(scores, scores.size - keyword_top)[-keyword_top:]]
         picks.append(hits)
-    # Repeats are harmless (the same exact cosine written twice) and cheaper than np.unique:
-    # ranking 1.153 → 1.111 ms at 10,000 tools, 600 interleaved routes on the VNNI machine.
+    # Repeats are harmless (the same exact cosine written twice) and cheaper than np.unique
+    # (docs/BENCHMARKS.md).
     chosen = np.concatenate(picks)
     return chosen if eligible is None else eligible[chosen]
 
@@ -207,7 +207,7 @@ def prior_contribution(
 
     A read-only prior (``MappingProxyType``: the caches swap their priors whole, never
     change one) is turned into positions and values once per index, then placed in one
-    step: a loop over a prior of 1,000 tools cost every route ~0.5 ms (bench/perf/key_views.py)."""
+    step: a loop over a large prior cost every route (bench/perf/key_views.py)."""
     boost = np.zeros(len(index))
     if not prior:
         return boost

@@ -51,7 +51,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The card doctor: advice from reported steps, replayed on a shadow index.
     "advice": {"routing", "registry", "embedding", "tools", "loop", "errors"},
     # The foundation: small modules every room may stand on.
-    "settings": {"routing", "embedding", "registry"},
+    "settings": {"routing", "embedding", "registry", "db"},
     "db": set(),
     "db_health": {"db"},
     "models": {
