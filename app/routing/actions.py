@@ -77,7 +77,21 @@ _PHRASE_VERB = {
 }  # fmt: skip
 # Words that make a read a list: "show me all my services", "zeig alle Nachrichten".
 _EVERY = frozenset(
-    "all every alle sämtliche todos todas tous toutes tutti 所有 全部 すべて 全て".split()
+    [
+        "all",
+        "every",
+        "alle",
+        "sämtliche",
+        "todos",
+        "todas",
+        "tous",
+        "toutes",
+        "tutti",
+        "所有",
+        "全部",
+        "すべて",
+        "全て",
+    ]
 )
 
 
@@ -111,12 +125,9 @@ _PREFIXES = tuple(
 
 @dataclass(frozen=True, slots=True)
 class StepAction:
-    """Each action's weight in a step (they sum to 1, or the step names none: empty), and
-    the step's verbs (stems) that may name an operation's action."""
+    """Each action's weight in a step (they sum to 1, or the step names none: empty)."""
 
     weights: Mapping[str, float] = field(default_factory=dict)
-    verbs: frozenset[str] = frozenset()
-    stems: frozenset[str] = frozenset()  # every word of the step, stemmed
 
 
 def _actions_of(word: str) -> tuple[str, ...]:
@@ -132,11 +143,10 @@ def _actions_of(word: str) -> tuple[str, ...]:
 
 
 def step_action(text: str) -> StepAction:
-    """The actions ``text`` (a step, as its models read it) asks for, and its verbs: the
-    first word that asks for an action decides (an agent's step starts with what it wants
-    done, or with a question word); later ones weigh ``_LATER`` each."""
+    """The actions ``text`` (a step, its values masked) asks for: the first word that asks
+    for an action decides (an agent's step starts with what it wants done, or with a
+    question word); later ones weigh ``_LATER`` each."""
     weights: dict[str, float] = {}
-    verbs: set[str] = set()
     text = _PHRASES.sub(lambda m: _PHRASE_VERB[" ".join(m.group().lower().split())], text)
     said = [w.lower() for w in words(text)[:40]]
     for word in said:
@@ -146,14 +156,12 @@ def step_action(text: str) -> StepAction:
         share = (1.0 if not weights else _LATER) / len(actions)
         for action in actions:
             weights[action] = weights.get(action, 0.0) + share
-        verbs.update(analyse(word))
     if "read" in weights and _EVERY.intersection(said):
         weights["list"] = weights.get("list", 0.0) + weights.pop("read")
     total = sum(weights.values())
-    every = frozenset(analyse(text))
     if total <= 0:
-        return StepAction(stems=every)
-    return StepAction({a: w / total for a, w in weights.items()}, frozenset(verbs), every)
+        return StepAction()
+    return StepAction({a: w / total for a, w in weights.items()})
 
 
 _LATER = 0.25
@@ -161,12 +169,11 @@ _LATER = 0.25
 
 @dataclass(frozen=True, slots=True)
 class OperationAction:
-    """What an operation does (``None``: the card does not say), the words of its name and
-    path that may be a named action (stems), and the resource it acts on (the stem of the
-    last noun of its path, else of its name; ``""``: none)."""
+    """What an operation does (``None``: the card does not say), and the resource it acts on
+    (the stem of the last noun of its path, else of its name; ``""``: none), which names the
+    operation's own id among its parameters (``slots.id_key``)."""
 
     action: str | None = None
-    named: frozenset[str] = frozenset()
     resource: str = ""
 
 
@@ -174,9 +181,8 @@ _METHODS = {"GET": "read", "HEAD": "read", "DELETE": "delete", "PUT": "update", 
 _PARAM = re.compile(r"^\{[^}]*\}$")
 
 
-def _path_action(method: str, path: str) -> tuple[str | None, list[str]]:
-    """The action of ``METHOD /path`` by its shape, and the literal words of its last
-    segments."""
+def _path_action(method: str, path: str) -> str | None:
+    """The action of ``METHOD /path`` by its shape and its last literal segment's verb."""
     segments = [s for s in path.strip("/").split("/") if s]
     segments = [re.sub(r"\.(json|xml)$", "", s) for s in segments]
     item = bool(segments) and bool(_PARAM.match(segments[-1]))
@@ -185,14 +191,14 @@ def _path_action(method: str, path: str) -> tuple[str | None, list[str]]:
     verb = next((a for w in last for a in _actions_for_op_word(w)), None)
     if method in ("GET", "HEAD"):
         if verb in ("list", "read"):
-            return verb, last
+            return verb
         plural = bool(last) and last[-1].endswith("s") and not last[-1].endswith("ss")
-        return ("read" if item or not plural else "list"), last
+        return "read" if item or not plural else "list"
     if method == "POST":
         if verb is not None and not item:
-            return verb, last
-        return ("update" if item else "create"), last
-    return _METHODS.get(method), last
+            return verb
+        return "update" if item else "create"
+    return _METHODS.get(method)
 
 
 def _actions_for_op_word(word: str) -> tuple[str, ...]:
@@ -228,12 +234,10 @@ def operation_action(
     """What a card's operation does: from its ``METHOD /path`` when it has one (an imported
     OpenAPI operation), else the first action word of its name, else its MCP annotations."""
     name_words = [w.lower() for w in words(split_identifier(name))]
-    named = set(analyse(" ".join(name_words)))
     action: str | None = None
     method, _, path = operation.partition(" ")
     if method.upper() in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE") and path:
-        action, last = _path_action(method.upper(), path)
-        named |= set(analyse(" ".join(last)))
+        action = _path_action(method.upper(), path)
     if action is None:
         action = next((a for w in name_words for a in _actions_for_op_word(w)), None)
     if action is None and annotations:
@@ -241,7 +245,7 @@ def operation_action(
             action = "read"
         elif annotations.get("destructiveHint"):
             action = "delete"
-    return OperationAction(action, frozenset(named), _resource(name_words, path))
+    return OperationAction(action, _resource(name_words, path))
 
 
 def _resource(name_words: list[str], path: str) -> str:

@@ -86,7 +86,6 @@ class RouterConfig:
     # tool (slots.py), action_weight times how well it does what the step asks (actions.py).
     values_weight: float = 0.2
     action_weight: float = 0.2
-    resource_weight: float = 0.2
     evidence_pool: int = 50
     # Added to the prior part of pinned default tools when the query matches no keyword.
     pinned_boost: float = 0.5

@@ -167,27 +167,9 @@ def learned_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     return part
 
 
-def resource_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
-    """``resource_weight`` for each tool of the pool whose resource (``actions.py``: the last
-    noun of its path or name) the step names; ``None`` when the weight is 0."""
-    config = ballot.config
-    if config.resource_weight == 0 or not scores.signal or not ballot.asks.stems:
-        return None
-    index = ballot.view.index
-    pool = _pool(scores, config.evidence_pool)
-    named = [
-        index.profiles[t].action.resource in ballot.asks.stems
-        for t in scores.tool_ids[pool].tolist()
-    ]
-    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
-    part[pool] = np.float32(config.resource_weight) * np.asarray(named, dtype=np.float32)
-    return part
-
-
 VOTES: tuple[tuple[str, Vote], ...] = (
     ("values", values_vote),
     ("action", action_vote),
-    ("resource", resource_vote),
     ("memory", memory_vote),
     ("examples", examples_vote),
     ("learned", learned_vote),

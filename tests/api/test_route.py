@@ -68,7 +68,8 @@ def test_answer_shape_and_default_k(routed: TestClient) -> None:
     assert len(answer["candidates"]) == 3
     first = answer["candidates"][0]
     assert first["name"] == "get_weather"
-    assert set(first["stages"]) == {"keyword", "embedding", "prior", "penalty"}
+    # the step asks to read ("what is"): the action vote applies; it holds no value
+    assert set(first["stages"]) == {"keyword", "embedding", "prior", "penalty", "action"}
     assert first["score"] == pytest.approx(sum(first["stages"].values()), abs=1e-5)
     assert first["summary"].startswith("Current weather")
     assert "tools" not in answer and "tokens" not in answer

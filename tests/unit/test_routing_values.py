@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.routing import Router, RouteOptions, RouterConfig, RouterIndex, ToolDoc
+from app.routing import RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.actions import agreement, operation_action, step_action
 from app.routing.parts import keyword_text
 from app.routing.reading import read_step
