@@ -21,7 +21,8 @@ router = APIRouter(prefix="/v1", tags=["validate"])
 def validate_call(
     request: ValidateRequest, services: ServicesDep, caller: AgentDep
 ) -> ValidateResult:
-    """Check a tool call before it runs: unknown names get the closest real ones.
+    """Check a tool call before it runs: unknown names get the closest real ones, or, when
+    no name is close, the tools its words and argument names fit when routed as a step.
 
     With a `route_id`, a real tool is also recorded as that route's choice (outcome
     unknown until `/v1/feedback` reports it), so an agent that validates need not report.
@@ -32,5 +33,9 @@ def validate_call(
     """
     request = in_namespace(caller, request, services.index)
     return validation.validate_call(
-        services.validated, services.index, request, visible=caller.namespaces
+        services.validated,
+        services.index,
+        request,
+        visible=caller.namespaces,
+        guess=services.guess,
     )
