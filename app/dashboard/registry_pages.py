@@ -19,7 +19,7 @@ from app.deps import ServicesDep
 from app.loop.memory import RememberedStep
 from app.services import Services
 from app.tools.service import list_tools
-from registry.card import NAMESPACE_PATTERN
+from registry.card import NAMESPACE_PATTERN, after_summary
 from registry.errors import NotFound
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
@@ -84,6 +84,8 @@ def card_page(
         **context,
         page=card,
         card=card.stored.card,
+        # what the description says beyond the summary shown above it (issue 42 item 11)
+        description=after_summary(card.stored.card.description, card.stored.card.summary),
         parameters=schema_rows(card.stored.card.parameters),
         returns=schema_rows(card.stored.card.returns),
         routing=routing,

@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from app.dashboard.auth import COOKIE_NAME, Viewer, verify
 from app.dashboard.signouts import signed_out
+from app.dashboard.text import linked
 from app.db import unit_of_work
 from app.deps import ServicesDep
 from app.errors import Unauthorized
@@ -158,7 +159,7 @@ def _make_env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pct=_pct, ms=_ms, when=_when, pretty_json=_pretty_json)
+    env.filters.update(pct=_pct, ms=_ms, when=_when, pretty_json=_pretty_json, links=linked)
     env.filters["num"] = lambda v: "–" if v is None else f"{v:,}"
     env.globals.update(url=url, card_url=card_url)
     return env

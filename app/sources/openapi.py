@@ -47,7 +47,7 @@ from app.sources.openapi_request import (
 )
 from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
 from app.sources.openapi_servers import Unserved, server
-from registry.card import NAME_PATTERN, ToolCard, first_sentence
+from registry.card import NAME_PATTERN, ToolCard, first_sentence, says_first
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -285,7 +285,8 @@ def _texts(operation: Operation, not_callable: str | None = None) -> dict[str, s
     """Its summary and description; the reason the gateway cannot call it, at the end."""
     summary = " ".join(str(operation.node.get("summary") or "").split())[:300]
     description = str(operation.node.get("description") or "").strip()
-    text = "\n\n".join(part for part in (summary, description) if part)
+    said = (description,) if says_first(description, summary) else (summary, description)
+    text = "\n\n".join(part for part in said if part)
     text = text or f"{operation.method} {operation.path}"
     if operation.node.get("deprecated") is True:
         text = "Deprecated. " + text
