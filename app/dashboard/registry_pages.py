@@ -12,7 +12,7 @@ from app.capacity.slots import ExportSlot, ReportSlot
 from app.dashboard.cards import load_card, schema_rows
 from app.dashboard.data import chosen_misroutes, load_stats
 from app.dashboard.filters import parse_filters, positive_int
-from app.dashboard.pages import page_context
+from app.dashboard.pages import known_filters, page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render
 from app.db import unit_of_work
 from app.deps import ServicesDep
@@ -32,7 +32,7 @@ def registry(
     request: Request, services: ServicesDep, viewer: PageViewer, _slot: ExportSlot
 ) -> HTMLResponse:
     """Namespaces with their sizes, and a page of tools matching a search by name or summary."""
-    filters = parse_filters(request.query_params)
+    filters = known_filters(request, services, viewer, "registry")
     q = request.query_params.get("q", "")[:200]
     page = positive_int(request.query_params.get("page")) or 1
     with unit_of_work(services.session_factory) as session:
