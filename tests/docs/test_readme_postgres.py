@@ -6,6 +6,7 @@ took port 8000, which `make run` holds. Now it sets what it changes: no demo, it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -72,7 +73,8 @@ def test_the_block_beside_make_runs_env_serves_an_empty_registry(tmp_path: Path)
         assert status == 404, answer
         assert answer["error"]["message"] == "no tools in namespace 'default'", answer
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # it may have stopped on its own
+            os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
         drop = ["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", "--force", database]
         subprocess.run(drop, check=False, capture_output=True, timeout=60)
