@@ -37,7 +37,7 @@ from app.limits.limiter import RateLimiter
 from app.loop.events import EventWriter
 from app.loop.feedback import OtherReplicas
 from app.loop.memory import MemoryCache
-from app.loop.validation import ValidatedCalls
+from app.loop.validation import Guesser, ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
 from app.settings import Settings
@@ -79,6 +79,7 @@ get_limiter = part(lambda s: s.limiter)
 get_sources = part(lambda s: s.sources)
 get_gateway = part(lambda s: s.gateway)
 get_replicas = part(lambda s: s.replicas)
+get_guess = part(lambda s: s.guess)
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 # The session factory, for work that opens its own units of work (imports, dashboard pages).
@@ -98,6 +99,8 @@ LookalikesDep = Annotated[LookalikeCache, Depends(get_lookalikes)]
 LimiterDep = Annotated[RateLimiter, Depends(get_limiter)]
 SourcesDep = Annotated[SourceService, Depends(get_sources)]
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]
+# Tools an invented name's words fit, routed as a step, unrecorded (app/route/guess.py).
+GuessDep = Annotated[Guesser, Depends(get_guess)]
 # Postgres only: feedback for a route another replica answered a moment ago; None on SQLite.
 ReplicasDep = Annotated[OtherReplicas | None, Depends(get_replicas)]
 
@@ -213,6 +216,7 @@ __all__ = [
     "EventsDep",
     "ExecutorDep",
     "GatewayDep",
+    "GuessDep",
     "HealthDep",
     "IndexDep",
     "KeyAdminDep",

@@ -14,6 +14,7 @@ from app.api import (
     call,
     feedback,
     health,
+    index,
     keys,
     learning,
     memory,
@@ -89,7 +90,7 @@ def create_app(
     app.add_middleware(NoNulInUrl)
     app.add_middleware(UrlLengthLimit, limit=settings.max_url_bytes)
     app.add_middleware(RateLimits)  # the outermost: a refused request costs the least
-    for probe in (health, metrics):  # never rate-limited
+    for probe in (index, health, metrics):  # never rate-limited
         app.include_router(probe.router)
     for module in (
         tools,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 
 from sqlalchemy import Engine
@@ -27,9 +28,10 @@ from app.loop.feedback import OtherReplicas, Waits
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.loop.repository import ROUTE_WANTED_CHANNEL
-from app.loop.validation import ValidatedCalls
+from app.loop.validation import Guesser, ValidatedCalls
 from app.metrics import Metrics
 from app.route.executor import RouteExecutor
+from app.route.guess import guess_tools
 from app.route.views import NamespaceViews
 from app.routing import Router
 from app.routing.confidence_fit import CONFIDENCE_MODEL
@@ -90,6 +92,9 @@ class Services:
     executor: RouteExecutor
     # /v1/validate calls naming a route, recorded by the event writer's thread.
     validated: ValidatedCalls
+    # The tools an invented name means by what it does: its words and arguments routed as a
+    # step, unrecorded (app/route/guess.py), for /v1/validate, /v1/call and MCP.
+    guess: Guesser
     # Every key, environment and table, in memory; reloaded every key_refresh_seconds.
     keys: KeyStore
     # Look-alike tools of every namespace, kept current in the background (app/tools/lookalikes.py).
@@ -290,6 +295,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     keys = KeyStore.from_settings(settings, factory)
     keys.refresh()  # the table's keys before the first request
     sources = SourceService(settings, factory, batching, index.sync)
+    guess: Guesser = partial(guess_tools, routing)
     gateway = Gateway(
         settings,
         factory,
@@ -298,6 +304,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         metrics,
         sources.reach,
         on_list_changed=sources.request_sync,
+        guess=guess,
     )
     listener, replicas = None, None
     if settings.listen_url is not None:
@@ -321,6 +328,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         routing=routing,
         executor=executor,
         validated=ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size),
+        guess=guess,
         keys=keys,
         lookalikes=LookalikeCache(
             index, neighbours=settings.lookalike_neighbours, floor=settings.lookalike_floor

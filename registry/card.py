@@ -189,6 +189,37 @@ def _checked(schema: dict[str, Any], *, require_object: bool) -> dict[str, Any]:
     return schema
 
 
+_STOPS = " .!:;"
+
+
+def _opening(text: str, count: int) -> list[str]:
+    """``text``'s first ``count`` words, lower-cased, the last without its closing stop."""
+    words = text.casefold().split()[:count]
+    return [*words[:-1], words[-1].rstrip(_STOPS)] if words else []
+
+
+def says_first(text: str, summary: str) -> bool:
+    """Whether ``text`` opens with the words of ``summary`` (case, spacing and a closing stop
+    ignored): an OpenAPI operation's description that repeats its summary, so that neither
+    is said twice."""
+    count = len(summary.split())
+    return count > 0 and _opening(text, count) == _opening(summary, count)
+
+
+def after_summary(description: str, summary: str) -> str:
+    """What ``description`` says beyond ``summary``: the description without the summary it
+    opens with (as often as it repeats it: cards imported before it was said once)."""
+    rest = description.strip()
+    count = len(summary.split())
+    while rest and says_first(rest, summary):
+        last = list(re.finditer(r"\S+", rest))[count - 1]
+        after = rest[last.end() :]
+        if not (last.group()[-1] in _STOPS or after[:1] in ("", "\n")):
+            break  # the summary opens a longer sentence: keep it whole
+        rest = after.lstrip(_STOPS + "\n\t")
+    return rest
+
+
 def first_sentence(text: str) -> str:
     """The first sentence (or line) of ``text``, on one line, at most 300 characters."""
     text = text.strip()

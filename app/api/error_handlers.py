@@ -78,10 +78,27 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     if any(err.get("type") == "json_invalid" for err in errors):
-        detail = errors[0].get("ctx", {}).get("error", "")
-        return error_response(400, "malformed_json", f"the body is not valid JSON: {detail}")
+        return _malformed(errors[0], exc.body)
     message = _not_json(request, errors) or "the request does not match its schema"
     return error_response(422, "invalid_input", message, _clean(errors))
+
+
+def _malformed(error: Mapping[str, Any], body: Any) -> JSONResponse:
+    """Malformed JSON, with where it breaks: json's own words ("Unterminated string starting
+    at") name no place, so the line and column of the position FastAPI gives are added."""
+    detail = error.get("ctx", {}).get("error", "")
+    loc = tuple(error.get("loc", ()))
+    position = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+    if position is None or not isinstance(body, str):
+        return error_response(400, "malformed_json", f"the body is not valid JSON: {detail}")
+    line = body.count("\n", 0, position) + 1
+    column = position - body.rfind("\n", 0, position)
+    where = {"line": line, "column": column, "position": position}
+    at = "" if detail.endswith(" at") else " at"
+    message = f"the body is not valid JSON: {detail}{at} line {line}, column {column}"
+    if position >= len(body):
+        message += " (the end of the body: is it cut short?)"
+    return error_response(400, "malformed_json", message, where)
 
 
 def _not_json(request: Request, errors: list[Any]) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.error_handlers import ERROR_SHAPE
-from app.deps import AgentDep, IndexDep, ValidatedDep
+from app.deps import AgentDep, GuessDep, IndexDep, ValidatedDep
 from app.loop import validation
 from app.schemas import ValidateRequest, ValidateResult
 from app.tools.namespaces import in_namespace
@@ -19,9 +19,14 @@ router = APIRouter(prefix="/v1", tags=["validate"])
     responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422)},
 )
 def validate_call(
-    request: ValidateRequest, index: IndexDep, validated: ValidatedDep, caller: AgentDep
+    request: ValidateRequest,
+    index: IndexDep,
+    validated: ValidatedDep,
+    guess: GuessDep,
+    caller: AgentDep,
 ) -> ValidateResult:
-    """Check a tool call before it runs: unknown names get the closest real ones.
+    """Check a tool call before it runs: unknown names get the closest real ones, or, when
+    no name is close, the tools its words and argument names fit when routed as a step.
 
     With a `route_id`, a real tool is also recorded as that route's choice (outcome
     unknown until `/v1/feedback` reports it), so an agent that validates need not report.
@@ -31,4 +36,6 @@ def validate_call(
     key limited to one validates in that one), and its route ids are those of its namespaces.
     """
     request = in_namespace(caller, request, index)
-    return validation.validate_call(validated, index, request, visible=caller.namespaces)
+    return validation.validate_call(
+        validated, index, request, visible=caller.namespaces, guess=guess
+    )

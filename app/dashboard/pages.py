@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,12 +27,14 @@ from app.dashboard.filters import (
     parse_filters,
     parse_threshold,
 )
-from app.dashboard.web import DashboardRoute, JsonViewer, PageViewer, render
+from app.dashboard.web import DashboardRoute, JsonViewer, PageNotFound, PageViewer, render
 from app.db import SessionFactory, unit_of_work
 from app.deps import EventsDep, IndexDep, LearningDep, LookalikesDep, SessionsDep
 from app.learning import service as learning
 from app.learning.service import LearningCache
 from app.tools.live_index import IndexManager
+from app.tools.namespaces import require_known
+from registry.errors import NotFound
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 LOOKALIKES_SHOWN = 50  # the most similar pairs listed; the heading says when there are more
@@ -48,6 +51,19 @@ TOOL_COLUMNS = {
     "success": "Succeeded",
 }
 TEXT_COLUMNS = ("namespace", "name")
+
+
+def known_filters(request: Request, index: IndexManager, viewer: Viewer, active: str) -> Filters:
+    """The page's filters; a namespace that never held a tool the viewer may see is a 404
+    page naming the closest ones, as the API answers it (app/tools/namespaces.py), not a page
+    of zeros (issue 42 item 16)."""
+    filters = parse_filters(request.query_params)
+    try:
+        require_known(index, filters.namespace, viewer.namespaces)
+    except NotFound as missing:
+        frame = page_context(request, index, viewer, active, replace(filters, namespace=None))
+        raise PageNotFound(missing.message, missing.details["did_you_mean"], frame) from None
+    return filters
 
 
 def page_context(
@@ -115,7 +131,7 @@ def overview(
     _slot: ReportSlot,
 ) -> HTMLResponse:
     """Hit rates over time, volume, latency and the headline counts."""
-    filters = parse_filters(request.query_params)
+    filters = known_filters(request, index, viewer, "overview")
     stats = load_stats(sessions, events, filters, viewer.namespaces, misroute_limit=5)
     report = stats.model_dump()
     shown = [ns for ns in sorted(index.namespaces()) if viewer.can_see(ns)]
@@ -163,7 +179,7 @@ def tools(
 ) -> HTMLResponse:
     """Per-tool counts, sortable by every column (server-side, `?sort=COLUMN&dir=asc|desc`),
     a page of `TOOLS_PAGE_SIZE` rows at a time (`?page=N`)."""
-    filters = parse_filters(request.query_params)
+    filters = known_filters(request, index, viewer, "tools")
     report = load_stats(sessions, events, filters, viewer.namespaces, misroute_limit=0).model_dump()
     params = request.query_params
     rows, sort, direction = sorted_tools(report["tools"], params.get("sort"), params.get("dir"))
@@ -192,7 +208,7 @@ def misroutes(
     _slot: ReportSlot,
 ) -> HTMLResponse:
     """The most frequent confusions, and every misroute with its query and candidates."""
-    filters = parse_filters(request.query_params)
+    filters = known_filters(request, index, viewer, "misroutes")
     limit = 200 if request.query_params.get("limit") == "200" else 50
     report = load_stats(sessions, events, filters, viewer.namespaces, misroute_limit=limit)
     return render(
@@ -213,7 +229,7 @@ def lookalikes(
     _slot: ReportSlot,
 ) -> HTMLResponse:
     """Pairs of tools so alike that they get confused, with how often they were confused."""
-    filters = parse_filters(request.query_params)
+    filters = known_filters(request, index, viewer, "lookalikes")
     threshold = parse_threshold(request.query_params.get("threshold"))
     visible = viewer.namespaces
     found = load_lookalikes(cache, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
@@ -237,9 +253,11 @@ def stats_json(
     sessions: SessionsDep,
     events: EventsDep,
     viewer: JsonViewer,
+    index: IndexDep,
     _slot: ReportSlot,
 ) -> JSONResponse:
     """The numbers behind the pages, for the same filters: the body of GET /v1/stats."""
     filters = parse_filters(request.query_params)
+    require_known(index, filters.namespace, viewer.namespaces)  # the API's 404
     report = load_stats(sessions, events, filters, viewer.namespaces)
     return JSONResponse(report.model_dump(mode="json"))

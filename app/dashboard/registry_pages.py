@@ -12,13 +12,13 @@ from app.capacity.slots import ExportSlot, ReportSlot
 from app.dashboard.cards import load_card, schema_rows
 from app.dashboard.data import chosen_misroutes, load_stats
 from app.dashboard.filters import parse_filters, positive_int
-from app.dashboard.pages import page_context
+from app.dashboard.pages import known_filters, page_context
 from app.dashboard.web import DashboardRoute, PageViewer, render
 from app.db import unit_of_work
 from app.deps import EventsDep, IndexDep, MemoryDep, SessionsDep
 from app.loop.memory import MemoryCache, RememberedStep
 from app.tools.service import list_tools
-from registry.card import NAMESPACE_PATTERN
+from registry.card import NAMESPACE_PATTERN, after_summary
 from registry.errors import NotFound
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
@@ -35,7 +35,7 @@ def registry(
     _slot: ExportSlot,
 ) -> HTMLResponse:
     """Namespaces with their sizes, and a page of tools matching a search by name or summary."""
-    filters = parse_filters(request.query_params)
+    filters = known_filters(request, index, viewer, "registry")
     q = request.query_params.get("q", "")[:200]
     page = positive_int(request.query_params.get("page")) or 1
     with unit_of_work(sessions) as session:
@@ -90,6 +90,8 @@ def card_page(
         **context,
         page=card,
         card=card.stored.card,
+        # what the description says beyond the summary shown above it (issue 42 item 11)
+        description=after_summary(card.stored.card.description, card.stored.card.summary),
         parameters=schema_rows(card.stored.card.parameters),
         returns=schema_rows(card.stored.card.returns),
         routing=routing,

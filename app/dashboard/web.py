@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from app.dashboard.auth import COOKIE_NAME, Viewer, verify
 from app.dashboard.signouts import signed_out
+from app.dashboard.text import linked
 from app.db import unit_of_work
 from app.deps import KeysDep, SessionsDep
 from app.errors import Unauthorized
@@ -44,8 +45,18 @@ class LoginRequired(Exception):
         self.next_url = next_url
 
 
+class PageNotFound(Exception):
+    """A page asked for what is not there (a namespace that never held a tool the viewer may
+    see): a 404 page in the frame of ``context``, with the names meant, if any."""
+
+    def __init__(self, message: str, did_you_mean: list[str], context: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.message, self.did_you_mean, self.context = message, did_you_mean, context
+
+
 class DashboardRoute(APIRoute):
-    """Turns LoginRequired into a redirect and puts the security headers on every answer."""
+    """Turns LoginRequired into a redirect and PageNotFound into a 404 page, and puts the
+    security headers on every answer."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -56,11 +67,22 @@ class DashboardRoute(APIRoute):
             except LoginRequired as needed:
                 target = "/dashboard/login?" + urlencode({"next": needed.next_url})
                 response = RedirectResponse(target, status_code=303)
+            except PageNotFound as missing:
+                response = _not_found(request, missing)
             for name, value in SECURITY_HEADERS.items():
                 response.headers.setdefault(name, value)
             return response
 
         return dashboard_handler
+
+
+def _not_found(request: Request, missing: PageNotFound) -> HTMLResponse:
+    """The 404 page; each namespace meant links to this page with it."""
+    params = dict(request.query_params)
+    meant = [(n, url(request.url.path, {**params, "namespace": n})) for n in missing.did_you_mean]
+    return render(
+        "not_found.html", 404, **missing.context, message=missing.message, suggestions=meant
+    )
 
 
 def current_viewer(request: Request, keys: KeysDep, sessions: SessionsDep) -> Viewer | None:
@@ -159,7 +181,7 @@ def _make_env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pct=_pct, ms=_ms, when=_when, pretty_json=_pretty_json)
+    env.filters.update(pct=_pct, ms=_ms, when=_when, pretty_json=_pretty_json, links=linked)
     env.filters["num"] = lambda v: "–" if v is None else f"{v:,}"
     env.globals.update(url=url, card_url=card_url)
     return env

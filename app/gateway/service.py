@@ -50,6 +50,7 @@ from app.gateway.mcp_pool import McpPool
 from app.gateway.schemas import CallRequest, CallResult
 from app.loop.events import EventWriter
 from app.loop.feedback import record_call
+from app.loop.validation import Guesser, unknown_call
 from app.metrics import Metrics
 from app.schemas import Outcome
 from app.settings import Settings
@@ -63,7 +64,7 @@ from app.sources.outbound import OutboundRefused, ResponseTooLarge, http_client
 from app.sources.schemas import SourceConfig
 from app.sources.secrets import SecretMissing, resolve_all, secret_values
 from app.tools.live_index import IndexManager
-from registry.calls import did_you_mean, validate_arguments
+from registry.calls import validate_arguments
 from registry.card import ToolCard
 
 log = logging.getLogger("toolreach.gateway")
@@ -88,8 +89,10 @@ class Gateway:
         metrics: Metrics,
         reach: Reach,
         on_list_changed: Callable[[str], None],
+        guess: Guesser | None = None,
     ) -> None:
         self.settings = settings
+        self._guess = guess
         self._factory = factory
         self._index = index
         self._events = events
@@ -110,6 +113,8 @@ class Gateway:
         try:
             if hop:
                 raise CallFailed("loop_refused", "the call came through a ToolReach gateway")
+            if card is None:
+                raise await anyio.to_thread.run_sync(self._unknown, request)
             card = self._checked(request, card)
             target = await anyio.to_thread.run_sync(self._target, card)
             result, attempts = await self._forward(request, target)
@@ -142,16 +147,17 @@ class Gateway:
                 group.start_soon(one, i)
         return [r for r in results if r is not None]
 
-    def _checked(self, request: CallRequest, card: ToolCard | None) -> ToolCard:
-        if card is None:
-            names = self._index.names(request.namespace)
-            suggestions = did_you_mean(request.name, names)
-            hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-            raise CallFailed(
-                "unknown_tool",
-                f"no tool {request.name!r} in namespace {request.namespace!r}{hint}",
-                details={"did_you_mean": suggestions},
-            )
+    def _unknown(self, request: CallRequest) -> CallFailed:
+        """``unknown_tool``, with the closest names or the tools the name's words fit
+        (app/loop/validation.py); on a worker thread: a guess embeds the name's words."""
+        namespace, arguments = request.namespace, list(request.arguments)
+        message, found = unknown_call(self._index, namespace, request.name, arguments, self._guess)
+        details: dict[str, object] = {"did_you_mean": found.names}
+        if found.reason is not None:
+            details["reason"] = found.reason
+        return CallFailed("unknown_tool", message, details=details)
+
+    def _checked(self, request: CallRequest, card: ToolCard) -> ToolCard:
         problems = validate_arguments(card, request.arguments)
         if problems:
             raise CallFailed(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,6 +24,37 @@ from app.tools.live_index import IndexManager
 from registry.calls import validate_arguments
 
 log = logging.getLogger("toolreach.events")
+
+
+@dataclass(frozen=True)
+class Guess:
+    """The tools an unknown name may mean by what it does, best first, and why."""
+
+    names: list[str]
+    reason: str | None  # None when nothing fits
+
+
+# (namespace, the unknown name, the call's argument names) -> the tools that fit them when
+# routed as a step (app/route/guess.py; built once in app/services.py).
+Guesser = Callable[[str, str, Sequence[str]], Guess]
+
+
+def unknown_call(
+    index: IndexManager,
+    namespace: str,
+    name: str,
+    arguments: Sequence[str],
+    guess: Guesser | None = None,
+) -> tuple[str, Guess]:
+    """What to say of a call to a name that is no tool: the real names spelt closest to it;
+    when none is, the tools ``guess`` fits to its words and arguments (issue 42 item 2)."""
+    message, suggestions = unknown_tool(index, namespace, name)
+    if suggestions or guess is None:
+        return message, Guess(suggestions, None)
+    found = guess(namespace, name, arguments)
+    if found.names:
+        message += f"; did you mean {', '.join(found.names)}?"
+    return message, found
 
 
 class ValidatedCalls:
@@ -93,14 +125,18 @@ class ValidatedCalls:
                 log.exception("route %s: validated call %r not recorded", route_id, name)
 
 
-def check_call(index: IndexManager, request: ValidateRequest) -> ValidateResult:
-    """An unknown name is invalid with the closest real names; a known one is checked
-    against its card's parameters, each problem with its path and a suggestion."""
+def check_call(
+    index: IndexManager, request: ValidateRequest, guess: Guesser | None = None
+) -> ValidateResult:
+    """An unknown name is invalid with the closest real names (else the tools ``guess``
+    fits to it, the reason as the problem's suggestion); a known one is checked against its
+    card's parameters, each problem with its path and a suggestion."""
     card = index.card(request.namespace, request.name)
     if card is None:
-        message, suggestions = unknown_tool(index, request.namespace, request.name)
-        problem = CallProblem(path="", message=message)
-        return ValidateResult(valid=False, errors=[problem], did_you_mean=suggestions)
+        args = list(request.arguments)
+        message, found = unknown_call(index, request.namespace, request.name, args, guess)
+        problem = CallProblem(path="", message=message, suggestion=found.reason)
+        return ValidateResult(valid=False, errors=[problem], did_you_mean=found.names)
     problems = [
         CallProblem(path=p.path, message=p.message, suggestion=p.suggestion)
         for p in validate_arguments(card, request.arguments)
@@ -113,9 +149,10 @@ def validate_call(
     index: IndexManager,
     request: ValidateRequest,
     visible: Collection[str] | None = None,
+    guess: Guesser | None = None,
 ) -> ValidateResult:
     """Check the call; if it names a route, queue it to be recorded as the route's choice
     (only if the route is of a namespace in ``visible``; None: any)."""
     if request.route_id is not None:
         validated.submit(request.route_id, request.name, visible)
-    return check_call(index, request)
+    return check_call(index, request, guess)

@@ -23,8 +23,10 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -140,9 +142,18 @@ async def describe_tool(services: Services, where: McpScope, arguments: dict[str
 async def validate(services: Services, where: McpScope, arguments: dict[str, Any]) -> Result:
     call = parse(args.CallArguments, arguments)
     request = parse(ValidateRequest, {**call.model_dump(), "namespace": where.namespace})
-    # Recording a validated call is a short database transaction: off the event loop.
     # Answered from memory; a named route's choice is queued for the background writer.
-    result = validate_call(services.validated, services.index, request, visible=where.namespaces)
+    # An invented name is routed as a step (a model call): off the event loop.
+    result = await anyio.to_thread.run_sync(
+        partial(
+            validate_call,
+            services.validated,
+            services.index,
+            request,
+            visible=where.namespaces,
+            guess=services.guess,
+        )
+    )
     return result.model_dump()
 
 

@@ -49,7 +49,7 @@ from app.sources.openapi_request import (
 )
 from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
 from app.sources.openapi_servers import Unserved, server
-from registry.card import NAME_PATTERN, ToolCard
+from registry.card import NAME_PATTERN, ToolCard, says_first
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -289,7 +289,8 @@ def _texts(operation: Operation, not_callable: str | None = None) -> dict[str, s
         summary = openapi_verbs.written_summary(
             operation.method, operation.path, str(operation.node.get("operationId") or "")
         )
-    text = "\n\n".join(part for part in (summary, description) if part)
+    said = (description,) if says_first(description, summary) else (summary, description)
+    text = "\n\n".join(part for part in said if part)
     text = text or f"{operation.method} {operation.path}"
     if operation.node.get("deprecated") is True:
         text = "Deprecated. " + text

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.sources.headers import header_problem
 from registry.card import NAMESPACE_PATTERN, SOURCE_NAME_PATTERN
@@ -66,8 +67,9 @@ class SourceConfig(NoNul):
         default=None,
         min_length=1,
         max_length=64,
-        description="an MCP server run as a local command over stdio, e.g. [node, server.js, stdio]"
-        " (needs TOOLREACH_SOURCE_STDIO_ALLOWED)",
+        description="an MCP server run as a local command over stdio: its argv, e.g. "
+        '["node", "server.js", "stdio"], or one string split as a shell would, as the CLI\'s '
+        '--stdio takes it ("node server.js stdio"; needs TOOLREACH_SOURCE_STDIO_ALLOWED)',
     )
     env: dict[_EnvName, Value] = Field(
         default_factory=dict, max_length=64, description="a stdio server's environment"
@@ -92,6 +94,18 @@ class SourceConfig(NoNul):
         description="OpenAPI: refuse a document the validator finds invalid (default: import "
         "it and list the problems)",
     )
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _argv(cls, value: Any) -> Any:
+        """A command given as one string is split as a shell would (the CLI's ``--stdio``):
+        "node server.js" is ["node", "server.js"]. Nothing is run by a shell."""
+        if not isinstance(value, str):
+            return value
+        try:
+            return shlex.split(value)
+        except ValueError as exc:  # an unclosed quote
+            raise ValueError(f"the command cannot be split into words: {exc}") from None
 
     @model_validator(mode="after")
     def _sendable_headers(self) -> SourceConfig:

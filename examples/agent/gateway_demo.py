@@ -22,6 +22,12 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 SOURCE = NAMESPACE = "agent-demo"
+# What a run leaves: a namespace keeps its history when its tools go (docs/API.md, Namespaces).
+LEFT = (
+    f"gateway_demo: source {SOURCE!r} removed, its tools retired; the run's routes and reports "
+    f"stay in namespace {NAMESPACE!r}, listed with 0 tools until the next run: "
+    f"{{url}}/dashboard?namespace={NAMESPACE}&range=all"
+)
 
 
 def free_port() -> int:
@@ -83,6 +89,7 @@ async def demo_source(env: Mapping[str, str] = os.environ) -> AsyncIterator[str]
                 yield NAMESPACE
             finally:
                 http.delete(f"/v1/sources/{SOURCE}")  # its tools are retired
+                print(LEFT.format(url=url))
     finally:
         server.terminate()
         server.wait(timeout=10)

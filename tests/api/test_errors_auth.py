@@ -304,3 +304,38 @@ def test_openapi_documents_the_errors_answered_before_any_route(client: TestClie
         400,
         "malformed_json",
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "said", "where"),
+    [
+        (
+            b'{"query": "where is my parcel',
+            "Unterminated string starting at line 1, column 11",
+            {"line": 1, "column": 11, "position": 10},
+        ),
+        (
+            b'{\n  "query": "x",\n  "k": ',
+            "Expecting value at line 3, column 8 (the end of the body: is it cut short?)",
+            {"line": 3, "column": 8, "position": 25},
+        ),
+        (
+            b'{"query": "x",\n "k": 3,,}',
+            "Expecting property name enclosed in double quotes at line 2, column 9",
+            {"line": 2, "column": 9, "position": 23},
+        ),
+    ],
+    ids=["a string cut short", "a body cut short", "a stray comma"],
+)
+def test_malformed_json_says_where(
+    client: TestClient, body: bytes, said: str, where: dict[str, int]
+) -> None:
+    """Issue 42 item 3: json's own words ("Unterminated string starting at") named no
+    place; the message and `details` give the line and column."""
+    headers = {**AGENT, "Content-Type": "application/json"}
+    response = client.post("/v1/route", content=body, headers=headers)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "malformed_json"
+    assert error["message"] == f"the body is not valid JSON: {said}"
+    assert error["details"] == where

@@ -167,6 +167,9 @@ def test_the_gateway_demo_runs_end_to_end_through_a_real_source(
     stats = settled_stats(admin, "agent-demo", routes=5, feedback=5)
     assert (stats.routes, stats.feedback, stats.success) == (5, 5, 3)
     assert admin.tools.list(namespace="agent-demo").total == 0  # the source was taken away
+    # Issue 42 item 10: the namespace it leaves (0 tools, its history) is said, with where
+    assert "stay in namespace 'agent-demo', listed with 0 tools until the next run" in out
+    assert f"{service.url}/dashboard?namespace=agent-demo&range=all" in out
 
 
 def test_help_and_a_missing_key_end_without_a_traceback(service: Service) -> None:

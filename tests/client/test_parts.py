@@ -8,8 +8,9 @@ import asyncio
 
 import pytest
 from toolreach_client import AsyncToolReach, InvalidInput, ToolReach
+from toolreach_client.models import RouteRequest
 
-from tests.client.conftest import AGENT_KEY, Service, settled_stats
+from tests.client.conftest import AGENT_KEY, DEMO, Service, settled_stats
 
 STEP = "what is the weather in Paris right now and convert 250 euros to Japanese yen"
 
@@ -45,6 +46,30 @@ def test_route_batch_gives_one_step_each(
         assert report is not None and report.verdict == "hit_at_1"
     stats = settled_stats(admin, namespace, routes=2, feedback=2)
     assert stats.hit_at_1 == 2
+
+
+def test_the_batchs_namespace_applies_to_every_step_that_names_none(
+    service: Service, admin: ToolReach, namespace: str
+) -> None:
+    """Issue 42 item 5: `route_batch([...], namespace=...)` routed a dict step in the
+    client's namespace (`default`); the batch's namespace (and k) are every step's
+    defaults, a step's own fields win."""
+    other = admin.tools.bulk(DEMO[:1], namespace=f"{namespace}-other").created
+    with ToolReach(service.url, api_key=AGENT_KEY) as client:  # the client's is `default`
+        steps = client.route_batch(
+            [
+                "what is the weather in Paris right now",
+                {"query": "convert 250 euros to yen"},
+                RouteRequest(query="convert 250 euros to yen"),
+                {"query": "weather", "namespace": f"{namespace}-other", "k": 3},
+            ],
+            namespace=namespace,
+            k=1,
+        )
+    assert [s.namespace for s in steps] == [namespace] * 3 + [f"{namespace}-other"]
+    assert [len(s.candidates) for s in steps] == [1, 1, 1, 1]
+    assert steps[1].names == steps[2].names == ["convert_currency"]
+    assert steps[3].names == other
 
 
 def test_a_bad_batch_is_refused_before_it_is_sent_or_by_the_service(agent: ToolReach) -> None:

@@ -304,9 +304,14 @@ def test_look_alike_counts_see_every_confused_pair(viewer: TestClient) -> None:
 
 
 def test_a_namespace_without_tools_shows_as_the_one_selected(viewer: TestClient) -> None:
-    """The numbers are for the namespace asked for; the filter bar said 'all namespaces'."""
+    """The numbers are for the namespace asked for; the filter bar said 'all namespaces'.
+    (A namespace that held tools and holds none now: one that never did is a 404.)"""
+    tool = {"name": "gone", "description": "A tool that was deleted.", "namespace": "ghost"}
+    assert viewer.post("/v1/tools", json=tool, headers=ADMIN).status_code == 201
+    deleted = viewer.delete("/v1/tools/gone", params={"namespace": "ghost"}, headers=ADMIN)
+    assert deleted.status_code == 204
     html, _ = page(viewer, "/dashboard", namespace="ghost")
-    assert '<option value="ghost" selected>ghost (no tools now)</option>' in html
+    assert '<option value="ghost" selected>ghost (0 tools)</option>' in html
     assert '<option value="" selected>' not in html
 
 
@@ -326,3 +331,27 @@ def test_card_page_lists_the_steps_query_memory_remembers(
     assert step in html and answer["route_id"] in html
     html, _ = page(client, "/dashboard/registry/default/get_stock_price")
     assert step not in html and "Remembers no step yet" in html
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/dashboard", "/dashboard/tools", "/dashboard/misroutes", "/dashboard/lookalikes",
+     "/dashboard/registry"],
+)  # fmt: skip
+def test_an_unknown_namespace_is_a_404_with_did_you_mean(
+    seeded: tuple[TestClient, Seeded], path: str
+) -> None:
+    """Issue 42 item 16: `?namespace=defualt` was a 200 reading "defualt (no tools now)" with
+    zeros; it is the API's 404, with the namespace meant as a link to the same page."""
+    client, _ = seeded
+    response = client.get(path, params={"namespace": "defualt", "range": "all"})
+    assert response.status_code == 404, response.text
+    api = client.get("/v1/stats", params={"namespace": "defualt"}, headers=ADMIN).json()
+    said = html_text.unescape(response.text)
+    assert f"{api['error']['message']}." in said
+    assert "no tools in namespace 'defualt'; did you mean 'default'?" in said
+    found = Elements(response.text)
+    assert f"{path}?namespace=default&range=all" in [html_text.unescape(a) for a in found.links]
+    assert "(no tools now)" not in said
+    stats = client.get("/dashboard/stats.json", params={"namespace": "defualt"})
+    assert stats.status_code == 404 and stats.json() == api

@@ -68,3 +68,26 @@ def test_inspector_validates_a_call_by_its_aliases(server: str) -> None:
         'parameters={"city": "Paris"}',
     )
     assert called["structuredContent"]["did_you_mean"][0] == "get_weather"
+
+
+def test_the_docs_block_runs_as_written_without_a_terminal(server: str) -> None:
+    """Issue 42 item 9: docs/MCP.md's `npx @modelcontextprotocol/inspector@1.0.3 --cli …`
+    stopped without a terminal ("npx canceled due to missing packages"). Its block runs as
+    written from the repository, stdin closed, against the running service."""
+    page = (Path(__file__).parents[2] / "docs" / "MCP.md").read_text(encoding="utf-8")
+    section = page[page.index("### Check it by hand") :]
+    start = section.index("```bash\n") + len("```bash\n")
+    block = section[start : section.index("```", start)]
+    script = block.replace("http://localhost:8000", server)
+    env = {**os.environ, "NO_COLOR": "1", "TOOLREACH_AGENT_KEY": AGENT_KEY}
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=Path(__file__).parents[2],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"search_tools"' in done.stdout and '"get_weather"' in done.stdout

@@ -206,3 +206,27 @@ def test_name_taken_by_another_source_is_refused(gw: TestClient, tmp_path: Path)
         {"name": "alpha", "reason": "the name is taken in the namespace by source 'one'"}
     ]
     assert gw.get("/v1/tools/alpha", headers=AGENT).json()["source"]["name"] == "one"
+
+
+def test_a_command_given_as_one_string_is_split_as_the_cli_splits_it(
+    gw: TestClient, tmp_path: Path
+) -> None:
+    """Issue 42 item 8: `"command": "node server.js"` was a 422 ("Input should be a valid
+    list") though the CLI's --stdio takes that string; it is split as a shell would (quotes
+    keep a path with a space whole) and stored as the argv list."""
+    folder = tmp_path / "with space"
+    folder.mkdir()
+    tools = folder / "tools.json"
+    paged_tools(tools, ["alpha"])
+    command = f"{sys.executable} '{PAGED}'"
+    report = add(gw, name="one", command=command, env={"TOOLS_FILE": str(tools)})
+    assert report["created"] == ["alpha"]
+    stored = gw.get("/v1/sources/one", headers=ADMIN).json()["config"]
+    assert stored["command"] == [sys.executable, str(PAGED)]
+    unclosed = gw.post(
+        "/v1/sources",
+        json={"name": "two", "kind": "mcp", "command": "node 'server.js"},
+        headers=ADMIN,
+    )
+    assert unclosed.status_code == 422, unclosed.text
+    assert "cannot be split into words" in unclosed.text

@@ -33,15 +33,20 @@ def batch_request(
     namespace: str | None,
     common: Mapping[str, Any],
 ) -> m.RouteBatchRequest:
-    """The steps of a batch as route requests: a string is a query with ``common``'s fields
-    and the client's namespace; a mapping is a route request's fields."""
+    """The steps of a batch as route requests. ``common``'s fields (``namespace``, ``k``,
+    ``format``…) are every step's defaults: a string step is a query with them, a mapping or
+    a ``RouteRequest`` keeps the fields it sets and takes the others from ``common``. A step
+    that names no namespace is routed in ``common``'s, else in the client's."""
+    defaults = {"namespace": namespace, **common}
 
     def request(step: str | m.RouteRequest | Mapping[str, Any]) -> m.RouteRequest:
         if isinstance(step, m.RouteRequest):
-            return step
-        fields = {"query": step, **common} if isinstance(step, str) else dict(step)
-        fields.setdefault("namespace", namespace)
-        return m.RouteRequest.model_validate(fields)
+            fields = step.model_dump(include=step.model_fields_set)
+        else:
+            fields = {"query": step} if isinstance(step, str) else dict(step)
+        if fields.get("namespace") is None:
+            fields.pop("namespace", None)
+        return m.RouteRequest.model_validate({**defaults, **fields})
 
     return m.RouteBatchRequest(steps=[request(s) for s in steps])
 
@@ -132,7 +137,9 @@ class ToolReach:
         self, steps: Iterable[str | m.RouteRequest | Mapping[str, Any]], **common: Any
     ) -> list[Step]:
         """Several steps in one request (up to 16), each routed and recorded on its own;
-        ``common``: route fields every step given as a string takes (``k``, ``format``…)."""
+        ``common``: route fields every step takes unless it sets its own (``namespace``,
+        ``k``, ``format``…): ``route_batch([{"query": q}], namespace="spotify")`` routes in
+        ``spotify``."""
         request = batch_request(steps, self.namespace, common)
         return [Step(self, a) for a in self.send(api.route_batch(request)).answers]
 
