@@ -237,6 +237,17 @@ class Settings(BaseSettings):
     # wait holds a worker thread, never a database connection (issue 38 item 4).
     feedback_waits_per_key: int = Field(default=2, ge=1, le=1000)
     feedback_waits: int = Field(default=8, ge=1, le=1000)
+    # The card doctor (app/advice/room.py): one thread computes a namespace's advice off the
+    # request path, each computation within advice_seconds; the answer is cached until the
+    # namespace's cards change or advice_fresh_seconds pass. A request waits up to
+    # advice_wait_seconds for it (holding no database connection), then answers "computing";
+    # a key may have advice_waits_per_key such requests at once (past it, 429), and at most
+    # advice_queue namespaces wait for the thread (past it, 503).
+    advice_seconds: float = Field(default=30.0, gt=0, le=3600)
+    advice_fresh_seconds: float = Field(default=30.0, ge=0, le=86_400)
+    advice_wait_seconds: float = Field(default=10.0, ge=0, le=300)
+    advice_waits_per_key: int = Field(default=2, ge=1, le=1000)
+    advice_queue: int = Field(default=8, ge=1, le=1000)
     # POST /v1/tools/bulk with Content-Type application/x-ndjson (one tool a line, streamed):
     # the most bytes such a body may have. Each line is also held to max_body_bytes.
     max_import_bytes: int = Field(default=256 * 1_048_576, ge=1024, le=16 * 1_073_741_824)

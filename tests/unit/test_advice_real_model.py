@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.advice.doctor import Case, Change, edited
+from app.advice.finding import Case, Change, edited
 from app.advice.replay import firsts, heal, replay
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import RouterConfig, RouterIndex, embedding_text
