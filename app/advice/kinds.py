@@ -28,7 +28,16 @@ from dataclasses import dataclass
 
 from app.advice.finding import Case, Change, Finding, Kind, Note
 from app.advice.standing import Standing, kind_of, miss_story
-from app.advice.words import MIN_STEPS, Vetted, card_words, examples_of, line_words, stem, vetted
+from app.advice.words import (
+    MIN_STEPS,
+    Vetted,
+    card_words,
+    examples_of,
+    line_words,
+    stem,
+    vetted,
+    vocabulary,
+)
 from app.loop.trust import agreement
 from registry.card import ToolCard
 
@@ -46,6 +55,7 @@ class Group:
     wrong: str  # the tool routed first (for a miss: the most often)
     cases: Sequence[Case]
     words: Vetted  # the steps' words a card may be given
+    vocabulary: frozenset[str]  # the words the namespace's cards hold already
     stands: Sequence[Standing]
 
     @property
@@ -68,7 +78,7 @@ class Group:
 
 def examples_change(group: Group) -> list[Change]:
     card = group.right
-    examples = examples_of(group.steps, group.words, card)
+    examples = examples_of(group.steps, group.words, card, group.vocabulary)
     return [Change(card.name, "examples", examples)] if examples != card.examples else []
 
 
@@ -183,14 +193,14 @@ def grouped(
             kind = kind_of(case, standings.get((case.query, case.chosen)))
             first = "" if kind == "miss" else case.first
             groups.setdefault((kind, first, case.chosen), []).append(case)
-    out = []
+    out, known = [], vocabulary(cards.values())
     for (kind, first, right), group in groups.items():
         wrong = first or Counter(c.first for c in group).most_common(1)[0][0]
         mine = {id(c) for c in group}
         others = [c for c in cases if id(c) not in mine]
         stands = [s for c in group if (s := standings.get((c.query, c.chosen))) is not None]
         words = vetted(group, others, needed)
-        out.append(Group(kind, cards[right], wrong, group, words, stands))
+        out.append(Group(kind, cards[right], wrong, group, words, known, stands))
     return sorted(out, key=lambda g: (-len(g.cases), g.kind, g.wrong, g.right.name))
 
 

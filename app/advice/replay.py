@@ -13,7 +13,7 @@ import numpy as np
 
 from app.advice.finding import Case, Finding, edited
 from app.advice.kinds import findings
-from app.advice.standing import Standing
+from app.advice.standing import STAGE_WORDS, Standing, held_by
 from app.embedding.encoders import Encoder, l2_normalise, multilingual_dims
 from app.routing import (
     Candidate,
@@ -167,6 +167,24 @@ def observed(
         if first != case.chosen:
             stands[(case.query, case.chosen)] = standing(found, case.chosen, depth)
     return now, stands
+
+
+def kept_first(
+    index: RouterIndex, encoder: Encoder, edited: Mapping[str, ToolCard], finding: Finding
+) -> str:
+    """Why an edit fixed none of its finding's steps: the stage that, on the edited cards,
+    keeps the first tool ahead of the used one most often ("" when none is read)."""
+    edited_index = shadow(index, encoder, edited)
+    depth = min(STAND_DEPTH, len(edited_index))
+    right = finding.tools[1]
+    stands = [
+        standing(ranked(edited_index, encoder, q, depth), right, depth) for q in finding.steps
+    ]
+    stage = held_by([s for s in stands if s.rank != 1])
+    if stage is None:
+        return ""
+    said = STAGE_WORDS.get(stage, stage)
+    return f"; with it, {right} still ranks below {finding.tools[0]}, kept out by {said}"
 
 
 def replay(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +20,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.advice.finding import Case, Finding, Note, edited
 from app.advice.kinds import findings
-from app.advice.replay import OutOfTime, Replay, StepVectors, firsts, replay, standings
+from app.advice.replay import (
+    OutOfTime,
+    Replay,
+    StepVectors,
+    firsts,
+    kept_first,
+    replay,
+    standings,
+)
 from app.db import unit_of_work
 from app.embedding.encoders import Encoder
 from app.loop import stats_repository as sql
@@ -137,7 +146,7 @@ def compute(
         finding.replay = {"checked": result.checked, "fixed": result.fixed, "broken": result.broken}
         checked.append((finding, result))
         if not result.offered():
-            notes.append(_refused(finding, result))
+            notes.append(_refused(snapshot, steps, finding, result))
     misroutes = sum(c.first != c.chosen for c in cases)
     offered = [f for f, r in checked if r.offered()]
     seconds = round(time.monotonic() - started, 3)
@@ -145,11 +154,16 @@ def compute(
     return Advice(namespace, offered, notes, len(cases), misroutes, complete, seconds, now, checked)
 
 
-def _refused(finding: Finding, result: Replay) -> Note:
+def _refused(snapshot: Snapshot, steps: StepVectors, finding: Finding, result: Replay) -> Note:
+    """The note of a finding the replay refused; one that fixed nothing says which stage
+    keeps the first tool ahead on the edited cards."""
+    reason = result.reason(finding.cases)
+    if result.refused() == "fixed_nothing":
+        changed = edited(snapshot.cards, finding.changes)
+        with suppress(OutOfTime):  # the reason without its stage
+            reason += kept_first(snapshot.index, steps, changed, finding)
     code = result.refused() or "refused"
-    return Note(
-        finding.kind, finding.tools, finding.cases, finding.keys, code, result.reason(finding.cases)
-    )
+    return Note(finding.kind, finding.tools, finding.cases, finding.keys, code, reason)
 
 
 def advise(

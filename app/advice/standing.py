@@ -29,6 +29,10 @@ STAGE_WORDS = {
     "penalty": "the missing-parameter penalty",
     "memory": "less query memory",
     "examples": "weaker card examples",
+    "values": "the step's values fitting its parameters less",
+    "action": "the action its name or method says",
+    "resource": "the resource its name or path names",
+    "name": "the action and resource the first one's name or path says, which no card text moves",
 }
 
 
@@ -71,6 +75,28 @@ def kept_out_by(stand: Standing) -> str | None:
     names = set(stand.stages) | set(stand.first_stages)
     deficit = {n: stand.first_stages.get(n, 0.0) - stand.stages.get(n, 0.0) for n in names}
     return max(sorted(deficit), key=lambda n: deficit[n])
+
+
+# The parts a card's name, method and path give it (app/routing/actions.py): no card text
+# the doctor writes moves them.
+NAME_PARTS = ("action", "resource")
+
+
+def by_name(stand: Standing) -> bool:
+    """Whether the first leads the used tool by no more than its name's parts do: without
+    them they would tie or swap, so no edit of the cards' text can fix the step."""
+    lead = sum(stand.first_stages.values()) - sum(stand.stages.values())
+    named = sum(stand.first_stages.get(p, 0.0) - stand.stages.get(p, 0.0) for p in NAME_PARTS)
+    return 0 < lead <= named
+
+
+def held_by(stands: Sequence[Standing]) -> str | None:
+    """What most often keeps the used tool below the first: ``"name"`` (``by_name``) or the
+    stage of its largest deficit (None: none read)."""
+    stages = Counter(
+        k for s in stands if (k := "name" if by_name(s) else kept_out_by(s)) is not None
+    )
+    return stages.most_common(1)[0][0] if stages else None
 
 
 def miss_story(stands: Sequence[Standing]) -> str:

@@ -45,6 +45,13 @@ INSTRUCTIONS = frozenset(
     | {"instead", "first", "prefer", "call", "calls", "use", "include", "skip", "pretend"}
     | {"forget", "previous", "instruction", "instructions", "prompt", "system", "assistant"}
 )
+# Verbs that say what a request asks (the action, app/routing/actions.py): an example may
+# keep them, as it keeps stopwords, beside the words it holds for what they tell apart.
+VERBS = frozenset(
+    {"show", "list", "get", "find", "fetch", "display", "look", "give", "tell", "view", "pull"}
+    | {"send", "create", "make", "add", "update", "change", "set", "delete", "remove", "cancel"}
+    | {"check", "search", "track", "book", "convert", "translate", "place", "placed", "buy"}
+)
 _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]\([^)]*\)|https?://\S+|`[^`]*`|[*_#>{}|\\]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 
@@ -63,6 +70,11 @@ def plain_words(text: str) -> list[str]:
 def card_words(card: ToolCard) -> set[str]:
     text = " ".join([card.name.replace("_", " "), card.summary, card.description, *card.examples])
     return set(plain_words(text))
+
+
+def vocabulary(cards: Iterable[ToolCard]) -> frozenset[str]:
+    """The plain words the namespace's cards hold: their publishers' words, not a reporter's."""
+    return frozenset(w for card in cards for w in card_words(card))
 
 
 @lru_cache(maxsize=4096)
@@ -142,12 +154,13 @@ def line_words(words: Vetted, card: ToolCard) -> list[str]:
     return lacking[:MAX_LINE_WORDS]
 
 
-def example_of(step: str, words: Vetted) -> str:
-    """The step's runs of backed ``words`` and the stopwords between them (a run ends at any
-    other word, and starts and ends with a backed one), bounded; "" unless it holds two
-    backed words, one of which tells the tools apart: else too little of the step may be
-    written to say anything."""
-    allowed = words.backed
+def example_of(step: str, words: Vetted, vocabulary: frozenset[str] = frozenset()) -> str:
+    """The step's runs of allowed words, and the stopwords between them: backed ``words``,
+    words the namespace's cards hold already (``vocabulary``: the publishers' words) and
+    ``VERBS``. A run ends at any other word, and starts and ends with an allowed one; the
+    example is bounded, and "" unless it holds two allowed words, one of which tells the
+    tools apart: else too little of the step may be written to say anything."""
+    allowed = words.backed | vocabulary | VERBS
     runs: list[list[str]] = [[]]
     for word in clean_words(step):
         lower = word.lower()
@@ -165,12 +178,14 @@ def example_of(step: str, words: Vetted) -> str:
     return " ".join(kept) if len(allowed & said) >= 2 and words.forms & said else ""
 
 
-def examples_of(steps: Sequence[str], words: Vetted, card: ToolCard) -> list[str]:
+def examples_of(
+    steps: Sequence[str], words: Vetted, card: ToolCard, vocabulary: frozenset[str] = frozenset()
+) -> list[str]:
     """The card's examples with at most ``MAX_EXAMPLES`` new ones made of the steps
     (``example_of``); the card's own when none is new."""
     examples = list(card.examples)
     for step in steps:
-        example = example_of(step, words)
+        example = example_of(step, words, vocabulary)
         if (
             example
             and example not in examples
