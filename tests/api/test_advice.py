@@ -319,3 +319,25 @@ def test_the_answer_says_why_there_is_no_advice(loop: TestClient) -> None:
     [note] = answer["notes"]
     assert note["tools"] == ["customer_profile", "list_orders"] and note["keys"] == 1
     assert note["reason"].endswith("the doctor needs reports from 3 keys (trust_keys)")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "schema"),
+    [
+        ("get", "/v1/advice", "AdviceRead"),
+        ("post", "/v1/advice/{advice_id}/apply", "AdviceApplyRead"),
+    ],
+)
+def test_the_openapi_document_describes_each_answer(
+    loop: TestClient, method: str, path: str, schema: str
+) -> None:
+    """Issue 39 item 4: the answers were ``dict[str, Any]``, an object of no fields."""
+    document = loop.get("/openapi.json").json()
+    answer = document["paths"][path][method]["responses"]["200"]["content"]["application/json"]
+    assert answer["schema"] == {"$ref": f"#/components/schemas/{schema}"}
+    schemas = document["components"]["schemas"]
+    assert "namespace" in schemas[schema]["properties"]
+    finding = set(schemas["FindingRead"]["properties"])
+    assert {"id", "kind", "tools", "cases", "keys", "changes", "replay"} <= finding
+    assert {"code", "reason"} <= set(schemas["NoteRead"]["properties"])
+    assert {"429", "503"} <= set(document["paths"]["/v1/advice"]["get"]["responses"])
