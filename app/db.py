@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import psycopg
 from psycopg import errors as pg_errors
+from pydantic import Field
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import InvalidatePoolError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -46,15 +47,22 @@ DATABASE_TROUBLE = (OperationalError, PoolTimeout, DatabaseUnavailable)
 
 @dataclass(frozen=True, slots=True)
 class DatabaseLimits:
-    """How long any database work may wait, and how many connections it may hold (Postgres)."""
+    """How long any database work may wait, and how many connections it may hold (Postgres).
 
-    connect_timeout: int = 3  # seconds; psycopg counts whole seconds, at least 2
-    statement_timeout: float = 10.0
-    lock_timeout: float = 5.0
-    pool_timeout: float = 5.0
-    pool_size: int = 5
-    max_overflow: int = 10
-    prepare_threshold: int | None = 5  # None: never prepare (PgBouncer in transaction mode)
+    The settings' ``database`` group (TOOLREACH_DATABASE_POOL_SIZE and its kin, app/settings.py):
+    the bounds are checked when the settings are read; a value built in code is taken as is.
+    """
+
+    # Seconds; psycopg counts whole seconds, at least 2.
+    connect_timeout: Annotated[int, Field(ge=2, le=300)] = 3
+    statement_timeout: Annotated[float, Field(ge=0.1, le=86_400)] = 10.0
+    lock_timeout: Annotated[float, Field(ge=0.1, le=86_400)] = 5.0  # at most statement_timeout
+    pool_timeout: Annotated[float, Field(gt=0, le=3600)] = 5.0
+    pool_size: Annotated[int, Field(ge=1, le=1000)] = 5
+    max_overflow: Annotated[int, Field(ge=0, le=1000)] = 10
+    # psycopg prepares a statement after this many runs on a connection; None: never (for
+    # PgBouncer in transaction mode before 1.22, docs/DEPLOY.md).
+    prepare_threshold: Annotated[int | None, Field(ge=0, le=1_000_000)] = 5
 
     @property
     def answer_deadline(self) -> float:
@@ -196,12 +204,16 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+# What opens a unit of work: one per process, built with its engine.
+SessionFactory = sessionmaker[Session]
+
+
+def make_session_factory(engine: Engine) -> SessionFactory:
     return sessionmaker(engine, expire_on_commit=False)
 
 
 @contextmanager
-def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
+def unit_of_work(factory: SessionFactory) -> Iterator[Session]:
     """A session that commits if the block succeeds and rolls back if it raises."""
     session = factory()
     try:

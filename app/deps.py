@@ -1,11 +1,16 @@
-"""Typed dependencies, declared once: the committing session, the services, the rights.
+"""Typed dependencies, declared once: the committing session, one per part, the rights.
+
+Parts: the lifespan builds every part once (app/services.py ``build_services``) and keeps
+them on ``app.state.services``; an endpoint names the parts it uses (``IndexDep``,
+``ExecutorDep``, ``GatewayDep``, ``LearningDep``, ...), never the whole ``Services``, so its
+signature says what it touches and a test can swap one part (``dependency_overrides``).
 
 Rights: a bearer key is resolved (``identify``) into a ``Caller`` (app/keys/scope.py): its
 role and, for a key limited to namespaces, its scope. Every surface then applies the scope
 through the caller (``Caller.in_scope``, ``require_namespace``, or its ``namespaces`` handed
 to the service), so a key never sees another namespace by any path.
 
-The dependencies that only read memory (the services, the caller's rights) are ``async``:
+The dependencies that only read memory (the parts, the caller's rights) are ``async``:
 FastAPI runs them on the event loop, where a plain ``def`` would cost each request one more
 trip through the thread pool. The session, which talks to the database, stays a thread.
 """
@@ -13,48 +18,109 @@ trip through the thread pool. The session, which talks to the database, stays a 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from app.db import unit_of_work
+from app.advice.room import AdviceRoom
+from app.db import SessionFactory, unit_of_work
+from app.db_health import DatabaseHealth
+from app.embedding.batching import BatchingEncoder
 from app.errors import Forbidden, Unauthorized
+from app.gateway.service import Gateway
 from app.keys.scope import Caller, require_namespace
+from app.keys.store import KeyStore
+from app.learning.service import LearningCache
+from app.limits.limiter import RateLimiter
+from app.loop.events import EventWriter
+from app.loop.feedback import OtherReplicas
+from app.loop.memory import MemoryCache
+from app.loop.validation import ValidatedCalls
+from app.metrics import Metrics
+from app.route.executor import RouteExecutor
+from app.settings import Settings
+from app.sources.service import SourceService
+from app.tools.live_index import IndexManager
+from app.tools.lookalikes import LookalikeCache
 
 if TYPE_CHECKING:
     from app.services import Services
 
 log = logging.getLogger("toolreach")
 _bearer = HTTPBearer(auto_error=False, description="An admin or agent key")
+Part = TypeVar("Part")
 
 
-async def get_services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
+def part(read: Callable[[Services], Part]) -> Callable[[Request], Coroutine[Any, Any, Part]]:
+    """A dependency answering one part of the services the lifespan built."""
+
+    async def dependency(request: Request) -> Part:
+        return read(request.app.state.services)
+
+    return dependency
 
 
-ServicesDep = Annotated["Services", Depends(get_services)]
+get_settings = part(lambda s: s.settings)
+get_sessions = part(lambda s: s.session_factory)
+get_health = part(lambda s: s.health)
+get_encoder = part(lambda s: s.encoder)
+get_index = part(lambda s: s.index)
+get_events = part(lambda s: s.events)
+get_metrics = part(lambda s: s.metrics)
+get_memory = part(lambda s: s.memory)
+get_learning = part(lambda s: s.learning)
+get_advice = part(lambda s: s.advice)
+get_executor = part(lambda s: s.executor)
+get_validated = part(lambda s: s.validated)
+get_keys = part(lambda s: s.keys)
+get_lookalikes = part(lambda s: s.lookalikes)
+get_limiter = part(lambda s: s.limiter)
+get_sources = part(lambda s: s.sources)
+get_gateway = part(lambda s: s.gateway)
+get_replicas = part(lambda s: s.replicas)
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+# The session factory, for work that opens its own units of work (imports, dashboard pages).
+SessionsDep = Annotated[SessionFactory, Depends(get_sessions)]
+HealthDep = Annotated[DatabaseHealth, Depends(get_health)]
+EncoderDep = Annotated[BatchingEncoder, Depends(get_encoder)]
+IndexDep = Annotated[IndexManager, Depends(get_index)]
+EventsDep = Annotated[EventWriter, Depends(get_events)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+MemoryDep = Annotated[MemoryCache, Depends(get_memory)]
+LearningDep = Annotated[LearningCache, Depends(get_learning)]
+AdviceDep = Annotated[AdviceRoom, Depends(get_advice)]
+# POST /v1/route's queue and worker threads: what routes a step (app/route/executor.py).
+ExecutorDep = Annotated[RouteExecutor, Depends(get_executor)]
+ValidatedDep = Annotated[ValidatedCalls, Depends(get_validated)]
+KeysDep = Annotated[KeyStore, Depends(get_keys)]
+LookalikesDep = Annotated[LookalikeCache, Depends(get_lookalikes)]
+LimiterDep = Annotated[RateLimiter, Depends(get_limiter)]
+SourcesDep = Annotated[SourceService, Depends(get_sources)]
+GatewayDep = Annotated[Gateway, Depends(get_gateway)]
+# Postgres only: feedback for a route another replica answered a moment ago; None on SQLite.
+ReplicasDep = Annotated[OtherReplicas | None, Depends(get_replicas)]
 
 
-def get_session(services: ServicesDep) -> Iterator[Session]:
+def get_session(sessions: SessionsDep, index: IndexDep, keys: KeysDep) -> Iterator[Session]:
     """The request's session: commits when the endpoint returns, before the response is sent.
 
     This is the one place a request commits; after a commit that changed the registry,
     the in-memory index catches up before the answer goes out (read-your-writes).
     """
-    with unit_of_work(services.session_factory) as session:
+    with unit_of_work(sessions) as session:
         yield session
     if revision := session.info.get("registry_revision"):  # a write's registry revision
         try:
-            services.index.sync(at_least=revision)
+            index.sync(at_least=revision)
         except Exception:  # the write landed; the background poll will catch the index up
             log.exception("index sync after a write failed")
     if session.info.get("keys_changed"):
         try:  # a key made or revoked here works, or stops working, here at once
-            services.keys.refresh()
+            keys.refresh()
         except Exception:  # the write landed; the background refresh will catch up
             log.exception("key table reload after a write failed")
 
@@ -65,14 +131,14 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 async def identify(
-    services: ServicesDep,
+    keys: KeysDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
     """The caller a request's bearer key stands for (anonymous without one); Unauthorized for
     a key no one knows. Read from memory only (app/keys/store.py)."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         return Caller("anonymous")
-    return services.keys.caller(credentials.credentials)
+    return keys.caller(credentials.credentials)
 
 
 CallerDep = Annotated[Caller, Depends(identify)]
@@ -87,10 +153,10 @@ async def require_admin(caller: CallerDep) -> Caller:
     return caller
 
 
-async def require_agent(caller: CallerDep, services: ServicesDep) -> Caller:
+async def require_agent(caller: CallerDep, keys: KeysDep) -> Caller:
     """Agent endpoints: an agent or admin key; open while no key is an agent key and none is
     scoped (environment and table alike: app/keys/store.py, ``KeyTable``)."""
-    if caller.role == "anonymous" and not services.keys.open_to_anonymous:
+    if caller.role == "anonymous" and not keys.open_to_anonymous:
         raise Unauthorized("an agent key is required: Authorization: Bearer <key>")
     if caller.role == "dashboard":
         raise Forbidden("a dashboard key is read-only: it may only see stats and the dashboard")
@@ -106,24 +172,25 @@ async def require_viewer(caller: CallerDep) -> Caller:
     return caller
 
 
-async def require_key_admin(caller: CallerDep) -> Caller:
-    """``/v1/keys``: an admin key limited to no namespace (a scoped admin could otherwise make
-    itself a key that sees everything)."""
+def unscoped_admin(caller: Caller, what: str) -> Caller:
+    """An admin key limited to no namespace, to manage ``what``; 401 without a key, else 403."""
     if caller.role == "anonymous":
         raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
     if caller.role != "admin" or caller.scoped:
-        raise Forbidden("only an admin key limited to no namespace may manage keys")
+        raise Forbidden(f"only an admin key limited to no namespace may manage {what}")
     return caller
+
+
+async def require_key_admin(caller: CallerDep) -> Caller:
+    """``/v1/keys``: an admin key limited to no namespace (a scoped admin could otherwise make
+    itself a key that sees everything)."""
+    return unscoped_admin(caller, "keys")
 
 
 async def require_unscoped_admin(caller: CallerDep) -> Caller:
     """What writes into any namespace it names (``/v1/sources``): an admin key limited to
     none, since a source's tools could land outside a scope."""
-    if caller.role == "anonymous":
-        raise Unauthorized("an admin key is required: Authorization: Bearer <key>")
-    if caller.role != "admin" or caller.scoped:
-        raise Forbidden("only an admin key limited to no namespace may manage sources")
-    return caller
+    return unscoped_admin(caller, "sources")
 
 
 async def require_unscoped_viewer(caller: CallerDep) -> Caller:
@@ -142,12 +209,30 @@ ViewerDep = Annotated[Caller, Depends(require_viewer)]
 
 __all__ = [
     "AdminDep",
+    "AdviceDep",
     "AgentDep",
     "Caller",
     "CallerDep",
+    "EncoderDep",
+    "EventsDep",
+    "ExecutorDep",
+    "GatewayDep",
+    "HealthDep",
+    "IndexDep",
     "KeyAdminDep",
-    "ServicesDep",
+    "KeysDep",
+    "LearningDep",
+    "LimiterDep",
+    "LookalikesDep",
+    "MemoryDep",
+    "MetricsDep",
+    "ReplicasDep",
     "SessionDep",
+    "SessionsDep",
+    "SettingsDep",
+    "SourcesDep",
+    "UnscopedAdminDep",
+    "ValidatedDep",
     "ViewerDep",
     "identify",
     "require_agent",

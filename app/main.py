@@ -47,9 +47,9 @@ def create_app(
 
     ``freeze_gc`` (``toolreach serve``): once started, move every object alive then (the
     framework, the models, the first index: ~170k objects) out of the cyclic garbage
-    collector's reach (:func:`gc.freeze`). A full collection walks every tracked object:
-    ~100 ms here with them, every few seconds under load, while it holds the interpreter lock
-    and every route waits (docs/BENCHMARKS.md, "Throughput"). A test process building many
+    collector's reach (:func:`gc.freeze`). A full collection walks every tracked object,
+    every few seconds under load, while it holds the interpreter lock and every route waits
+    (docs/BENCHMARKS.md, "Throughput"). A test process building many
     apps keeps it off: frozen objects in reference cycles are never reclaimed.
     """
     settings = settings or get_settings()

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import migrate
 from app.advice.room import AdviceRoom
 from app.capacity.slots import Slots
-from app.db import DatabaseLimits, make_engine, make_probe, make_session_factory, unit_of_work
+from app.db import make_engine, make_probe, make_session_factory, unit_of_work
 from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
 from app.embedding.cosines import CosineBatcher
@@ -132,7 +132,7 @@ class Services:
         """On the serving event loop: the sources' schedule, and a session held open to each
         live MCP source to hear its tools/list_changed (opened in the background)."""
         self.sources.start()
-        if self.settings.source_watch:
+        if self.settings.source.watch:
             self.sources.watch(self.gateway.pool)
 
     async def close_sources(self) -> None:
@@ -194,18 +194,6 @@ def make_metrics(index: IndexManager, events: EventWriter) -> Metrics:
     return metrics
 
 
-def database_limits(settings: Settings) -> DatabaseLimits:
-    return DatabaseLimits(
-        connect_timeout=settings.database_connect_timeout,
-        statement_timeout=settings.database_statement_timeout,
-        lock_timeout=settings.database_lock_timeout,
-        pool_timeout=settings.database_pool_timeout,
-        pool_size=settings.database_pool_size,
-        max_overflow=settings.database_max_overflow,
-        prepare_threshold=settings.database_prepare_threshold,
-    )
-
-
 def open_database(settings: Settings, health: DatabaseHealth | None = None) -> Engine:
     """The embedded SQLite default migrates itself; Postgres must be migrated explicitly.
 
@@ -216,10 +204,9 @@ def open_database(settings: Settings, health: DatabaseHealth | None = None) -> E
         migrate.upgrade(settings.sqlalchemy_url)
     else:
         migrate.ensure_current(settings.sqlalchemy_url)
-    limits = database_limits(settings)
-    engine = make_engine(settings.sqlalchemy_url, limits, health)
+    engine = make_engine(settings.sqlalchemy_url, settings.database, health)
     if health is not None:
-        health.probe = make_probe(engine, limits)
+        health.probe = make_probe(engine, settings.database)
     return engine
 
 
@@ -228,8 +215,8 @@ def limit_blas_threads() -> None:
 
     A route's cosine rows are BLAS calls (GEMV). With OpenBLAS's own thread pool, concurrent
     callers queue on that pool and its threads spin: at 10,000 tools and 16 clients the
-    cosine line took 70 % of the server's CPU and throughput fell to 84 routes/s (measured
-    with py-spy; docs/BENCHMARKS.md). Concurrency comes from the requests instead.
+    cosine line took most of the server's CPU (docs/BENCHMARKS.md, "One BLAS thread per
+    caller"). Concurrency comes from the requests instead.
     """
     from threadpoolctl import threadpool_limits
 

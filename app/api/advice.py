@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query
 from app.advice.room import outcome, waited
 from app.advice.schemas import AdviceApplyRead, AdviceRead, AppliedRead, advice_read
 from app.api.error_handlers import ERROR_SHAPE
-from app.deps import AdminDep, ServicesDep, ViewerDep
+from app.deps import AdminDep, AdviceDep, IndexDep, ViewerDep
 from app.keys.scope import require_writable
 from app.schemas import Namespace
 from app.tools.namespaces import require_known
@@ -25,13 +25,12 @@ NamespaceArg = Annotated[Namespace, Query(description="the namespace whose repor
 
 @router.get("", response_model=AdviceRead, responses=ERRORS)
 async def list_advice(
-    namespace: NamespaceArg, services: ServicesDep, viewer: ViewerDep
+    namespace: NamespaceArg, index: IndexDep, room: AdviceDep, viewer: ViewerDep
 ) -> AdviceRead:
     """Findings from the namespace's reported steps, worst first, each with the replay that
     let it through (fixes at least one reported step, breaks none), and why the other
     misroutes have none; ``computing`` while not done within the wait."""
-    require_known(services.index, namespace, viewer.namespaces)
-    room = services.advice
+    require_known(index, namespace, viewer.namespaces)
     with room.waiting(viewer.key_id):
         advice = await waited(room.request(namespace), room.wait_seconds)
     if advice is None:
@@ -41,13 +40,12 @@ async def list_advice(
 
 @router.post("/{advice_id}/apply", response_model=AdviceApplyRead, responses=ERRORS)
 async def apply_advice(
-    advice_id: str, namespace: NamespaceArg, services: ServicesDep, admin: AdminDep
+    advice_id: str, namespace: NamespaceArg, index: IndexDep, room: AdviceDep, admin: AdminDep
 ) -> AdviceApplyRead:
     """Write the finding's changes as new versions of its cards, after replaying it again on
     the present state (409 if it no longer holds); which (tool, version) were written."""
     require_writable(namespace, admin.namespaces)
-    require_known(services.index, namespace, admin.namespaces)
-    room = services.advice
+    require_known(index, namespace, admin.namespaces)
     with room.waiting(admin.key_id):
         written = await outcome(room.apply(namespace, advice_id))
     return AdviceApplyRead(

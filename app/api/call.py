@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Request
 
 from app.api.error_handlers import ERROR_SHAPE
-from app.deps import AgentDep, ServicesDep
-from app.errors import Unavailable
+from app.deps import AgentDep, GatewayDep, IndexDep, SettingsDep
 from app.gateway.schemas import BatchCallRequest, BatchCallResult, CallRequest, CallResult
-from app.gateway.service import Gateway
 from app.sources.outbound import HOP_HEADER
 from app.tools.namespaces import in_namespace
 from registry.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from app.services import Services
 
 router = APIRouter(prefix="/v1", tags=["call"])
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -24,15 +19,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _gateway(services: Services) -> Gateway:
-    if services.gateway is None:
-        raise Unavailable("the gateway is not running")
-    return services.gateway
-
-
 @router.post("/call", response_model=CallResult, responses=ERRORS)
 async def call_tool(
-    body: CallRequest, request: Request, services: ServicesDep, agent: AgentDep
+    body: CallRequest, request: Request, gateway: GatewayDep, index: IndexDep, agent: AgentDep
 ) -> CallResult:
     """Validate the call, forward it to the tool's source, answer with its result or a
     structured error (`ok` false: code, message, retryable, suggestion).
@@ -42,19 +31,24 @@ async def call_tool(
     (a key limited to namespaces gets it for any other, as for one that does not exist).
     """
     hop = HOP_HEADER.lower() in request.headers
-    return await _gateway(services).call(in_namespace(agent, body, services.index), hop=hop)
+    return await gateway.call(in_namespace(agent, body, index), hop=hop)
 
 
 @router.post("/call/batch", response_model=BatchCallResult, responses=ERRORS)
 async def call_tools(
-    body: BatchCallRequest, request: Request, services: ServicesDep, agent: AgentDep
+    body: BatchCallRequest,
+    request: Request,
+    gateway: GatewayDep,
+    index: IndexDep,
+    settings: SettingsDep,
+    agent: AgentDep,
 ) -> BatchCallResult:
     """Several calls at once; each result is the tool's or its own structured error."""
-    limit = services.settings.gateway_batch_max
+    limit = settings.gateway.batch_max
     if len(body.calls) > limit:
         raise InvalidInput(f"at most {limit} calls in one batch (TOOLREACH_GATEWAY_BATCH_MAX)")
     hop = HOP_HEADER.lower() in request.headers
-    calls = [in_namespace(agent, call, services.index) for call in body.calls]  # else 404
-    results = await _gateway(services).call_batch(calls, hop=hop)
+    calls = [in_namespace(agent, call, index) for call in body.calls]  # else 404
+    results = await gateway.call_batch(calls, hop=hop)
     succeeded = sum(r.ok for r in results)
     return BatchCallResult(results=results, succeeded=succeeded, failed=len(results) - succeeded)

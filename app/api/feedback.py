@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.error_handlers import ERROR_SHAPE
-from app.deps import AgentDep, ServicesDep, SessionDep
+from app.deps import AgentDep, EventsDep, IndexDep, MetricsDep, ReplicasDep, SessionDep
 from app.loop.feedback import record_feedback
 from app.schemas import FeedbackRead, FeedbackRequest
 
@@ -18,7 +18,13 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
     responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 409, 413, 422, 429, 503)},
 )
 def report_feedback(
-    request: FeedbackRequest, session: SessionDep, services: ServicesDep, caller: AgentDep
+    request: FeedbackRequest,
+    session: SessionDep,
+    events: EventsDep,
+    index: IndexDep,
+    replicas: ReplicasDep,
+    metrics: MetricsDep,
+    caller: AgentDep,
 ) -> FeedbackRead:
     """Report the tool called (null: none fit) and the outcome; repeating a report is safe.
 
@@ -27,13 +33,13 @@ def report_feedback(
     """
     feedback, changed = record_feedback(
         session,
-        services.events,
-        services.index,
+        events,
+        index,
         request,
         visible=caller.namespaces,
-        replicas=services.replicas,
+        replicas=replicas,
         key_id=caller.key_id,
     )
     if changed:
-        services.metrics.count_feedback(feedback.namespace, feedback.outcome, feedback.verdict)
+        metrics.count_feedback(feedback.namespace, feedback.outcome, feedback.verdict)
     return feedback

@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from app.api.error_handlers import DATABASE_RETRY_SECONDS, ERROR_SHAPE, error_response
-from app.deps import CallerDep, ServicesDep
+from app.deps import CallerDep, HealthDep, IndexDep
 
 router = APIRouter(tags=["health"])
 
@@ -23,14 +23,16 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", response_model=None, responses={503: ERROR_SHAPE})
-async def readyz(services: ServicesDep, caller: CallerDep) -> JSONResponse | dict[str, Any]:
+async def readyz(
+    health: HealthDep, index: IndexDep, caller: CallerDep
+) -> JSONResponse | dict[str, Any]:
     """Ready for traffic: the index is loaded and the database answers its probe.
 
     Without a key the answer says only that; an admin or dashboard key that no scope limits
     also sees the database's state and the index's namespaces (their names are what a
     scope hides).
     """
-    state = services.health.state
+    state = health.state
     details: dict[str, Any] | None = None
     if caller.role in ("admin", "dashboard") and caller.namespaces is None:
         details = {
@@ -39,8 +41,8 @@ async def readyz(services: ServicesDep, caller: CallerDep) -> JSONResponse | dic
                 "since": state.since.isoformat(),
                 "error": state.error,
             },
-            "revision": services.index.revision,
-            "namespaces": services.index.namespaces(),
+            "revision": index.revision,
+            "namespaces": index.namespaces(),
         }
     if not state.reachable:
         return error_response(

@@ -8,7 +8,7 @@ from fastapi import APIRouter, BackgroundTasks, Query, Response
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.api.tools import OneNamespace
-from app.deps import AdminDep, ServicesDep, SessionDep
+from app.deps import AdminDep, MemoryDep, SessionDep
 from app.loop.memory import forget
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"])
@@ -20,7 +20,7 @@ router = APIRouter(prefix="/v1/memory", tags=["memory"])
 def forget_memory(
     name: str,
     session: SessionDep,
-    services: ServicesDep,
+    memory: MemoryDep,
     admin: AdminDep,
     background: BackgroundTasks,
     namespace: OneNamespace = None,
@@ -34,8 +34,6 @@ def forget_memory(
     ] = None,
 ) -> Response:
     """Forget what query memory remembers of a tool: one step (`route_id`), or all of it."""
-    cache = services.memory
-    if cache is not None:
-        forget(session, cache, admin.default_namespace(namespace), name, route_id, admin.namespaces)
-        background.add_task(cache.wake)
+    forget(session, memory, admin.default_namespace(namespace), name, route_id, admin.namespaces)
+    background.add_task(memory.wake)
     return Response(status_code=204)

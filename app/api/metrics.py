@@ -7,20 +7,20 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from app.deps import Caller, CallerDep, ServicesDep, require_unscoped_viewer
+from app.deps import Caller, CallerDep, MetricsDep, SettingsDep, require_unscoped_viewer
 
 router = APIRouter(tags=["health"])
 
 
-async def metrics_access(caller: CallerDep, services: ServicesDep) -> Caller:
+async def metrics_access(caller: CallerDep, settings: SettingsDep) -> Caller:
     """Open by default (no query text or tool name is in any series); else a viewer key
     limited to no namespace (the series cover every namespace)."""
-    if services.settings.metrics_public:
+    if settings.metrics_public:
         return caller
     return await require_unscoped_viewer(caller)
 
 
 @router.get("/metrics", response_class=Response)
-def metrics(services: ServicesDep, _caller: Annotated[Caller, Depends(metrics_access)]) -> Response:
+def metrics(metrics: MetricsDep, _caller: Annotated[Caller, Depends(metrics_access)]) -> Response:
     """Route latency and stage timings, routes and feedback by outcome, index size, drops."""
-    return Response(services.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -7,10 +7,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response
 
 from app.api.error_handlers import ERROR_SHAPE
+from app.api.tools import KeyNamespaces
 from app.capacity.slots import ReportSlot
-from app.deps import ServicesDep, SessionDep, ViewerDep
+from app.deps import EventsDep, IndexDep, LookalikesDep, SessionDep, ViewerDep
 from app.loop.stats import StatsFilter, StatsReport, requested_stats
-from app.schemas import IsoTime, Namespace
+from app.schemas import IsoTime
 from app.tools.lookalike_pairs import LookalikeList
 from app.tools.lookalikes import MAX_PAIRS, lookalikes_json
 from app.tools.namespaces import require_known
@@ -22,13 +23,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {c: ERROR_SHAPE for c in (401, 403, 40
 @router.get("/stats", response_model=StatsReport, responses=ERRORS)
 def stats(
     session: SessionDep,
-    services: ServicesDep,
+    index: IndexDep,
+    events: EventsDep,
     viewer: ViewerDep,
     _slot: ReportSlot,
-    namespace: Annotated[
-        Namespace | None,
-        Query(description="all the key's namespaces if absent; one that never held a tool: 404"),
-    ] = None,
+    namespace: KeyNamespaces = None,
     tool: Annotated[str | None, Query(max_length=256)] = None,
     since: Annotated[IsoTime | None, Query(description="ISO 8601 time, inclusive")] = None,
     until: Annotated[IsoTime | None, Query(description="ISO 8601 time, exclusive")] = None,
@@ -37,20 +36,18 @@ def stats(
     """Routes, feedback, hit@1, hit@k, misses, none-fit, latency, per tool, confusions; of
     the key's namespaces only. A `namespace` that never held a tool the key may see (a
     typo, or one out of its scope) is a 404 naming it, with did-you-mean."""
-    namespace = require_known(services.index, namespace, viewer.namespaces)
+    namespace = require_known(index, namespace, viewer.namespaces)
     selected = StatsFilter(namespace, tool, since, until, bucket, viewer.namespaces)
-    return requested_stats(session, selected, dropped_events=services.events.dropped)
+    return requested_stats(session, selected, dropped_events=events.dropped)
 
 
 @router.get("/lookalikes", response_model=LookalikeList, responses=ERRORS)
 def lookalikes(
-    services: ServicesDep,
+    index: IndexDep,
+    cache: LookalikesDep,
     viewer: ViewerDep,
     _slot: ReportSlot,
-    namespace: Annotated[
-        Namespace | None,
-        Query(description="all the key's namespaces if absent; one that never held a tool: 404"),
-    ] = None,
+    namespace: KeyNamespaces = None,
     threshold: Annotated[
         float, Query(ge=0.0, le=1.0, description="pairs below the kept floor are never listed")
     ] = 0.8,
@@ -60,6 +57,6 @@ def lookalikes(
     of the key's namespaces only. Read from a cache kept in the background: ``complete`` is
     false while a namespace's pairs are still being computed. A `namespace` that never held
     a tool the key may see is a 404 naming it, with did-you-mean."""
-    namespace = require_known(services.index, namespace, viewer.namespaces)
-    body = lookalikes_json(services.lookalikes, namespace, threshold, limit, viewer.namespaces)
+    namespace = require_known(index, namespace, viewer.namespaces)
+    body = lookalikes_json(cache, namespace, threshold, limit, viewer.namespaces)
     return Response(body, media_type="application/json")

@@ -6,7 +6,7 @@ namespace, a key limited to one works in that one (app/keys/scope.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -17,7 +17,15 @@ from starlette.types import Scope
 
 from app.api.error_handlers import ERROR_SHAPE
 from app.capacity.slots import ExportSlot, ImportSlot
-from app.deps import AdminDep, AgentDep, ServicesDep, SessionDep
+from app.deps import (
+    AdminDep,
+    AgentDep,
+    EncoderDep,
+    IndexDep,
+    SessionDep,
+    SessionsDep,
+    SettingsDep,
+)
 from app.schemas import (
     BulkRequest,
     BulkResult,
@@ -33,10 +41,8 @@ from app.schemas import (
 )
 from app.tools import service as tools
 from app.tools.card_lint import card_warnings
+from app.tools.live_index import IndexManager
 from app.tools.namespaces import require_known
-
-if TYPE_CHECKING:
-    from app.services import Services
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
@@ -74,16 +80,21 @@ NamespaceQuery = Annotated[
         )
     ),
 ]
+# A read's namespace filter (stats, look-alikes, the tool list).
+KeyNamespaces = Annotated[
+    Namespace | None,
+    Query(description="every namespace of the key if absent; one that never held a tool: 404"),
+]
 OneNamespace = Annotated[
     Namespace | None,
     Query(description="default: the key's only namespace if it is limited to one, else default"),
 ]
 
 
-def written(stored: Any, services: Services) -> ToolWritten:
+def written(stored: Any, index: IndexManager) -> ToolWritten:
     """The answer to a write: the card as stored (a ``StoredCard``), and what the lint found
     in it."""
-    [found] = card_warnings(services.index, [stored.card])
+    [found] = card_warnings(index, [stored.card])
     warnings = [CardWarning(code=w.code, message=w.message) for w in found]
     return ToolWritten(**ToolRead.from_stored(stored).model_dump(), warnings=warnings)
 
@@ -92,21 +103,18 @@ def written(stored: Any, services: Services) -> ToolWritten:
 def create_tool(
     body: ToolBody,
     session: SessionDep,
-    services: ServicesDep,
+    sessions: SessionsDep,
+    encoder: EncoderDep,
+    index: IndexDep,
     admin: AdminDep,
     namespace: NamespaceQuery = None,
 ) -> ToolWritten:
     """Register a new tool; 409 if the name exists in its namespace. ``warnings``: what the
     lint found in the card (docs/API.md, "The lint of a card")."""
     stored = tools.create_tool(
-        session,
-        services.encoder,
-        body,
-        namespace,
-        admin.namespaces,
-        sessions=services.session_factory,
+        session, encoder, body, namespace, admin.namespaces, sessions=sessions
     )
-    return written(stored, services)
+    return written(stored, index)
 
 
 BULK_PATH = "/v1/tools/bulk"
@@ -127,7 +135,10 @@ class NdjsonOnly(APIRoute):
 
 async def bulk_import_ndjson(
     http: Request,
-    services: ServicesDep,
+    sessions: SessionsDep,
+    encoder: EncoderDep,
+    index: IndexDep,
+    settings: SettingsDep,
     admin: AdminDep,
     _slot: ImportSlot,
     namespace: NamespaceQuery = None,
@@ -136,11 +147,7 @@ async def bulk_import_ndjson(
     land, or (on any bad line) none. With ``Accept: application/x-ndjson``, progress lines
     as it goes and the result last (app/tools/imports.py)."""
     job = tools.start_import(
-        services.session_factory,
-        services.encoder,
-        namespace,
-        admin.namespaces,
-        services.settings.max_body_bytes,
+        sessions, encoder, namespace, admin.namespaces, settings.max_body_bytes
     )
     try:
         async for chunk in http.stream():
@@ -151,9 +158,9 @@ async def bulk_import_ndjson(
         job.embedding.close()
         raise
     if NDJSON in http.headers.get("accept", ""):
-        lines = tools.import_progress(job, services.index)
+        lines = tools.import_progress(job, index)
         return StreamingResponse(lines, media_type=NDJSON)
-    names = await run_in_threadpool(tools.run_import, job, services.index)
+    names = await run_in_threadpool(tools.run_import, job, index)
     return JSONResponse(BulkResult(**names).model_dump())
 
 
@@ -184,7 +191,9 @@ NDJSON_BODY = {
 def bulk_import(
     request: BulkRequest,
     session: SessionDep,
-    services: ServicesDep,
+    sessions: SessionsDep,
+    encoder: EncoderDep,
+    index: IndexDep,
     admin: AdminDep,
     _slot: ImportSlot,
 ) -> BulkResult:
@@ -192,12 +201,12 @@ def bulk_import(
     over the JSON limit: send one tool a line as ``application/x-ndjson`` (streamed)."""
     names, found = tools.import_tools(
         session,
-        services.encoder,
+        encoder,
         request.tools,
         request.namespace,
         admin.namespaces,
-        sessions=services.session_factory,
-        index=services.index,
+        sessions=sessions,
+        index=index,
     )
     warnings = [ToolWarning(tool=tool, code=w.code, message=w.message) for tool, w in found]
     return BulkResult(**names, warnings=warnings)
@@ -212,7 +221,9 @@ def put_tool(
     name: str,
     body: ToolBody,
     session: SessionDep,
-    services: ServicesDep,
+    sessions: SessionsDep,
+    encoder: EncoderDep,
+    index: IndexDep,
     response: Response,
     admin: AdminDep,
     namespace: NamespaceQuery = None,
@@ -222,16 +233,10 @@ def put_tool(
     The body may leave out the name: the path gives it.
     """
     stored, status = tools.put_tool(
-        session,
-        services.encoder,
-        name,
-        body,
-        namespace,
-        admin.namespaces,
-        sessions=services.session_factory,
+        session, encoder, name, body, namespace, admin.namespaces, sessions=sessions
     )
     response.status_code = 201 if status == "created" else 200
-    return written(stored, services)
+    return written(stored, index)
 
 
 @router.delete("/{name}", status_code=204, responses=ERRORS)
@@ -246,13 +251,10 @@ def delete_tool(
 @router.get("", response_model=ToolList, responses=ERRORS)
 def list_tools(
     session: SessionDep,
-    services: ServicesDep,
+    index: IndexDep,
     agent: AgentDep,
     _slot: ExportSlot,
-    namespace: Annotated[
-        Namespace | None,
-        Query(description="every namespace of the key if absent; one never holding a tool: 404"),
-    ] = None,
+    namespace: KeyNamespaces = None,
     tag: Annotated[
         str | None,
         Query(max_length=64, pattern=r"^[^|]*$", description="tools with this tag (any case)"),
@@ -276,7 +278,7 @@ def list_tools(
     a 404 naming it, with did-you-mean."""
     page, total = tools.list_tools(
         session,
-        namespace=require_known(services.index, namespace, agent.namespaces),
+        namespace=require_known(index, namespace, agent.namespaces),
         tag=tag,
         text=text,
         offset=offset,

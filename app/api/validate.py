@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.api.error_handlers import ERROR_SHAPE
-from app.deps import AgentDep, ServicesDep
+from app.deps import AgentDep, IndexDep, ValidatedDep
 from app.loop import validation
 from app.schemas import ValidateRequest, ValidateResult
 from app.tools.namespaces import in_namespace
@@ -19,7 +19,7 @@ router = APIRouter(prefix="/v1", tags=["validate"])
     responses={c: ERROR_SHAPE for c in (400, 401, 403, 404, 413, 422)},
 )
 def validate_call(
-    request: ValidateRequest, services: ServicesDep, caller: AgentDep
+    request: ValidateRequest, index: IndexDep, validated: ValidatedDep, caller: AgentDep
 ) -> ValidateResult:
     """Check a tool call before it runs: unknown names get the closest real ones.
 
@@ -30,7 +30,5 @@ def validate_call(
     did-you-mean (a key limited to namespaces gets it for any other; with no `namespace`, a
     key limited to one validates in that one), and its route ids are those of its namespaces.
     """
-    request = in_namespace(caller, request, services.index)
-    return validation.validate_call(
-        services.validated, services.index, request, visible=caller.namespaces
-    )
+    request = in_namespace(caller, request, index)
+    return validation.validate_call(validated, index, request, visible=caller.namespaces)

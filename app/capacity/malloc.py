@@ -6,16 +6,15 @@ tens of MB, the old ones freed a moment later. glibc serves a block above its mm
 (128 KiB at first) with its own ``mmap`` and unmaps it when freed; but each time it frees
 such a block it raises the threshold to that block's size (up to 32 MiB), so from the
 second write on the matrices come from the heap of whichever thread's arena merged them.
-Freed there, between live blocks, they stay in the process: RSS grew by 205 MiB in 1,000
-writes (bench/perf/write_rss.py) and a replica's by 350–410 MiB in the 5-minute write-heavy soak,
-while the live data grew by ~20 MB (docs/BENCHMARKS.md, "Multi-replica soak"). Setting the
-threshold (``mallopt``) turns that adjustment off: large blocks are always mapped, and
-unmapped when freed.
+Freed there, between live blocks, they stay in the process: RSS grew with every write while
+the live data hardly did (bench/perf/write_rss.py; docs/BENCHMARKS.md, "Multi-replica
+soak"). Setting the threshold (``mallopt``) turns that adjustment off: large blocks are
+always mapped, and unmapped when freed.
 
 At 4 MiB (the default) the matrices are mapped and the smaller arrays come from the heap,
 where they are reused: at 128 KiB every BM25 array of a merge was a fresh mapping, whose
-pages the kernel faults in and zeroes, and a merge at 10,000 tools took 24.7 ms instead of
-16.5; RSS over 2,000 writes was the same (+14 MiB against +19, bench/perf/write_rss.py).
+pages the kernel faults in and zeroes, and merges were slower for no less RSS
+(bench/perf/write_rss.py; docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -57,6 +58,24 @@ def _sources(settings: Settings, *, writes: bool) -> tuple[Any, Callable[[], Non
     return SourceService(settings, factory, no_encoder, lambda: None), engine.dispose
 
 
+@contextmanager
+def opened(settings: Settings, *, writes: bool) -> Iterator[Any]:
+    """The sources service (``_sources``) for one command, closed after it."""
+    sources, close = _sources(settings, writes=writes)
+    try:
+        yield sources
+    finally:
+        close()
+
+
+def reported(settings: Settings, read: Callable[[Any], Awaitable[Any]], as_json: bool) -> int:
+    """Register or sync (``read`` the source) and print its report."""
+    with opened(settings, writes=True) as sources:
+        report = anyio.run(read, sources)
+    print_report(report.model_dump(mode="json"), as_json)
+    return 0
+
+
 def body(args: argparse.Namespace) -> dict[str, Any]:
     where: dict[str, Any] = {}
     if args.openapi:
@@ -86,34 +105,18 @@ def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         create = SourceCreate.model_validate(body(args))
     except (ValidationError, argparse.ArgumentTypeError) as exc:
         raise CliError(f"bad source: {exc}") from None
-    sources, close = _sources(settings, writes=True)
-    try:
-        report = anyio.run(sources.register, create)
-    finally:
-        close()
-    print_report(report.model_dump(mode="json"), args.json)
-    return 0
+    return reported(settings, lambda sources: sources.register(create), args.json)
 
 
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
-    sources, close = _sources(settings, writes=True)
-    try:
-        report = anyio.run(lambda: sources.sync(args.name, force=args.force))
-    finally:
-        close()
-    print_report(report.model_dump(mode="json"), args.json)
-    return 0
+    return reported(settings, lambda sources: sources.sync(args.name, force=args.force), args.json)
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     from app.db import unit_of_work
 
-    sources, close = _sources(settings, writes=False)
-    try:
-        with unit_of_work(sources.factory) as session:
-            listed = sources.list_sources(session, args.namespace)
-    finally:
-        close()
+    with opened(settings, writes=False) as sources, unit_of_work(sources.factory) as session:
+        listed = sources.list_sources(session, args.namespace)
     if args.json:
         print(json.dumps(listed.model_dump(mode="json"), indent=2))
         return 0
@@ -129,11 +132,8 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_remove(args: argparse.Namespace, settings: Settings) -> int:
-    sources, close = _sources(settings, writes=False)
-    try:
+    with opened(settings, writes=False) as sources:
         retired = sources.remove(args.name)
-    finally:
-        close()
     print(f"removed source {args.name}: {len(retired)} tools retired")
     return 0
 

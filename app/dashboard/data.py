@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.dashboard.filters import MAX_SLOTS, Filters
-from app.db import unit_of_work
+from app.db import SessionFactory, unit_of_work
+from app.loop.events import EventWriter
 from app.loop.stats import (
     Confusion,
     Misroute,
@@ -23,15 +24,15 @@ from app.loop.stats import (
     every_confusion,
     misroutes_choosing,
 )
-from app.services import Services
 from app.tools.lookalike_pairs import LookalikeList
-from app.tools.lookalikes import lookalikes_in
+from app.tools.lookalikes import LookalikeCache, lookalikes_in
 
 Visible = Collection[str] | None
 
 
 def load_stats(
-    services: Services,
+    sessions: SessionFactory,
+    events: EventWriter,
     filters: Filters,
     visible: Visible,
     *,
@@ -47,11 +48,11 @@ def load_stats(
         bucket=filters.bucket,
         visible=visible,
     )
-    with unit_of_work(services.session_factory) as session:
+    with unit_of_work(sessions) as session:
         return compute_stats(
             session,
             stats_filter,
-            dropped_events=services.events.dropped,
+            dropped_events=events.dropped,
             misroute_limit=misroute_limit,
         )
 
@@ -120,10 +121,14 @@ def timeline(buckets: list[dict[str, Any]], filters: Filters, now: datetime) -> 
 
 
 def load_lookalikes(
-    services: Services, visible: Visible, namespace: str | None, threshold: float, limit: int = 50
+    cache: LookalikeCache,
+    visible: Visible,
+    namespace: str | None,
+    threshold: float,
+    limit: int = 50,
 ) -> LookalikeList:
     """Look-alike pairs of one namespace or of all (``visible``), most similar first."""
-    return lookalikes_in(services.lookalikes, namespace, threshold, limit, visible)
+    return lookalikes_in(cache, namespace, threshold, limit, visible)
 
 
 def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:
@@ -133,16 +138,16 @@ def pair_key(namespace: str, a: str, b: str) -> tuple[str, str, str]:
 
 
 def chosen_misroutes(
-    services: Services, visible: Visible, namespace: str, name: str, limit: int = 20
+    sessions: SessionFactory, visible: Visible, namespace: str, name: str, limit: int = 20
 ) -> list[Misroute]:
     """The newest misroutes in which this tool was chosen without being offered."""
-    with unit_of_work(services.session_factory) as session:
+    with unit_of_work(sessions) as session:
         return misroutes_choosing(session, namespace, name, limit, visible)
 
 
-def all_confusions(services: Services, visible: Visible, filters: Filters) -> list[Confusion]:
+def all_confusions(sessions: SessionFactory, visible: Visible, filters: Filters) -> list[Confusion]:
     """Every confused pair for these filters (a stats report lists the 50 most frequent)."""
-    with unit_of_work(services.session_factory) as session:
+    with unit_of_work(sessions) as session:
         return every_confusion(session, filters.namespace, filters.since, filters.until, visible)
 
 

@@ -36,7 +36,7 @@ DEFAULT_RANGE = "7d"
 MAX_SLOTS = 2000
 _BUCKETS: dict[str, Bucket] = {"hour": "hour", "day": "day"}
 # Lower than the 0.8 of /v1/lookalikes: on real catalogs (MiniLM) the pairs agents actually
-# confuse sit around 0.75, and this page is for looking, not alerting.
+# confuse sit a little below it, and this page is for looking, not alerting.
 DEFAULT_THRESHOLD = 0.7
 _NAMESPACE = re.compile(NAMESPACE_PATTERN)
 

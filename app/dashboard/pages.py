@@ -27,10 +27,11 @@ from app.dashboard.filters import (
     parse_threshold,
 )
 from app.dashboard.web import DashboardRoute, JsonViewer, PageViewer, render
-from app.db import unit_of_work
-from app.deps import ServicesDep
+from app.db import SessionFactory, unit_of_work
+from app.deps import EventsDep, IndexDep, LearningDep, LookalikesDep, SessionsDep
 from app.learning import service as learning
-from app.services import Services
+from app.learning.service import LearningCache
+from app.tools.live_index import IndexManager
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
 LOOKALIKES_SHOWN = 50  # the most similar pairs listed; the heading says when there are more
@@ -50,11 +51,11 @@ TEXT_COLUMNS = ("namespace", "name")
 
 
 def page_context(
-    request: Request, services: Services, viewer: Viewer, active: str, filters: Filters
+    request: Request, index: IndexManager, viewer: Viewer, active: str, filters: Filters
 ) -> dict[str, Any]:
     """What every page's frame needs: who, where, and the filter bar's state (the viewer's
     namespaces only)."""
-    namespaces = services.index.namespaces()
+    namespaces = index.namespaces()
     return {
         "viewer": viewer,
         "active": active,
@@ -105,29 +106,36 @@ def _overview_charts(report: dict[str, Any], filters: Filters) -> dict[str, Any]
 
 @router.get("", response_class=HTMLResponse)
 def overview(
-    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+    request: Request,
+    sessions: SessionsDep,
+    events: EventsDep,
+    index: IndexDep,
+    cache: LearningDep,
+    viewer: PageViewer,
+    _slot: ReportSlot,
 ) -> HTMLResponse:
     """Hit rates over time, volume, latency and the headline counts."""
     filters = parse_filters(request.query_params)
-    report = load_stats(services, filters, viewer.namespaces, misroute_limit=5).model_dump()
+    stats = load_stats(sessions, events, filters, viewer.namespaces, misroute_limit=5)
+    report = stats.model_dump()
+    shown = [ns for ns in sorted(index.namespaces()) if viewer.can_see(ns)]
     return render(
         "overview.html",
-        **page_context(request, services, viewer, "overview", filters),
+        **page_context(request, index, viewer, "overview", filters),
         report=report,
         charts=_overview_charts(report, filters),
-        learned=learned_models(services, viewer, filters),
+        learned=learned_models(sessions, cache, shown, filters),
     )
 
 
-def learned_models(services: Services, viewer: Viewer, filters: Filters) -> list[dict[str, Any]]:
+def learned_models(
+    sessions: SessionFactory, cache: LearningCache, shown: list[str], filters: Filters
+) -> list[dict[str, Any]]:
     """The learned model of each namespace in view (app/learning/service.py ``overview``)."""
-    if services.learning is None:
-        return []
-    shown = [ns for ns in sorted(services.index.namespaces()) if viewer.can_see(ns)]
     if filters.namespace is not None:
         shown = [ns for ns in shown if ns == filters.namespace]
-    with unit_of_work(services.session_factory) as session:
-        return learning.overview(session, services.learning, shown)
+    with unit_of_work(sessions) as session:
+        return learning.overview(session, cache, shown)
 
 
 def sorted_tools(
@@ -146,18 +154,23 @@ def sorted_tools(
 
 @router.get("/tools", response_class=HTMLResponse)
 def tools(
-    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+    request: Request,
+    sessions: SessionsDep,
+    events: EventsDep,
+    index: IndexDep,
+    viewer: PageViewer,
+    _slot: ReportSlot,
 ) -> HTMLResponse:
     """Per-tool counts, sortable by every column (server-side, `?sort=COLUMN&dir=asc|desc`),
     a page of `TOOLS_PAGE_SIZE` rows at a time (`?page=N`)."""
     filters = parse_filters(request.query_params)
-    report = load_stats(services, filters, viewer.namespaces, misroute_limit=0).model_dump()
+    report = load_stats(sessions, events, filters, viewer.namespaces, misroute_limit=0).model_dump()
     params = request.query_params
     rows, sort, direction = sorted_tools(report["tools"], params.get("sort"), params.get("dir"))
     page = page_of(params.get("page"), len(rows), TOOLS_PAGE_SIZE)
     return render(
         "tools.html",
-        **page_context(request, services, viewer, "tools", filters),
+        **page_context(request, index, viewer, "tools", filters),
         report=report,
         rows=rows[page.offset : page.offset + page.size],
         total=len(rows),
@@ -171,34 +184,44 @@ def tools(
 
 @router.get("/misroutes", response_class=HTMLResponse)
 def misroutes(
-    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+    request: Request,
+    sessions: SessionsDep,
+    events: EventsDep,
+    index: IndexDep,
+    viewer: PageViewer,
+    _slot: ReportSlot,
 ) -> HTMLResponse:
     """The most frequent confusions, and every misroute with its query and candidates."""
     filters = parse_filters(request.query_params)
     limit = 200 if request.query_params.get("limit") == "200" else 50
-    report = load_stats(services, filters, viewer.namespaces, misroute_limit=limit).model_dump()
+    report = load_stats(sessions, events, filters, viewer.namespaces, misroute_limit=limit)
     return render(
         "misroutes.html",
-        **page_context(request, services, viewer, "misroutes", filters),
-        report=report,
+        **page_context(request, index, viewer, "misroutes", filters),
+        report=report.model_dump(),
         limit=limit,
     )
 
 
 @router.get("/lookalikes", response_class=HTMLResponse)
 def lookalikes(
-    request: Request, services: ServicesDep, viewer: PageViewer, _slot: ReportSlot
+    request: Request,
+    sessions: SessionsDep,
+    index: IndexDep,
+    cache: LookalikesDep,
+    viewer: PageViewer,
+    _slot: ReportSlot,
 ) -> HTMLResponse:
     """Pairs of tools so alike that they get confused, with how often they were confused."""
     filters = parse_filters(request.query_params)
     threshold = parse_threshold(request.query_params.get("threshold"))
     visible = viewer.namespaces
-    found = load_lookalikes(services, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
+    found = load_lookalikes(cache, visible, filters.namespace, threshold, LOOKALIKES_SHOWN + 1)
     pairs = found.pairs
-    counts = confusion_counts(all_confusions(services, visible, filters))
+    counts = confusion_counts(all_confusions(sessions, visible, filters))
     return render(
         "lookalikes.html",
-        **page_context(request, services, viewer, "lookalikes", filters),
+        **page_context(request, index, viewer, "lookalikes", filters),
         pairs=[
             (p, counts.get(pair_key(p.namespace, p.a, p.b), 0)) for p in pairs[:LOOKALIKES_SHOWN]
         ],
@@ -210,9 +233,13 @@ def lookalikes(
 
 @router.get("/stats.json")
 def stats_json(
-    request: Request, services: ServicesDep, viewer: JsonViewer, _slot: ReportSlot
+    request: Request,
+    sessions: SessionsDep,
+    events: EventsDep,
+    viewer: JsonViewer,
+    _slot: ReportSlot,
 ) -> JSONResponse:
     """The numbers behind the pages, for the same filters: the body of GET /v1/stats."""
     filters = parse_filters(request.query_params)
-    report = load_stats(services, filters, viewer.namespaces)
+    report = load_stats(sessions, events, filters, viewer.namespaces)
     return JSONResponse(report.model_dump(mode="json"))

@@ -18,9 +18,9 @@ from app.dashboard.auth import (
     verify,
 )
 from app.dashboard.signouts import sign_out
-from app.dashboard.web import DashboardRoute, current_viewer, render, safe_next, same_site
+from app.dashboard.web import DashboardRoute, SignedIn, render, safe_next, same_site
 from app.db import unit_of_work
-from app.deps import ServicesDep
+from app.deps import KeysDep, LimiterDep, MetricsDep, SessionsDep
 from app.limits.counts import Refusal
 
 router = APIRouter(prefix="/dashboard", route_class=DashboardRoute, include_in_schema=False)
@@ -28,11 +28,9 @@ MAX_KEY = 512
 
 
 @router.get("/login", response_class=HTMLResponse, response_model=None)
-def login_form(
-    request: Request, services: ServicesDep, next: str = "/dashboard"
-) -> HTMLResponse | RedirectResponse:
+def login_form(viewer: SignedIn, next: str = "/dashboard") -> HTMLResponse | RedirectResponse:
     """The sign-in form; an already signed-in viewer goes straight on."""
-    if current_viewer(request, services) is not None:
+    if viewer is not None:
         return RedirectResponse(safe_next(next), status_code=303)
     return render("login.html", next=safe_next(next), error=None)
 
@@ -43,7 +41,9 @@ CROSS_SITE = "Signing in or out from another site is refused."
 @router.post("/login", response_class=HTMLResponse, response_model=None)
 def login(
     request: Request,
-    services: ServicesDep,
+    keys: KeysDep,
+    limiter: LimiterDep,
+    metrics: MetricsDep,
     key: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/dashboard",
 ) -> HTMLResponse | RedirectResponse:
@@ -53,14 +53,14 @@ def login(
     (login CSRF) and see what they then look at as that viewer."""
     if not same_site(request):
         return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
-    client = services.limiter.client(request.scope)
-    refusal = services.limiter.blocked(client)
+    client = limiter.client(request.scope)
+    refusal = limiter.blocked(client)
     if refusal is not None:  # too many wrong keys from here: not even a right one is tried
-        services.metrics.rate_limited.labels(refusal.kind).inc()
+        metrics.rate_limited.labels(refusal.kind).inc()
         return _slow_down(refusal, next)
-    record = key_for_login(key.strip(), services.keys) if len(key) <= MAX_KEY else None
+    record = key_for_login(key.strip(), keys) if len(key) <= MAX_KEY else None
     if record is None:
-        services.limiter.failed(client)
+        limiter.failed(client)
         error = "That key is not an admin or dashboard key of this service."
         return render("login.html", status_code=401, next=safe_next(next), error=error)
     response = RedirectResponse(safe_next(next), status_code=303)
@@ -86,15 +86,17 @@ def _slow_down(refusal: Refusal, next: str) -> HTMLResponse:
 
 
 @router.post("/logout", response_model=None)
-def logout(request: Request, services: ServicesDep) -> RedirectResponse | HTMLResponse:
+def logout(
+    request: Request, keys: KeysDep, sessions: SessionsDep
+) -> RedirectResponse | HTMLResponse:
     """End the session: recorded as signed out (so a copy of the cookie no longer works on
     any replica), and the browser told to forget it. Only from this site."""
     if not same_site(request):
         return render("login.html", status_code=403, next="/dashboard", error=CROSS_SITE)
     token = request.cookies.get(COOKIE_NAME)
-    viewer = verify(token, services.keys) if token else None
+    viewer = verify(token, keys) if token else None
     if token is not None and viewer is not None:
-        with unit_of_work(services.session_factory) as session:
+        with unit_of_work(sessions) as session:
             sign_out(session, token, viewer.expires)
     response = RedirectResponse("/dashboard/login", status_code=303)
     response.delete_cookie(

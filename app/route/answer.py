@@ -50,8 +50,8 @@ class _RandomIds:
     ``app.loop.events.route_id_time`` reads it: feedback waits for a recent route another
     replica answered, not for an old or made-up id), then 80 random bits, 32 hex digits in
     all. The random bytes are cut from a buffer of ``os.urandom`` refilled 4 KiB at a time:
-    one system call per ~400 ids instead of one each (right after a model call one cost
-    ~17 µs here)."""
+    one system call per ~400 ids instead of one each (a system call right after a model
+    call is not cheap)."""
 
     def __init__(self, ids_per_refill: int = 409) -> None:
         self._size = RANDOM_BYTES * ids_per_refill

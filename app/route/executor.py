@@ -14,8 +14,8 @@ the threads are the event loop plus ``workers``, and the queue is the batch. Mea
 
 One batch is ranked at a time. A model call releases the interpreter lock and the ranking
 holds it, so a second worker overlaps its model call with another batch's ranking; two
-rankings at once only traded the lock back and forth (server CPU per route on repeated steps
-0.81x with one ranking at a time, docs/BENCHMARKS.md, issue 32).
+rankings at once only traded the lock back and forth (docs/BENCHMARKS.md, "The int8 first
+pass from 3,000 tools, and one ranking at a time").
 
 The queue is bounded (``max_queue``): past it a step is refused at once with 503
 ``overloaded`` and ``Retry-After``, instead of every later step waiting longer and longer

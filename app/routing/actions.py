@@ -64,6 +64,21 @@ _OTHER: dict[str, str] = {
     "apag remov 删除 删掉 移除 取消 撤销 删 削除 消して 消す 外して 取り消",
 }
 _QUESTION = re.compile(r"\?\s*$")
+# Phrasal verbs whose first word alone asks for another action ("get rid of": not "get").
+_PHRASES = re.compile(
+    r"\b(?:get rid of|throw away|take down|set up|spin up|sign up|look up|turn off|turn on|"
+    r"give up on|give up)\b",
+    re.IGNORECASE,
+)
+_PHRASE_VERB = {
+    "get rid of": "delete", "throw away": "delete", "take down": "delete", "set up": "create",
+    "spin up": "create", "sign up": "create", "look up": "read", "turn off": "disable",
+    "turn on": "enable", "give up on": "cancel", "give up": "cancel",
+}  # fmt: skip
+# Words that make a read a list: "show me all my services", "zeig alle Nachrichten".
+_EVERY = frozenset(
+    "all every alle sämtliche todos todas tous toutes tutti 所有 全部 すべて 全て".split()
+)
 
 
 def _stem_table() -> dict[str, tuple[str, ...]]:
@@ -122,7 +137,9 @@ def step_action(text: str) -> StepAction:
     done, or with a question word); later ones weigh ``_LATER`` each."""
     weights: dict[str, float] = {}
     verbs: set[str] = set()
-    for word in (w.lower() for w in words(text)[:40]):
+    text = _PHRASES.sub(lambda m: _PHRASE_VERB[" ".join(m.group().lower().split())], text)
+    said = [w.lower() for w in words(text)[:40]]
+    for word in said:
         actions = _actions_of(word)
         if not actions:
             continue
@@ -130,6 +147,8 @@ def step_action(text: str) -> StepAction:
         for action in actions:
             weights[action] = weights.get(action, 0.0) + share
         verbs.update(analyse(word))
+    if "read" in weights and _EVERY.intersection(said):
+        weights["list"] = weights.get("list", 0.0) + weights.pop("read")
     total = sum(weights.values())
     every = frozenset(analyse(text))
     if total <= 0:

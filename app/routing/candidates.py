@@ -68,7 +68,7 @@ def evidence(
         return values
 
     mine, pooled = fused(positions), sorted(fused(basis.pool))  # ascending
-    pool = set(basis.pool.tolist())  # np.isin costs ~15 µs on arrays this small
+    pool = set(basis.pool.tolist())  # np.isin's overhead outweighs arrays this small
     in_pool = [p in pool for p in positions.tolist()]
     tool_ids = scores.tool_ids[positions]
     distinct = len(set(basis.rows.tokens))

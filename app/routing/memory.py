@@ -29,8 +29,8 @@ from app.routing.signals import unit_rows
 from app.routing.types import RouterConfig
 
 # Rows QueryMemory.build reads, makes unit-length and projects at a time: whole-size
-# temporaries cost 100,000 examples' first build 97 MiB of peak at 384 dims, 228 at 896
-# (bench/perf/memory_parts.py, docs/BENCHMARKS.md).
+# temporaries raised a large first build's peak memory (bench/perf/memory_parts.py,
+# docs/BENCHMARKS.md).
 _NORM_CHUNK = 4096
 _SAMPLE = 16_384  # rows principal_basis fits the directions on
 _GRAM_CHUNK = 2048  # rows principal_basis adds to MᵀM at a time

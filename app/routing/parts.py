@@ -154,12 +154,13 @@ def query_texts(query: str, *, split: bool = True) -> list[str]:
     step). A single row also works; parts then share the whole step's embedding. A long
     step is read through ``window.step_window``: row 0 is that window.
     """
-    text = model_text(query)
+    text = step_window(query)
     parts = step_parts(text) if split else [text]
     return [text] if len(parts) < 2 else [text, *parts]
 
 
-def model_text(query: str) -> str:
-    """What the keyword and embedding stages read of a step: its window
-    (``window.step_window``) with its values replaced by their kind (``reading.py``)."""
-    return read_step(step_window(query)).model_text
+def keyword_text(text: str) -> str:
+    """What the keyword stage reads of a step's text: its values replaced by their kind or
+    left out (``reading.py``), so an id's digits and hex match no card's words. The
+    embedding reads the text as sent: masked, it lost (docs/ROUTING.md, "Values")."""
+    return read_step(text).model_text

@@ -2,7 +2,7 @@
 vectors) and where everything goes when it is merged into an index (``MergePlan``).
 
 Analysing a card (tokens for BM25, compiled parameter rules, tags) is most of the cost of an
-index: 4.2 of 9.2 s of a 10,000-tool build, card decoding aside. A segment analyses only the
+index, card decoding aside (docs/ROUTING.md). A segment analyses only the
 cards a write touched; ``RouterIndex.merge`` then lays the index's own per-card data and the
 segment's side by side in name order without analysing anyone again.
 """

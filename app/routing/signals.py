@@ -18,7 +18,7 @@ import numpy as np
 
 from app.routing.bm25 import bm25_row, bm25_scores
 from app.routing.index import RouterIndex
-from app.routing.parts import model_text, step_parts
+from app.routing.parts import keyword_text, step_parts
 from app.routing.text import analyse
 from app.routing.types import RouterConfig
 from app.routing.window import step_window
@@ -33,10 +33,10 @@ RESCORED = 64
 
 @dataclass(frozen=True, slots=True)
 class QueryRows:
-    """A query analysed once: the step as sent (its window: ``text``, where the rule check
-    finds values), the texts the models read (whole step, then each part: ``parts.model_text``),
-    their tokens and BM25 rows, and the tools the whole step's terms touch (``bm25_row``: one
-    entry per term and tool)."""
+    """A query analysed once: its texts (whole step, then each part; ``text``: the whole
+    step's window, where the rule check finds values), their tokens (of their values masked:
+    ``parts.keyword_text``) and BM25 rows, and the tools the whole step's terms touch
+    (``bm25_row``: one entry per term and tool)."""
 
     text: str
     texts: list[str]
@@ -54,20 +54,19 @@ def analyse_query(
 
     ``texts``: the step's texts as ``query_texts(query, split=split)`` gives them, if the
     caller has them already (a service reads a step once, to embed it)."""
-    window = step_window(query or "")
-    text = model_text(query or "")
+    text = step_window(query or "")
     if texts is None or (texts and texts[0] != text) or (not split and len(texts) > 1):
         parts = step_parts(text) if split else [text]
         texts = [text] if len(parts) < 2 else [text, *parts]
     texts = list(texts) or [text]
-    tokens = [analyse(t) for t in texts]
+    tokens = [analyse(keyword_text(t)) for t in texts]
     whole, touched = bm25_row(index.keyword, tokens[0])
     rows = (
         whole[None]
         if len(tokens) == 1
         else np.stack([whole, *(bm25_scores(index.keyword, t) for t in tokens[1:])])
     )
-    return QueryRows(window, texts, tokens[0], rows, touched, tuple(tokens[1:]))
+    return QueryRows(text, texts, tokens[0], rows, touched, tuple(tokens[1:]))
 
 
 Cosines = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -170,14 +169,14 @@ def decisive_tools(
         best = keyword.max(axis=0) if len(keyword) > 1 else keyword[0]
         best = best if eligible is None else best[eligible]
         # Among the tools some query term touches (argpartition over a row of mostly equal
-        # zeros took 0.47 ms at 10,000 tools, this 0.12).
+        # zeros is several times slower; docs/BENCHMARKS.md).
         hits = np.flatnonzero(best)
         if hits.size > keyword_top:
             scores = best[hits]
             hits = hits[np.argpartition(scores, scores.size - keyword_top)[-keyword_top:]]
         picks.append(hits)
-    # Repeats are harmless (the same exact cosine written twice) and cheaper than np.unique:
-    # ranking 1.153 → 1.111 ms at 10,000 tools, 600 interleaved routes on the VNNI machine.
+    # Repeats are harmless (the same exact cosine written twice) and cheaper than np.unique
+    # (docs/BENCHMARKS.md).
     chosen = np.concatenate(picks)
     return chosen if eligible is None else eligible[chosen]
 
@@ -208,7 +207,7 @@ def prior_contribution(
 
     A read-only prior (``MappingProxyType``: the caches swap their priors whole, never
     change one) is turned into positions and values once per index, then placed in one
-    step: a loop over a prior of 1,000 tools cost every route ~0.5 ms (bench/perf/key_views.py)."""
+    step: a loop over a large prior cost every route (bench/perf/key_views.py)."""
     boost = np.zeros(len(index))
     if not prior:
         return boost

@@ -104,7 +104,10 @@ def _join(parts: Iterable[str]) -> str:
 
 def embedding_text(doc: ToolDoc) -> str:
     """The exact text embedded for a tool: readable name, summary, description, parameters,
-    tags and examples, e.g. ``"get film details: Retrieve … Parameters: film id: The id …"``.
+    tags and examples, e.g. ``"get film details: Retrieve … Parameters: film id: The id …
+    language."``: each required parameter with its description, the others by name alone, so
+    a long list of options does not drown what the tool does (docs/ROUTING.md, "The text
+    each side sees").
 
     The service hashes this string to decide whether a stored vector is still valid.
     """
@@ -113,12 +116,15 @@ def embedding_text(doc: ToolDoc) -> str:
     body = _join([summary, doc.description])
     text = f"{name}: {body}" if body else name
     text += "" if text.endswith((".", "!", "?", "。")) else "."
+    required = set(required_params(doc.parameters))
     params = [
         _join([" ".join(words(p)) + ":", str(s.get("description", ""))])
+        if p in required
+        else " ".join(words(p))
         for p, s in schema_properties(doc.parameters).items()
     ]
     if params:
-        text += " Parameters: " + " ".join(p.rstrip(".") + "." for p in params)
+        text += " Parameters: " + " ".join(p.rstrip(".").rstrip(":") + "." for p in params)
     if doc.tags:
         text += f" Tags: {', '.join(doc.tags)}."
     if doc.examples:

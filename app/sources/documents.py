@@ -57,11 +57,11 @@ class DocumentLimits:
     @classmethod
     def from_settings(cls, settings: Settings) -> DocumentLimits:
         return cls(
-            max_documents=settings.source_max_documents,
-            max_bytes=settings.source_max_bytes,
-            max_depth=settings.source_max_depth,
-            seconds=settings.source_read_seconds,
-            max_card_bytes=settings.source_max_card_bytes,
+            max_documents=settings.source.max_documents,
+            max_bytes=settings.source.max_bytes,
+            max_depth=settings.source.max_depth,
+            seconds=settings.source.read_seconds,
+            max_card_bytes=settings.source.max_card_bytes,
         )
 
     def deadline(self) -> Deadline:

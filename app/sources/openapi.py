@@ -5,14 +5,16 @@ Each operation's card:
 * ``name``: its ``operationId``, else its method and path (``get_files_file_id``), with every
   character the card's name pattern refuses made ``_``, cut to 128; a name taken twice gets
   ``_2``, ``_3``...
-* ``summary``, ``description``: the operation's own (its method and path when it has none);
+* ``summary``, ``description``: the operation's own; an operation with neither gets a summary
+  written from its operationId, method and path (``openapi_verbs.written_summary``: "Create
+  an alpha sender for the service"), else its method and path;
 * ``parameters``: one JSON Schema object of its path, query, header and cookie parameters
   and its request body (app/sources/openapi_request.py), ``$ref``s inlined and bounded
   (app/sources/openapi_schema.py); parameters the source's credentials supply are left out;
 * ``returns``: its first success response's schema; ``errors``: its documented 4xx and 5xx
   responses, each with what an agent should do next; ``tags``: its tags;
-* ``examples``: requests in a user's verbs, from its method, path, summary and body
-  (app/sources/openapi_verbs.py).
+* ``examples``: the actions its body declares (``reboot the droplet``:
+  app/sources/openapi_verbs.py); no verbs are invented.
 
 Its *binding* (app/sources/binding.py ``HttpBinding``) says how the gateway sends the HTTP
 request: method, server, path template, and where each argument goes. A card that the
@@ -47,7 +49,7 @@ from app.sources.openapi_request import (
 )
 from app.sources.openapi_schema import SchemaContext, SchemaTooLarge, convert_schema
 from app.sources.openapi_servers import Unserved, server
-from registry.card import NAME_PATTERN, ToolCard, first_sentence
+from registry.card import NAME_PATTERN, ToolCard
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -252,10 +254,8 @@ def _card(
 
 
 def _examples(operation: Operation, parameters: dict[str, Any]) -> list[str]:
-    """Requests a user would say for it, from its method, path and body (openapi_verbs.py)."""
-    texts = _texts(operation)
-    summary = texts["summary"] or first_sentence(texts["description"])
-    return openapi_verbs.examples(operation.method, operation.path, summary, parameters)
+    """Requests that should route to it, as its body declares them (openapi_verbs.py)."""
+    return openapi_verbs.examples(operation.path, parameters)
 
 
 def _context(documents: Documents, version: str, max_refs: int, patterns: bool) -> SchemaContext:
@@ -285,6 +285,10 @@ def _texts(operation: Operation, not_callable: str | None = None) -> dict[str, s
     """Its summary and description; the reason the gateway cannot call it, at the end."""
     summary = " ".join(str(operation.node.get("summary") or "").split())[:300]
     description = str(operation.node.get("description") or "").strip()
+    if not summary and not description:
+        summary = openapi_verbs.written_summary(
+            operation.method, operation.path, str(operation.node.get("operationId") or "")
+        )
     text = "\n\n".join(part for part in (summary, description) if part)
     text = text or f"{operation.method} {operation.path}"
     if operation.node.get("deprecated") is True:

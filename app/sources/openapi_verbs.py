@@ -1,46 +1,28 @@
-"""What an OpenAPI operation does, said as a user would say it: the card's examples.
+"""What an OpenAPI operation does, in words: its kind, what it acts on, the action names its
+body declares, and a summary for an operation that has none.
 
 An operation knows its method, whether its path names a collection (``/folders``) or an
 item (``/folders/{folder_id}``), and its body. From these it is one *kind* of operation:
-create (POST on a collection), list (GET on a collection), read (GET on an item), change
-(PUT or PATCH), delete (DELETE), or an action (POST on an item, or on a path that ends in a
-verb: ``/files/{id}/copy``). A step asks for one kind with its own verb ("provision a
-server", "grow the disk", "throw away the file"), which the operation's summary rarely
-shares ("Create droplet", "Update volume", "Delete file").
+create, list, read, change, delete, or an action (``kind``). Two things go on its card:
 
-So each card gets example requests (``ToolCard.examples``: "requests that should route
-here", which the router reads as their own vectors and words) made of the kind's verbs and
-the operation's object (its summary without its verb): ``add a folder``, ``make a new
-folder``, ``set up a folder``. An action body whose ``type`` is an enum, or a ``oneOf`` of
-bodies each with its own ``type``, names its actions (``POST /droplets/{id}/actions`` with
-``snapshot``, ``reboot``, ``resize``): each becomes an example too (``snapshot droplet``), and
-the description lists them. An operation with its own examples (``x-examples`` is not
-standard, so none) is not guessed at: only the method, path and body are read.
+* **examples** (``ToolCard.examples``): only what the document declares. An action body whose
+  ``type`` is an enum, or a ``oneOf`` of bodies each with its own ``type``, names its actions
+  (``POST /droplets/{id}/actions`` with ``snapshot``, ``reboot``, ``resize``): each becomes an
+  example (``snapshot the droplet``). No verbs are invented: which verb a step uses for which
+  kind is the router's to read (app/routing/actions.py), not text to write into a card.
+* **a summary** (``written_summary``) where the operation has neither summary nor
+  description, from its operationId, method and path, as a person would write it:
+  ``POST /v1/Services/{ServiceSid}/AlphaSenders`` (``CreateAlphaSender``) reads "Create an
+  alpha sender for the service".
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-# Each kind's verbs, as users say them. The first is the kind's own word.
-VERBS: dict[str, tuple[str, ...]] = {
-    "create": ("create a new", "add a", "make a", "provision a", "spin up a", "set up a"),
-    "list": ("list all", "show all", "see every", "browse the"),
-    "read": ("get the", "show the", "look up the", "view the"),
-    "change": ("update the", "change the", "edit the", "modify the", "resize the", "rename the"),
-    "delete": ("delete the", "remove the", "destroy the", "get rid of the", "throw away the"),
-    # Actions many APIs name in their summaries, in the words users say them with.
-    "copy": ("copy the", "duplicate the", "clone the", "make a copy of the"),
-    "restore": ("restore the", "bring back the", "recover the", "undelete the"),
-    "download": ("download the", "grab the contents of the", "save a local copy of the"),
-    "upload": ("upload a", "put a new", "send a"),
-    "apply": ("apply a", "put a", "stamp a", "add a"),
-    "assign": ("assign the", "hand over the", "give the"),
-    "cancel": ("cancel the", "call off the", "abort the", "stop the"),
-    "move": ("move the", "transfer the", "relocate the"),
-}
 MAX_ACTIONS = 24
 # The summary's first verb (present, or third person: "Updates a message.") and its kind.
 SUMMARY_VERBS: dict[str, str] = {
@@ -163,24 +145,70 @@ def _type_values(schema: Any) -> list[Any]:
     return [schema["const"]] if "const" in schema else []
 
 
-def examples(method: str, path: str, summary: str, parameters: Mapping[str, Any]) -> list[str]:
-    """Requests that should route to the operation: its actions, its summary, and its
-    kind's verbs with what it acts on."""
+def examples(path: str, parameters: Mapping[str, Any]) -> list[str]:
+    """Requests that should route to the operation, as its document declares them: its body's
+    action names with what they act on (``reboot the droplet``)."""
     found = [f"{_words(action)} the {resource(path)}" for action in actions(parameters)]
-    own = " ".join(summary.split()).rstrip(".")
-    if own and len(own.split()) <= 12:  # the summary itself: every card has its say
-        found.append(own[0].lower() + own[1:])
-    what, thing = kind(method, path, summary), obj(summary, path)
-    if what in VERBS and thing:
-        found.extend(_article(f"{verb} {thing}") for verb in VERBS[what])
     return list(dict.fromkeys(e[:1000] for e in found if e.strip()))[:50]
+
+
+# A written summary's verb for each kind, and for an operationId's leading verb.
+_SAID = {"create": "Create", "list": "List", "read": "Get", "change": "Update", "delete": "Delete"}
+_ID_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def written_summary(method: str, path: str, operation_id: str = "") -> str:
+    """A summary for an operation that has none: its operationId read as words when it starts
+    with a verb (``CreateAlphaSender``: "Create an alpha sender"), else its kind's verb and its
+    path's resource (a POST to a collection creates); then the resource it belongs to, the
+    one the path names before it ("… for the service"). ``""`` when neither says anything."""
+    said = [w.lower() for w in _ID_WORD.findall(operation_id)]
+    verb = SUMMARY_VERBS.get(said[0]) if said else None
+    thing = resource(path)
+    collection = not _is_item(path)
+    if verb is not None and len(said) > 1:
+        words = said[1:]
+    else:
+        verb = kind(method, path) or ("create" if method.upper() == "POST" and collection else None)
+        if verb not in _SAID or not thing:
+            return ""
+        said, words = [_SAID[verb]], thing.split()
+    if verb == "list" and not words[-1].endswith("s"):
+        words = [*words[:-1], words[-1] + "s"]
+    head = " ".join([said[0].capitalize(), *words])
+    owner = _owner(path, thing)
+    if owner:
+        head += f" {'for' if verb == 'create' else 'of'} the {owner}"
+    return _article_after_verb(head)
+
+
+def _is_item(path: str) -> bool:
+    segments = [s for s in path.split("#")[0].split("/") if s]
+    return bool(segments) and _PARAMETER.match(segments[-1]) is not None
+
+
+def _owner(path: str, thing: str) -> str:
+    """The resource the path's resource belongs to: ``service`` in
+    ``/v1/Services/{ServiceSid}/AlphaSenders/{Sid}``."""
+    segments = [s for s in path.split("#")[0].split("/") if s]
+    owners = [
+        resource("/" + before)
+        for before, segment in itertools.pairwise(segments)
+        if _PARAMETER.match(segment) and not _PARAMETER.match(before)
+    ]
+    owners = [o for o in owners if o and o != thing]
+    return owners[-1] if owners else ""
+
+
+def _article_after_verb(text: str) -> str:
+    """ "Create alpha sender" as "Create an alpha sender" (one thing after a verb)."""
+    verb, _, rest = text.partition(" ")
+    if not rest or verb.lower() == "list":
+        return text
+    article = "an" if rest[0].lower() in "aeiou" else "a"
+    return f"{verb} {article} {rest}"
 
 
 def _words(name: str) -> str:
     """``power_off`` as "power off", ``enableBackups`` as "enable backups"."""
     return " ".join(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").split()).lower()
-
-
-def _article(text: str) -> str:
-    """ "add a emoji" as "add an emoji"."""
-    return re.sub(r"\ba (?=[aeiouAEIOU])", "an ", text)

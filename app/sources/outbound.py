@@ -67,7 +67,7 @@ class OutboundRules:
         return cls(
             allowed=_networks(settings.outbound_allowed_networks),
             denied=_networks(settings.outbound_denied_networks),
-            max_response_bytes=settings.gateway_max_response_bytes,
+            max_response_bytes=settings.gateway.max_response_bytes,
         )
 
     def refusal(self, address: IPAddress) -> str | None:

@@ -81,10 +81,10 @@ class SourceService:
         self.reach = Reach(
             OutboundRules.from_settings(settings),
             settings.secret_dirs,
-            settings.gateway_timeout_seconds,
-            settings.source_stdio_allowed,
-            max_tools=settings.source_max_tools,
-            max_listing_bytes=settings.source_max_listing_bytes,
+            settings.gateway.timeout_seconds,
+            settings.source.stdio_allowed,
+            max_tools=settings.source.max_tools,
+            max_listing_bytes=settings.source.max_listing_bytes,
         )
         keep_secrets_out_of_logs()
         self.document_limits = DocumentLimits.from_settings(settings)
@@ -116,7 +116,7 @@ class SourceService:
 
     def check(self, create: SourceCreate) -> None:
         """What can be refused before anything is read."""
-        if create.command is not None and not self.settings.source_stdio_allowed:
+        if create.command is not None and not self.settings.source.stdio_allowed:
             raise InvalidInput(
                 "MCP sources run as local commands are off (TOOLREACH_SOURCE_STDIO_ALLOWED)"
             )
@@ -219,7 +219,7 @@ class SourceService:
         last = self._asked_at.get(name)
         due = DEBOUNCE_SECONDS
         if last is not None:
-            due = max(due, last + self.settings.source_resync_min_seconds - time.monotonic())
+            due = max(due, last + self.settings.source.resync_min_seconds - time.monotonic())
         await anyio.sleep(due)
         self._asked.discard(name)  # an ask from now on is for the next sync
         self._asked_at[name] = time.monotonic()
@@ -236,8 +236,8 @@ class SourceService:
 
     def start(self) -> None:
         """Start the schedule (on the running event loop), if one is set."""
-        if self.settings.source_sync_seconds > 0:
-            self._spawn(self._schedule(self.settings.source_sync_seconds))
+        if self.settings.source.sync_seconds > 0:
+            self._spawn(self._schedule(self.settings.source.sync_seconds))
 
     def watch(self, pool: Watcher) -> None:
         """Have ``pool`` hold a session to each live MCP source (in the background)."""

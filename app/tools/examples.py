@@ -97,7 +97,7 @@ class ExampleCache:
     A rebuild decodes only the cards whose stored JSON changed, rebuilds the votes only when
     some card's examples changed, and keeps the principal directions of the first build, so
     an unchanged text keeps its row and only new texts' whole vectors are read (none is held
-    between builds: 100,000 examples' took 149 MiB at 384 dims); a burst of writes makes one
+    between builds); a burst of writes makes one
     rebuild (``app/tools/settle.py``)."""
 
     def __init__(

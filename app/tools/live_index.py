@@ -34,10 +34,9 @@ log = logging.getLogger("toolreach.index")
 class CardStore(Mapping[str, ToolCard]):
     """A namespace's cards kept as compact JSON and decoded when read.
 
-    A card object with its parameter schema as Python dicts takes ~3.4 KB; its JSON ~0.5 KB
-    (the benchmark's cards). At 100,000 tools that is 340 MB against 50 MB, and a route reads
-    at most k cards (~25 µs each to decode, without re-checking the schema: it was checked
-    when written).
+    A card object with its parameter schema as Python dicts takes several times the memory
+    of its JSON (docs/BENCHMARKS.md), and a route reads at most k cards (decoded without
+    re-checking the schema: it was checked when written).
     """
 
     __slots__ = ("_raw",)

@@ -1,9 +1,10 @@
 """When a background cache rebuilds after writes: once they settle, and never much later.
 
 A namespace's look-alikes and its card examples' votes are rebuilt from each new snapshot of
-the live index, off the request path; at 10,000 tools a rebuild takes ~60–140 ms of a core.
-Rebuilt after every write, or every second of a stream of writes, they took that from the
-writes themselves on a 2-core machine. ``Settle`` makes one rebuild for a burst: ``quiet``
+the live index, off the request path; at 10,000 tools a rebuild takes a noticeable share of
+a core (docs/BENCHMARKS.md, "Look-alikes under load"). Rebuilt after every write, or every
+second of a stream of writes, they took that from the writes themselves on a 2-core
+machine. ``Settle`` makes one rebuild for a burst: ``quiet``
 seconds after its last write, or ``longest`` seconds after its first if the writes never
 stop, so a cache is never more than ``longest`` seconds behind.
 """

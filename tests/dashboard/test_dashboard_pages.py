@@ -298,8 +298,9 @@ def test_look_alike_counts_see_every_confused_pair(viewer: TestClient) -> None:
     services = viewer.app.state.services  # type: ignore[attr-defined]
     services.events.flush()
     filters = parse_filters({"range": "all"})
-    assert len(load_stats(services, filters, None).confusions) == 50
-    assert len(all_confusions(services, None, filters)) == 52
+    report = load_stats(services.session_factory, services.events, filters, None)
+    assert len(report.confusions) == 50
+    assert len(all_confusions(services.session_factory, None, filters)) == 52
 
 
 def test_a_namespace_without_tools_shows_as_the_one_selected(viewer: TestClient) -> None:

@@ -5,7 +5,7 @@ and docs/DEPLOY.md budget with: a change to the pool shows up here first."""
 
 from __future__ import annotations
 
-from app.settings import Settings
+from app.db import DatabaseLimits
 from tests.deploy.tools import CHART, ROOT, helm
 
 PROBE = 1  # the connection app/db_health.py's probe keeps of its own
@@ -14,10 +14,8 @@ OWN = PROBE + LISTENER
 
 
 def pool_defaults() -> tuple[int, int]:
-    fields = Settings.model_fields
-    size, overflow = fields["database_pool_size"].default, fields["database_max_overflow"].default
-    assert isinstance(size, int) and isinstance(overflow, int)
-    return size, overflow
+    defaults = DatabaseLimits()  # TOOLREACH_DATABASE_POOL_SIZE, TOOLREACH_DATABASE_MAX_OVERFLOW
+    return defaults.pool_size, defaults.max_overflow
 
 
 def notes(*values: str) -> str:

@@ -52,7 +52,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # the reports in one short transaction of its own (db) and holds none while it replays.
     "advice": {"routing", "registry", "embedding", "tools", "loop", "db", "errors"},
     # The foundation: small modules every room may stand on.
-    "settings": {"routing", "embedding", "registry"},
+    "settings": {"routing", "embedding", "registry", "db"},
     "db": set(),
     "db_health": {"db"},
     "models": {

@@ -1,6 +1,6 @@
-"""What an operation does, said as a user would: its kind from its method, path and summary,
-its action names from its body, and the examples the importer writes on its card
-(app/sources/openapi_verbs.py)."""
+"""What an operation does, in words: its kind from its method, path and summary, its action
+names from its body (the only examples the importer writes), and a summary for an operation
+that has none (app/sources/openapi_verbs.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ import pytest
 
 from app.sources import openapi
 from app.sources.documents import file_uri, load_documents, read_file
-from app.sources.openapi_verbs import actions, examples, kind, read_summary, resource
+from app.sources.openapi_verbs import (
+    actions,
+    examples,
+    kind,
+    read_summary,
+    resource,
+    written_summary,
+)
 from tests.sources.cloud_document import DROPLET_ACTIONS, cloud_document
 
 
@@ -69,12 +76,58 @@ def test_the_action_names_of_a_typed_body() -> None:
     ) == ["a", "b"]
 
 
-def test_examples_in_the_kinds_verbs() -> None:
-    found = examples("POST", "/v2/droplets", "Create a New Droplet", {})
-    assert found[0] == "create a New Droplet"  # the summary itself first
-    assert {"provision a Droplet", "spin up a Droplet", "add a Droplet"} <= set(found)
-    assert "add an emoji" in examples("POST", "/emoji.add", "Add an emoji.", {})
-    assert examples("GET", "/authorize", "Authorize user", {}) == ["authorize user"]
+def test_no_verbs_are_invented() -> None:
+    """Examples are what the document declares: no "spin up a droplet" from POST /droplets."""
+    assert examples("/v2/droplets", {}) == []
+    flat = {"properties": {"type": {"type": "string", "enum": ["attach", "detach"]}}}
+    assert examples("/v2/volumes/{id}/actions", flat) == ["attach the volume", "detach the volume"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "operation_id", "expected"),
+    [
+        ("POST", "/v1/Services/{ServiceSid}/AlphaSenders", "CreateAlphaSender",
+         "Create an alpha sender for the service"),
+        ("GET", "/v1/Services/{ServiceSid}/AlphaSenders", "ListAlphaSender",
+         "List alpha senders of the service"),
+        ("GET", "/v1/Services/{ServiceSid}/AlphaSenders/{Sid}", "FetchAlphaSender",
+         "Fetch an alpha sender of the service"),
+        ("POST", "/v1/Services/{Sid}", "UpdateService", "Update a service"),
+        ("POST", "/2010-04-01/Accounts/{AccountSid}/Addresses.json", "",
+         "Create an address for the account"),
+        ("GET", "/things/{id}", "", "Get a thing"),
+        ("POST", "/things/{id}", "", ""),  # a POST on an item: an update or an action
+        ("POST", "/v1/things/{id}", "frobnicate_thing", ""),  # not a verb we know
+    ],
+)  # fmt: skip
+def test_a_summary_written_where_there_is_none(
+    method: str, path: str, operation_id: str, expected: str
+) -> None:
+    assert written_summary(method, path, operation_id) == expected
+
+
+def test_an_operation_without_text_gets_a_written_summary(tmp_path: Path) -> None:
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {
+            "/v1/Services/{ServiceSid}/AlphaSenders": {
+                "post": {
+                    "operationId": "CreateAlphaSender",
+                    "parameters": [{"name": "ServiceSid", "in": "path", "required": True,
+                                    "schema": {"type": "string"}}],
+                    "responses": {"201": {"description": "created"}},
+                }
+            }
+        },
+    }  # fmt: skip
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(document))
+    documents = anyio.run(load_documents, file_uri(path), read_file)
+    [(card, _)] = openapi.convert(documents, openapi.Options("default", "s")).cards
+    assert card.summary == "Create an alpha sender for the service"
+    assert card.examples == []
 
 
 def test_an_action_endpoint_card_names_its_actions(tmp_path: Path) -> None:

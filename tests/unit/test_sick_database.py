@@ -13,7 +13,6 @@ from app.db_health import DatabaseHealth
 from app.loop import validation
 from app.loop.events import EventWriter
 from app.loop.validation import ValidatedCalls
-from app.services import database_limits
 from app.settings import SettingsError, load_settings
 
 
@@ -30,11 +29,11 @@ def test_the_prepare_threshold_may_be_none(
 ) -> None:
     no_env.setenv("TOOLREACH_DATABASE_PREPARE_THRESHOLD", value)
     settings = load_settings(_env_file=None)
-    assert database_limits(settings).prepare_threshold == expected
+    assert settings.database.prepare_threshold == expected
 
 
 def test_the_database_limits_default_to_a_few_seconds(no_env: pytest.MonkeyPatch) -> None:
-    limits = database_limits(load_settings(_env_file=None))
+    limits = load_settings(_env_file=None).database
     assert (limits.connect_timeout, limits.statement_timeout, limits.lock_timeout) == (3, 10, 5)
     assert (limits.pool_timeout, limits.pool_size, limits.max_overflow) == (5, 5, 10)
     assert limits.prepare_threshold == 5 and limits.answer_deadline == 13

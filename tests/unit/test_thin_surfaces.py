@@ -142,3 +142,74 @@ def test_the_dashboard_builds_no_sql(path: Path) -> None:
         if name.startswith(REPOSITORY_ONLY) and name not in allowed
     ]
     assert not reached, f"{path.name} imports {reached}"
+
+
+SURFACES = sorted((ROOT / "app" / "api").glob("*.py")) + sorted(
+    (ROOT / "app" / "dashboard").glob("*.py")
+)
+
+
+def annotation_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Every name the function's parameters are annotated with (``Services``, ``IndexDep``)."""
+    arguments = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+    return {
+        node.id if isinstance(node, ast.Name) else str(node.value)
+        for argument in arguments
+        if argument.annotation is not None
+        for node in ast.walk(argument.annotation)
+        if isinstance(node, ast.Name | ast.Constant)
+    }
+
+
+@pytest.mark.parametrize("path", SURFACES, ids=lambda p: p.name)
+def test_a_surface_names_the_parts_it_uses(path: Path) -> None:
+    """Endpoints, pages and their helpers take the parts they use (``IndexDep``,
+    ``GatewayDep``, ...: app/deps.py), never the whole bag of services."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    whole = {"Services", "ServicesDep"}
+    takers = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and annotation_names(node) & whole
+    ]
+    assert not takers, f"{path.name}: {takers} take the whole Services"
+
+
+def test_every_part_of_the_services_has_its_dependency() -> None:
+    """Each part an endpoint may name is a required field of ``Services``, so no surface
+    needs to check it for None; the Postgres-only parts are the ones that may be None."""
+    import dataclasses
+
+    from app import deps
+    from app.services import Services
+
+    fields = {f.name: f for f in dataclasses.fields(Services)}
+    optional = {name for name, f in fields.items() if f.default is None}
+    assert optional == {"listener", "replicas"}
+    assert not hasattr(deps, "ServicesDep")
+    assert {"ExecutorDep", "GatewayDep", "IndexDep", "LearningDep"} <= set(dir(deps))
+
+
+@pytest.mark.parametrize(
+    "path", SURFACES + sorted((ROOT / "app" / "mcp").glob("*.py")), ids=lambda p: p.name
+)
+def test_no_surface_checks_a_part_production_always_has(path: Path) -> None:
+    """``services.gateway is None`` and the like: a part every process has is never None."""
+    import dataclasses
+
+    from app.services import Services
+
+    required = {f.name for f in dataclasses.fields(Services) if f.default is not None}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    checks = [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and isinstance(node.ops[0], ast.Is | ast.IsNot)
+        and isinstance(node.left, ast.Attribute)
+        and node.left.attr in required
+        and isinstance(node.comparators[0], ast.Constant)
+        and node.comparators[0].value is None
+    ]
+    assert not checks, checks

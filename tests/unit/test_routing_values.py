@@ -1,0 +1,146 @@
+"""A step's values and the action it asks for, read as evidence about tools: reading.py (values
+and what the keyword stage reads), slots.py (which parameter a value fits), actions.py (what
+the step asks and what an operation does)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.routing import Router, RouteOptions, RouterConfig, RouterIndex, ToolDoc
+from app.routing.actions import agreement, operation_action, step_action
+from app.routing.parts import keyword_text
+from app.routing.reading import read_step
+from app.routing.slots import (
+    compile_profile,
+    compile_slots,
+    fit,
+    gathered_ids,
+    pattern_checker,
+    unsupplied_ids,
+)
+from app.routing.view import NamespaceView
+from registry.calls import value_problem
+
+
+def test_values_are_read_with_their_shape_and_noun() -> None:
+    reading = read_step(
+        "text +14155550123 about conversation CHe17964b8e0416e15a38a43d1aa749599, "
+        "then mail ana@example.com the file ./report.pdf by 2025-03-01"
+    )
+    shapes = {v.text: (v.shape, v.noun) for v in reading.values}
+    assert shapes["+14155550123"] == ("phone", "text")
+    assert shapes["CHe17964b8e0416e15a38a43d1aa749599"] == ("id", "conversation")
+    assert shapes["ana@example.com"][0] == "email"
+    assert shapes["./report.pdf"][0] == "path"
+    assert shapes["2025-03-01"][0] == "datetime"
+
+
+def test_the_keyword_stage_reads_no_digits_or_hex() -> None:
+    text = keyword_text("pause sub_1MowQVLkdIwHu7ixeRlqHVzs until March, call +14155550123")
+    assert "1Mow" not in text and "4155550123" not in text
+    assert text.startswith("pause") and "phone number" in text
+    assert keyword_text("rename 'Spring promo' please") == "rename 'Spring promo' please"
+
+
+def test_a_value_fits_the_parameter_whose_pattern_takes_it() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "ConversationSid": {"type": "string", "pattern": "^CH[0-9a-fA-F]{32}$"},
+            "UserSid": {"type": "string", "pattern": "^US[0-9a-fA-F]{32}$"},
+        },
+        "required": ["ConversationSid"],
+    }
+    conversation, user = compile_slots(schema, "message")
+    [value] = read_step("delete conversation CHe17964b8e0416e15a38a43d1aa749599").values
+    matches = pattern_checker(value_problem)
+    assert fit(value, conversation, matches, {}) == 1.0
+    assert fit(value, user, matches, {}) < 1.0
+
+
+def test_an_id_of_another_resource_does_not_supply_a_required_id() -> None:
+    """``UserSid`` has no pattern of its own, but the namespace's cards return users whose
+    ``sid`` is ``^US…``: a ``CH…`` id in the step is not its value."""
+    returns_user = {
+        "type": "object",
+        "properties": {"sid": {"type": "string", "pattern": "^US[0-9a-fA-F]{32}$"}},
+    }
+    fetch_user = ToolDoc("FetchUser", "", "Fetch a user", returns=returns_user,
+                         operation="GET /v1/Users/{Sid}")  # fmt: skip
+    update_user = ToolDoc(
+        "UpdateUser",
+        "",
+        "Update a user",
+        parameters={"type": "object", "properties": {"UserSid": {"type": "string"}},
+                    "required": ["UserSid"]},
+        operation="POST /v1/Users/{UserSid}",
+    )  # fmt: skip
+    profiles = [compile_profile(d) for d in (fetch_user, update_user)]
+    ids = gathered_ids(profiles)
+    matches = pattern_checker(value_problem)
+    other = read_step("rename CHe17964b8e0416e15a38a43d1aa749599").values
+    own = read_step("rename USe17964b8e0416e15a38a43d1aa749599").values
+    assert unsupplied_ids(profiles[1], ids, other, matches, ["UserSid"]) == {"UserSid"}
+    assert unsupplied_ids(profiles[1], ids, own, matches, ["UserSid"]) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("step", "action"),
+    [
+        ("provision a new messaging service for the spring promo", "create"),
+        ("get rid of conversation CH123, it is spam", "delete"),
+        ("show me all my messaging services", "list"),
+        ("lösche die Unterhaltung CH123", "delete"),
+        ("crea un nuevo servicio de mensajería", "create"),
+        ("删除这个会话", "delete"),
+    ],
+)
+def test_the_action_a_step_asks_for(step: str, action: str) -> None:
+    weights = step_action(step).weights
+    assert max(weights, key=weights.__getitem__) == action
+
+
+def test_what_an_operation_does() -> None:
+    assert operation_action("CreateService", "POST /v1/Services").action == "create"
+    assert operation_action("x", "GET /v1/Services").action == "list"
+    assert operation_action("x", "GET /v1/Services/{Sid}").action == "read"
+    assert operation_action("x", "DELETE /v1/Services/{Sid}").action == "delete"
+    assert operation_action("search_repositories").resource == "repositori"
+    assert operation_action("anything", "", {"readOnlyHint": True}).action == "read"
+
+
+def test_agreement_is_signed_and_silent_when_either_side_says_nothing() -> None:
+    create = operation_action("x", "POST /v1/Services")
+    assert agreement(step_action("set up a new service"), create) > 0
+    assert agreement(step_action("delete the service"), create) < 0
+    assert agreement(step_action("the service"), create) == 0
+    assert agreement(step_action("show the services"), operation_action("x", "")) == 0
+
+
+def test_values_and_action_put_the_right_operation_first() -> None:
+    """Two look-alike cards with the same words: the step's id (the pattern of one card's
+    parameter) and its verb decide, and ``stages`` say so."""
+    sid = {"type": "string", "pattern": "^MG[0-9a-fA-F]{32}$"}
+    docs = [
+        ToolDoc("ListService", "", "Messaging service", operation="GET /v1/Services"),
+        ToolDoc(
+            "FetchService",
+            "",
+            "Messaging service",
+            parameters={"type": "object", "properties": {"Sid": sid}, "required": ["Sid"]},
+            operation="GET /v1/Services/{Sid}",
+        ),
+    ]
+    others = ["Send an e-mail", "Create an invoice", "Upload a file", "Book a flight"]
+    docs += [ToolDoc(f"other_{i}", "", text) for i, text in enumerate(others)]
+    vectors = np.eye(len(docs), 8, dtype=np.float32)
+    vectors[:2] = vectors[0] + vectors[1]  # the look-alikes: one vector
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = RouterIndex.build(docs, vectors, RouterConfig(), value_check=value_problem)
+    step = "what is configured on messaging service MGe17964b8e0416e15a38a43d1aa749599?"
+    query = vectors[:1]
+    found = Router(RouterConfig()).route(NamespaceView(index), step, query, RouteOptions(k=2))
+    assert found[0].name == "FetchService"
+    assert found[0].stages["values"] > found[1].stages.get("values", 0.0)
+    assert not found[0].missing_required
