@@ -25,6 +25,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from app.advice.room import AdviceRoom
 from app.db import SessionFactory, unit_of_work
 from app.db_health import DatabaseHealth
 from app.embedding.batching import BatchingEncoder
@@ -71,6 +72,7 @@ get_events = part(lambda s: s.events)
 get_metrics = part(lambda s: s.metrics)
 get_memory = part(lambda s: s.memory)
 get_learning = part(lambda s: s.learning)
+get_advice = part(lambda s: s.advice)
 get_executor = part(lambda s: s.executor)
 get_validated = part(lambda s: s.validated)
 get_keys = part(lambda s: s.keys)
@@ -91,6 +93,7 @@ EventsDep = Annotated[EventWriter, Depends(get_events)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 MemoryDep = Annotated[MemoryCache, Depends(get_memory)]
 LearningDep = Annotated[LearningCache, Depends(get_learning)]
+AdviceDep = Annotated[AdviceRoom, Depends(get_advice)]
 # POST /v1/route's queue and worker threads: what routes a step (app/route/executor.py).
 ExecutorDep = Annotated[RouteExecutor, Depends(get_executor)]
 ValidatedDep = Annotated[ValidatedCalls, Depends(get_validated)]
@@ -209,6 +212,7 @@ ViewerDep = Annotated[Caller, Depends(require_viewer)]
 
 __all__ = [
     "AdminDep",
+    "AdviceDep",
     "AgentDep",
     "Caller",
     "CallerDep",

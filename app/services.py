@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import migrate
+from app.advice.room import AdviceRoom
 from app.capacity.slots import Slots
 from app.db import make_engine, make_probe, make_session_factory, unit_of_work
 from app.db_health import DatabaseHealth
@@ -86,6 +87,8 @@ class Services:
     # Each namespace's guarded, learned model, trained and loaded off the request path
     # (app/learning/service.py); routes read its serving model.
     learning: LearningCache
+    # The card doctor's advice, computed on a thread of its own and cached (app/advice/room.py).
+    advice: AdviceRoom
     # What a route reads (app/route/deps.py), and POST /v1/route's queue and worker threads
     # (app/route/executor.py).
     routing: Routing
@@ -142,6 +145,7 @@ class Services:
         await self.gateway.aclose()
 
     def close(self) -> None:
+        self.advice.stop()  # the running computation ends at its next route
         self.executor.stop()  # queued routes get 503; routes in hand finish and are recorded
         if self.listener is not None:
             self.listener.stop()
@@ -325,6 +329,17 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         memory=memory,
         examples=examples,
         learning=learning,
+        advice=AdviceRoom(
+            factory,
+            index,
+            batching,
+            settings.trust_keys,
+            seconds=settings.advice_seconds,
+            fresh_seconds=settings.advice_fresh_seconds,
+            wait_seconds=settings.advice_wait_seconds,
+            per_key=settings.advice_waits_per_key,
+            queue=settings.advice_queue,
+        ),
         routing=routing,
         executor=executor,
         validated=ValidatedCalls(factory, events, index, buffer_size=settings.event_buffer_size),

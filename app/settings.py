@@ -315,6 +315,17 @@ class Settings(BaseSettings):
     learning: bool = True
     learning_interval_seconds: float = Field(default=300.0, gt=0, le=86_400)
     learning_min_new_steps: int = Field(default=20, ge=1, le=1_000_000)
+    # The card doctor (app/advice/room.py): one thread computes a namespace's advice off the
+    # request path, each computation within advice_seconds; the answer is cached until the
+    # namespace's cards change or advice_fresh_seconds pass. A request waits up to
+    # advice_wait_seconds for it (holding no database connection), then answers "computing";
+    # a key may have advice_waits_per_key such requests at once (past it, 429), and at most
+    # advice_queue namespaces wait for the thread (past it, 503).
+    advice_seconds: float = Field(default=30.0, gt=0, le=3600)
+    advice_fresh_seconds: float = Field(default=30.0, ge=0, le=86_400)
+    advice_wait_seconds: float = Field(default=10.0, ge=0, le=300)
+    advice_waits_per_key: int = Field(default=2, ge=1, le=1000)
+    advice_queue: int = Field(default=8, ge=1, le=1000)
     # Look-alikes, computed in the background: each tool's nearest neighbours kept, and the
     # lowest cosine kept (a lower threshold asked for answers from this floor up).
     lookalike_neighbours: int = Field(default=20, ge=1, le=200)

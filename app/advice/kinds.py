@@ -1,158 +1,131 @@
-"""The miss and parameter kinds of advice, and ``findings``: each wrong case in one kind.
+"""The three kinds of advice, and ``findings``: each group of wrong steps made a finding, or a
+note that says why it is none. Pure: the cards and the cases in, findings out; the replay
+(``replay.py``) checks a finding before it is offered.
 
-A case is wrong when the tool routed first is not the tool the agent used. Its kind comes
-from what the route recorded (was the used tool among the candidates: the feedback's rank)
-and from where the used tool stands when the step is routed again on the present cards,
-deeper than an answer (:class:`Standing`, read by ``replay.standings``; the recorded stages
-are those of the cards then, and a tool not offered has none recorded):
+Cases are grouped by kind (``standing.kind_of``) and tool pair (a miss: by used tool). A
+group makes a finding only when bounded influence lets it write into a card that every key
+reads: at least ``MIN_STEPS`` distinct steps, reported by enough distinct keys to be
+confirmed (``trust.agreement(keys, needed) >= 1``; ``needed`` is ``trust_keys``). Its changes
+write vetted words only (``words.py``):
 
-- ``parameter``: the penalty stage sank the used tool. It lacks a required parameter the
-  step does not supply, and without the penalty parts it would score at least as high as
-  the first (the penalty spared the wrong one). Its changes name how the value is supplied
-  in that parameter's description: the words of the steps that carry it as a listed value
-  ("(e.g. …)", which the rule check reads), or, when the steps carry none, where it comes
-  from. Making it optional or giving it a default is the tool owner's call, not advice.
-- ``miss``: the used tool was not offered. The diagnosis names the stage that kept it out
-  (the largest deficit against the first: no keyword match, a lower cosine, the penalty…);
-  the changes put the steps on the used tool's card: as ``examples``, and their
-  distinguishing words in its ``description``. Nothing is written on the other cards.
-- ``confusion``: offered, below the first (``doctor.confusions``).
-
-Pure, as doctor.py: every value written comes from the steps' words (``clean_words``).
+- ``confusion`` (offered, below the first): examples of the used tool's card made of the
+  steps' vetted words, and a "Not for these requests: use X." line on the first one's
+  description, naming the used tool only (the steps' words there are read by BM25 and the
+  embedding as evidence for it: docs/ROUTING.md, the card doctor);
+- ``miss`` (never offered): the examples, and "Also for requests about …" with the vetted
+  words the used card lacks, on the used card only;
+- ``parameter`` (the penalty sank the used tool): how that parameter's value is supplied, in
+  its description: the steps' vetted words the card lacks as listed values ("(e.g. …)", which
+  the rule check reads), or, without any, that the route's context gives it. Making it
+  optional or giving it a default is the tool owner's call, not advice.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from app.advice.doctor import (
-    MAX_EXAMPLE_WORDS,
-    MAX_NOT_FOR_WORDS,
-    Case,
-    Change,
-    Finding,
+from app.advice.finding import Case, Change, Finding, Kind, Note
+from app.advice.standing import Standing, kind_of, miss_story
+from app.advice.words import (
+    MIN_STEPS,
+    Vetted,
     card_words,
-    confusions,
-    content_words,
-    examples_change,
+    examples_of,
+    line_words,
+    stem,
+    vetted,
+    vocabulary,
 )
+from app.loop.trust import agreement
 from registry.card import ToolCard
 
 MAX_PARAMS = 2  # parameters one parameter finding edits
 MAX_VALUES = 3  # values listed in one parameter's description
-# What each stage's deficit says, in the diagnosis of a miss.
-STAGE_WORDS = {
-    "keyword": "a weaker keyword match",
-    "embedding": "a lower cosine",
-    "prior": "a lower usage prior",
-    "penalty": "the missing-parameter penalty",
-    "memory": "less query memory",
-    "examples": "weaker card examples",
-}
+MAX_SHOWN = 10  # steps an answer shows of a finding
 
 
 @dataclass(frozen=True)
-class Standing:
-    """The used tool of a case when its step is routed again ``depth`` deep: its rank (1 =
-    first; None: beyond the depth), its stages' parts ({} beyond), its required parameters
-    with no value in the step, and the first tool with its parts."""
+class Group:
+    """The wrong cases of one kind and tool pair, with what the doctor reads beside them."""
 
-    rank: int | None
-    stages: Mapping[str, float] = field(default_factory=dict)
-    missing: tuple[str, ...] = ()
-    first: str = ""
-    first_stages: Mapping[str, float] = field(default_factory=dict)
-    depth: int = 0
+    kind: Kind
+    right: ToolCard
+    wrong: str  # the tool routed first (for a miss: the most often)
+    cases: Sequence[Case]
+    words: Vetted  # the steps' words a card may be given
+    vocabulary: frozenset[str]  # the words the namespace's cards hold already
+    stands: Sequence[Standing]
 
+    @property
+    def steps(self) -> list[str]:
+        return list(dict.fromkeys(c.query for c in self.cases))
 
-def sunk_by_penalty(stand: Standing) -> bool:
-    """Whether the penalty alone put the used tool below the first: it lacks a parameter
-    and, both without their penalty parts, it scores at least as high."""
-    if stand.rank is None or stand.rank == 1 or not stand.missing:
-        return False
-    penalty = stand.stages.get("penalty", 0.0)
-    mine = sum(stand.stages.values()) - penalty
-    theirs = sum(stand.first_stages.values()) - stand.first_stages.get("penalty", 0.0)
-    return penalty < 0 and mine >= theirs
+    @property
+    def keys(self) -> int:
+        return len({c.key for c in self.cases})
 
+    def finding(self, diagnosis: str, changes: list[Change]) -> Finding:
+        tools = (self.wrong, self.right.name)
+        shown = self.steps[:MAX_SHOWN]
+        return Finding(self.kind, tools, len(self.cases), shown, diagnosis, changes, self.keys)
 
-def kind_of(case: Case, stand: Standing | None) -> str:
-    if stand is not None and sunk_by_penalty(stand):
-        return "parameter"
-    return "confusion" if case.offered else "miss"
-
-
-def lacking(steps: Sequence[str], card: ToolCard) -> list[str]:
-    """Words of the steps, most frequent first, in at least half of them, that the card
-    lacks: the used tool's side of what a miss is about."""
-    counts: Counter[str] = Counter()
-    for step in steps:
-        counts.update(set(content_words(step)))
-    need, have = max(1, len(steps) // 2), card_words(card)
-    return [w for w, n in counts.most_common() if n >= need and w not in have]
+    def note(self, code: str, reason: str) -> Note:
+        tools = (self.wrong, self.right.name)
+        return Note(self.kind, tools, len(self.cases), self.keys, code, reason)
 
 
-def kept_out_by(stand: Standing) -> str | None:
-    """The stage with the largest deficit of the used tool against the first (None: no
-    stages read)."""
-    if not stand.stages or not stand.first_stages:
+def examples_change(group: Group) -> list[Change]:
+    card = group.right
+    examples = examples_of(group.steps, group.words, card, group.vocabulary)
+    return [Change(card.name, "examples", examples)] if examples != card.examples else []
+
+
+def confusion(group: Group, wrong: ToolCard, stage: str) -> Finding | None:
+    changes = examples_change(group)
+    line = f"Not for these requests: use {group.right.name}."
+    if line not in wrong.description:
+        changes.append(Change(wrong.name, "description", f"{wrong.description.rstrip()} {line}"))
+    if not changes:
         return None
-    names = set(stand.stages) | set(stand.first_stages)
-    deficit = {n: stand.first_stages.get(n, 0.0) - stand.stages.get(n, 0.0) for n in names}
-    return max(sorted(deficit), key=lambda n: deficit[n])
+    words = list(group.words)[:4]
+    wrong_has = {stem(w) for w in card_words(wrong)}
+    right_has = {stem(w) for w in card_words(group.right)}
+    matched = sorted(w for w in words if stem(w) in wrong_has)
+    said = f"; the steps' words {', '.join(matched)} match {wrong.name}'s card" if matched else ""
+    lacking = sorted(w for w in words if stem(w) not in right_has)
+    lack = f"; {group.right.name}'s card lacks {', '.join(lacking)}" if lacking else ""
+    diagnosis = (
+        f"{len(group.cases)} step(s) went to {wrong.name} first while the agent used "
+        f"{group.right.name}; the {stage} stage put {wrong.name} first{said}{lack}"
+    )
+    return group.finding(diagnosis, changes)
 
 
-def miss_story(stands: Sequence[Standing]) -> str:
-    """Which stage kept the used tool out, over the steps: the most common one."""
-    read = [s for s in stands if s.rank is not None]
-    if not stands:
-        return "it was not among the route's candidates"
-    if not read:
-        depth = max((s.depth for s in stands), default=0)
-        return f"routed again, it stays beyond the top {depth}: neither words nor cosine reach it"
-    ranks = sorted(s.rank for s in read if s.rank is not None)
-    stages = Counter(k for s in read if (k := kept_out_by(s)) is not None)
-    stage = stages.most_common(1)[0][0] if stages else "ranking"
-    said = STAGE_WORDS.get(stage, stage)
-    if stage == "keyword" and all(s.stages.get("keyword", 0.0) == 0 for s in read):
-        said = "no keyword match"
-    return f"routed again, it ranks {ranks[len(ranks) // 2]} (median); kept out by {said}"
-
-
-def miss_finding(
-    right: ToolCard, steps: Sequence[str], firsts: Sequence[str], stands: Sequence[Standing]
-) -> Finding | None:
-    unique = list(dict.fromkeys(steps))
-    words = lacking(unique, right)[:MAX_NOT_FOR_WORDS]
-    changes = examples_change(unique, right)
+def miss(group: Group) -> Finding | None:
+    right = group.right
+    words = line_words(group.words, right)
+    changes = examples_change(group)
     line = f"Also for requests about {', '.join(words)}." if words else ""
     if line and line not in right.description:
         changes.append(Change(right.name, "description", f"{right.description.rstrip()} {line}"))
     if not changes:
         return None
-    wrong = Counter(firsts).most_common(1)[0][0]
     lack = f"; {right.name}'s card lacks {', '.join(words)}" if words else ""
     diagnosis = (
-        f"{len(steps)} step(s) never offered {right.name}, the tool the agent used "
-        f"({wrong} came first); {miss_story(stands)}{lack}"
+        f"{len(group.cases)} step(s) never offered {right.name}, the tool the agent used "
+        f"({group.wrong} came first); {miss_story(group.stands)}{lack}"
     )
-    return Finding("miss", (wrong, right.name), len(steps), unique[:10], diagnosis, changes)
+    return group.finding(diagnosis, changes)
 
 
-def step_values(step: str, card: ToolCard) -> list[str]:
-    """The step's words its tool's card does not contain: what likely carries a value."""
-    have = card_words(card)
-    return [w for w in content_words(step) if w not in have][:MAX_EXAMPLE_WORDS]
-
-
-def parameter_change(card: ToolCard, name: str, steps: Sequence[str]) -> Change | None:
-    """``name``'s description naming how its value is supplied: the steps' value words as
-    listed values, or, when the steps carry none, that the caller's context gives it."""
+def parameter_change(card: ToolCard, name: str, values: Sequence[str]) -> Change | None:
+    """``name``'s description naming how its value is supplied: ``values`` (the steps'
+    vetted words the card lacks) as listed values, or, without any, that the caller's
+    context gives it."""
     props = dict(card.parameters.get("properties") or {})
     prop = dict(props.get(name) or {})
-    values = list(dict.fromkeys(v for step in steps for v in step_values(step, card)))
     text = str(prop.get("description", "")).rstrip()
     if values:
         line = f"(e.g. {', '.join(values[:MAX_VALUES])})"
@@ -165,29 +138,70 @@ def parameter_change(card: ToolCard, name: str, steps: Sequence[str]) -> Change 
     return Change(card.name, "parameters", {**card.parameters, "properties": props})
 
 
-def parameter_finding(
-    right: ToolCard, wrong: str, steps: Sequence[str], stands: Sequence[Standing]
-) -> Finding | None:
-    unique = list(dict.fromkeys(steps))
-    missing = Counter(p for s in stands for p in s.missing)
+def parameter(group: Group) -> Finding | None:
+    missing = Counter(p for s in group.stands for p in s.missing)
     names = [p for p, _ in missing.most_common(MAX_PARAMS)]
-    changes: list[Change] = []
-    card = right
+    have = {stem(w) for w in card_words(group.right)}
+    values = [w for w in group.words if stem(w) not in have]
+    change, card = None, group.right
     for name in names:
-        change = parameter_change(card, name, unique)
+        change = parameter_change(card, name, values) or change
         if change is not None:
-            changes = [c for c in changes if c.field != "parameters"] + [change]
             card = ToolCard.model_validate({**card.model_dump(), "parameters": change.value})
-    if not changes:
+    if change is None:
         return None
-    cuts = sorted({round(s.stages.get("penalty", 0.0), 3) for s in stands})
+    right = group.right.name
+    cuts = sorted({round(s.stages.get("penalty", 0.0), 3) for s in group.stands})
     diagnosis = (
-        f"{len(steps)} step(s) went to {wrong} first while the agent used {right.name}; the "
-        f"penalty stage sank {right.name} ({', '.join(map(str, cuts))}) for its required "
-        f"{', '.join(names)}, which the steps do not supply, and spared {wrong}: without "
-        f"the penalty {right.name} would lead"
+        f"{len(group.cases)} step(s) went to {group.wrong} first while the agent used {right}; "
+        f"the penalty stage sank {right} ({', '.join(map(str, cuts))}) for its required "
+        f"{', '.join(names)}, which the steps do not supply, and spared {group.wrong}: "
+        f"without the penalty {right} would lead"
     )
-    return Finding("parameter", (wrong, right.name), len(steps), unique[:10], diagnosis, changes)
+    return group.finding(diagnosis, [change])
+
+
+def refusal(group: Group, needed: int) -> Note | None:
+    """Why bounded influence lets the group write nothing (None: it may)."""
+    said = f"{len(group.cases)} misroute(s) of {group.right.name} ({group.wrong} first)"
+    steps = len(group.steps)
+    if steps < MIN_STEPS:
+        need = f"the doctor needs {MIN_STEPS} distinct steps"
+        return group.note("too_few_steps", f"{said}, {steps} distinct step(s); {need}")
+    if agreement(group.keys, needed) < 1:
+        need = f"the doctor needs reports from {needed} keys (trust_keys)"
+        return group.note("too_few_keys", f"{said} from {group.keys} key(s); {need}")
+    return None
+
+
+def made(group: Group, cards: Mapping[str, ToolCard], stage: str) -> Finding | None:
+    if group.kind == "confusion":
+        return confusion(group, cards[group.wrong], stage)
+    return miss(group) if group.kind == "miss" else parameter(group)
+
+
+def grouped(
+    cards: Mapping[str, ToolCard],
+    cases: Sequence[Case],
+    standings: Mapping[tuple[str, str], Standing],
+    needed: int,
+) -> list[Group]:
+    """The wrong cases by kind and tool pair (a miss: by used tool), most cases first."""
+    groups: dict[tuple[Kind, str, str], list[Case]] = {}
+    for case in cases:
+        if case.first != case.chosen and case.first in cards and case.chosen in cards:
+            kind = kind_of(case, standings.get((case.query, case.chosen)))
+            first = "" if kind == "miss" else case.first
+            groups.setdefault((kind, first, case.chosen), []).append(case)
+    out, known = [], vocabulary(cards.values())
+    for (kind, first, right), group in groups.items():
+        wrong = first or Counter(c.first for c in group).most_common(1)[0][0]
+        mine = {id(c) for c in group}
+        others = [c for c in cases if id(c) not in mine]
+        stands = [s for c in group if (s := standings.get((c.query, c.chosen))) is not None]
+        words = vetted(group, others, needed)
+        out.append(Group(kind, cards[right], wrong, group, words, known, stands))
+    return sorted(out, key=lambda g: (-len(g.cases), g.kind, g.wrong, g.right.name))
 
 
 def findings(
@@ -195,30 +209,21 @@ def findings(
     cases: Sequence[Case],
     stages: Mapping[str, str] | None = None,
     standings: Mapping[tuple[str, str], Standing] | None = None,
-) -> list[Finding]:
-    """Every finding of the wrong cases, most cases first: one per kind and tool pair (a
-    miss: per used tool). ``standings``: keyed ``(query, used tool)``; without them no case
-    is a parameter one and a miss has no stage named."""
-    groups: dict[tuple[str, str, str], list[Case]] = {}
-    for case in cases:
-        if case.first != case.chosen and case.first in cards and case.chosen in cards:
-            stand = (standings or {}).get((case.query, case.chosen))
-            kind = kind_of(case, stand)
-            first = "" if kind == "miss" else case.first
-            groups.setdefault((kind, first, case.chosen), []).append(case)
-    stand_of = (standings or {}).get
-    pairs = {(w, r): [c.query for c in g] for (k, w, r), g in groups.items() if k == "confusion"}
-    found = confusions(cards, pairs, stages)
-    for (kind, wrong, right), group in groups.items():
-        steps = [c.query for c in group]
-        stands = [s for c in group if (s := stand_of((c.query, c.chosen))) is not None]
-        if kind == "miss":
-            firsts = [c.first for c in group]
-            finding = miss_finding(cards[right], steps, firsts, stands)
-        elif kind == "parameter":
-            finding = parameter_finding(cards[right], wrong, steps, stands)
-        else:
-            continue
+    needed: int = 1,
+) -> tuple[list[Finding], list[Note]]:
+    """Every finding of the wrong cases, most cases first, and a note for each group that
+    makes none. ``stages``: for a pair ``"first|used"``, the recorded stage that put the wrong
+    tool first; ``standings``: keyed ``(query, used tool)`` (without them no case is a
+    parameter one and a miss has no stage named); ``needed``: ``trust_keys``."""
+    found, notes = [], []
+    for group in grouped(cards, cases, standings or {}, needed):
+        note = refusal(group, needed)
+        stage = (stages or {}).get(f"{group.wrong}|{group.right.name}", "ranking")
+        finding = None if note else made(group, cards, stage)
         if finding is not None:
             found.append(finding)
-    return sorted(found, key=lambda f: (-f.cases, f.kind, f.tools))
+        else:
+            words = ", ".join(group.words) or "none"
+            why = f"no vetted word of the steps to write (vetted: {words})"
+            notes.append(note or group.note("no_words", why))
+    return found, notes

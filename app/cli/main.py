@@ -222,7 +222,8 @@ def cmd_advice(args: argparse.Namespace, settings: Settings) -> int:
     """The card doctor's advice (GET /v1/advice), read from the database: the namespace's
     reported steps, each finding replayed with the service's encoder and config."""
     from app.advice import service as doctor
-    from app.db import make_session_factory, unit_of_work
+    from app.advice.schemas import advice_read
+    from app.db import make_session_factory
     from app.services import build_encoder, open_database
     from app.tools.live_index import IndexManager
 
@@ -231,20 +232,23 @@ def cmd_advice(args: argparse.Namespace, settings: Settings) -> int:
     encoder = build_encoder(settings)
     index = IndexManager(factory, encoder, settings.router)
     index.sync()
-    with unit_of_work(factory) as session:
-        found = [doctor.as_json(f) for f in doctor.advice(session, index, encoder, args.namespace)]
+    budget = doctor.Budget(settings.advice_seconds)
+    advice = doctor.advise(factory, index, encoder, args.namespace, settings.trust_keys, budget)
     engine.dispose()
+    answer = advice_read(args.namespace, advice)
     if args.json:
-        print(json.dumps({"namespace": args.namespace, "advice": found}, indent=2))
+        print(answer.model_dump_json(indent=2))
         return 0
-    for item in found:
-        replay = item["replay"]
-        print(f"{item['id']}  {item['kind']}  {' -> '.join(item['tools'])}  cases={item['cases']}")
-        print(f"  replay: checked {replay['checked']}, fixed {replay['fixed']}, broken 0")
-        print(f"  {item['diagnosis']}")
-        for change in item["changes"]:
-            print(f"  change {change['tool']}.{change['field']}: {json.dumps(change['value'])}")
-    if not found:
+    for item in answer.advice:
+        replay = item.replay
+        print(f"{item.id}  {item.kind}  {' -> '.join(item.tools)}  cases={item.cases}")
+        print(f"  replay: checked {replay.checked}, fixed {replay.fixed}, broken 0")
+        print(f"  {item.diagnosis}")
+        for change in item.changes:
+            print(f"  change {change.tool}.{change.field}: {json.dumps(change.value)}")
+    for note in answer.notes:
+        print(f"no advice  {note.kind}  {' -> '.join(note.tools)}: {note.reason}")
+    if not answer.advice:
         print(f"no advice for {args.namespace!r}: no finding fixes a reported step unbroken")
     return 0
 

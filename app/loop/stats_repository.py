@@ -173,10 +173,10 @@ def candidate_names(session: Session, route_ids: Sequence[str]) -> dict[str, lis
 
 def reported_steps(session: Session, namespace: str, limit: int) -> list[tuple[Any, ...]]:
     """(query, offered first, chosen, the first's stages, the chosen's rank among the
-    candidates or None) of the namespace's reported routes whose agent used a tool, newest
-    first: ``confusions`` row by row, with the right ones."""
+    candidates or None, the report's key, the route's key) of the namespace's reported routes
+    whose agent used a tool, newest first: ``confusions`` row by row, with the right ones."""
     query = (
-        select(E.query, C.name, F.chosen, C.stages, F.rank)
+        select(E.query, C.name, F.chosen, C.stages, F.rank, F.key_id, E.key_id)
         .select_from(F)
         .join(E, E.id == F.route_id)
         .join(C, and_(C.route_id == F.route_id, C.rank == 1))

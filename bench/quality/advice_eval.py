@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.advice.doctor import Case
+from app.advice.finding import Case
 from app.advice.replay import firsts, heal
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import RouterConfig, RouterIndex, embedding_text

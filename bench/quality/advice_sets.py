@@ -3,14 +3,14 @@ recovers, and how many items the replay refuses, with the real model.
 
     PYTHONPATH=. HF_HUB_OFFLINE=1 python -m bench.quality.advice_sets \\
         --data /work/shared/data/metatool [--limit N] [--fraction 0.5] [--seed 0] [--k 3] \\
-        [--kinds miss,parameter] [--json] [--not-for words|name|right|none] [--held-out 0.2]
+        [--kinds miss,parameter] [--json]
 
 The dataset (``load_dataset``, as ``toolreach eval``) goes into a throwaway registry with the
 service's default encoder (``Settings().encoder``). A seeded share ``--fraction`` of its
 queries is replayed as reports: each routed through the service's own path (``route_step``,
 ``k`` candidates; the event writer records it) and reported with its labelled tool as the
 one chosen (``pick_choice``: an offered label, else the first). The doctor then lists every
-finding with its replay (``app.advice.service.checked``, the code of ``GET /v1/advice``),
+finding with its replay (``app.advice.service.advise``, the code of ``GET /v1/advice``),
 and every offered item is applied, in order, through the registry's write path
 (``write_cards``; an item that edits a field an applied item edited already is skipped: its
 value was computed on the card before). Reported:
@@ -18,9 +18,8 @@ value was computed on the card before). Reported:
 - items offered, by kind; refused, by kind and reason (broke a case / fixed none / gaming);
 - with ``--kinds``, only the offered items of those kinds are applied (the others are
   still listed and counted);
-- ``--not-for``: what a confusion writes beside the examples (``doctor.NOT_FOR``);
-  ``--held-out``: the newest share of the reports held out of the findings, each offered
-  only if it fixes one of them (``service.HELD_OUT_SHARE``; 0: no time split);
+- each report carries one of 20 keys (``agent-0`` … ``agent-19``): bounded influence
+  (``trust_keys``) weighs them as the service does;
 - hit@1 before and after on (a) the reported steps, (b) the held-out queries one of whose
   tools an applied item names or edits, (c) all held-out queries.
 
@@ -39,9 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.advice import doctor as doctor_text
 from app.advice import service as doctor
-from app.advice.doctor import Finding, edited
+from app.advice.finding import Finding, edited
 from app.advice.replay import Replay, firsts
 from app.cli.eval_prior import _load, split
 from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
@@ -139,14 +137,16 @@ def run(
         fed, held = split(playable, fraction, seed)
         report_steps(services, fed, k)
         before = {"reported": hits(services, fed), "held_out": hits(services, held)}
-        with unit_of_work(services.session_factory) as session:
-            checked = doctor.checked(
-                session,
-                services.index,
-                services.encoder,
-                NAMESPACE,
-                lambda found: progress_iter(found, "replaying findings", unit="finding"),
-            )
+        budget = doctor.Budget(seconds=86_400.0)  # a bench waits as long as it takes
+        advice = doctor.advise(
+            services.session_factory,
+            services.index,
+            services.encoder,
+            NAMESPACE,
+            settings.trust_keys,
+            budget,
+        )
+        checked = advice.checked
         offered = [f for f, r in checked if r.offered() and f.kind in kinds]
         applied, skipped = apply_all(services, offered)
         after = {"reported": hits(services, fed), "held_out": hits(services, held)}
@@ -184,16 +184,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--seed", type=int, default=0)
     cli.add_argument("--k", type=int, default=3, help="candidates per reported route")
     cli.add_argument("--kinds", default="confusion,miss,parameter", help="kinds applied")
-    cli.add_argument(
-        "--not-for", default=doctor_text.NOT_FOR, choices=["words", "name", "right", "none"]
-    )
-    cli.add_argument(
-        "--held-out", type=float, default=doctor.HELD_OUT_SHARE, help="newest share held out"
-    )
     cli.add_argument("--json", action="store_true")
     args = cli.parse_args(argv)
-    doctor_text.NOT_FOR = args.not_for
-    doctor.HELD_OUT_SHARE = args.held_out
     kinds = frozenset(args.kinds.split(","))
     report = run(args.data, args.limit, args.fraction, args.seed, args.k, kinds)
     if args.json:

@@ -245,7 +245,7 @@ EXPECTED: dict[str, tuple[int | str, ...]] = {
     "DELETE /v1/sources/{name}": (404, 403, 403, 403, 403, 403),
     "POST /v1/sources/{name}/sync": (404, 403, 403, 403, 403, 403),
     "DELETE /v1/memory/{name}": (204, 204, 403, 403, 403, 403),
-    "GET /v1/advice": (200, 200, 403, 403, 403, 200),
+    "GET /v1/advice": (200, 200, 404, 403, 403, 200),
     "POST /v1/advice/{advice_id}/apply": (409, 409, 403, 403, 403, 403),
     "GET /v1/learning": (200, 200, 404, 403, 403, 200),
     "POST /v1/learning/{namespace}/train": (200, 200, 403, 403, 403, 403),
@@ -345,15 +345,15 @@ def test_another_namespace_is_answered_as_one_that_does_not_exist(world: World) 
         same_shape(hidden, nowhere, (NOWHERE, OTHER))
 
 
-def test_another_namespaces_learning_is_the_404_of_a_missing_one(world: World) -> None:
+@pytest.mark.parametrize("path", ["/v1/learning", "/v1/advice"])
+def test_another_namespaces_learning_is_the_404_of_a_missing_one(world: World, path: str) -> None:
     """A read, so not the 403 of a write (issue 38 item 9): word for word a namespace that
-    never held a tool, for the scoped dashboard key and the scoped admin alike."""
+    never held a tool, for the scoped dashboard key and the scoped admin alike; the learned
+    model and the card doctor's advice alike."""
     for key in (SCOPED_VIEWER, SCOPED_ADMIN):
         params = {"namespace": OTHER}
-        hidden = world.client.get("/v1/learning", params=params, headers=bearer(key))
-        nowhere = world.client.get(
-            "/v1/learning", params={"namespace": NOWHERE}, headers=bearer(key)
-        )
+        hidden = world.client.get(path, params=params, headers=bearer(key))
+        nowhere = world.client.get(path, params={"namespace": NOWHERE}, headers=bearer(key))
         same_shape(hidden, nowhere, (NOWHERE, OTHER))
         assert hidden.json()["error"]["details"] == {"namespace": OTHER, "did_you_mean": [OWN]}
 

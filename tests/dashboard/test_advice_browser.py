@@ -1,26 +1,54 @@
 """The card doctor's page in a real Chromium: an admin signs in, sees a finding with its
-replay, applies it with the form, and the cards get new versions."""
+replay, applies it with the form, and the cards get new versions. Three agent keys report:
+bounded influence (trust_keys 3) confirms what they agree on."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from fastapi import FastAPI
 
-from tests.api.test_advice import CARDS, MISROUTED, NS, RIGHT
-from tests.conftest import ADMIN, ADMIN_KEY, AGENT
-from tests.dashboard.test_dashboard_browser import browser_page, live_app
+from app.embedding.encoders import make_encoder
+from app.main import create_app
+from tests.api.own_postgres import free_port
+from tests.api.test_advice import AGENT_KEYS, AGENTS, CARDS, MISROUTED, NS, RIGHT
+from tests.conftest import ADMIN, ADMIN_KEY, make_settings
+from tests.dashboard.test_dashboard_browser import browser_page
 
 pytestmark = pytest.mark.browser
-__all__ = ["browser_page", "live_app"]
+__all__ = ["browser_page"]
 
 
-def report(api: httpx.Client, query: str, chosen: str) -> None:
+@pytest.fixture
+def live_app(tmp_path: Path) -> Iterator[tuple[str, FastAPI]]:
+    """The app served by uvicorn in a thread, with three agent keys."""
+    settings = make_settings(f"sqlite:///{tmp_path / 'browser.db'}", agent_keys=AGENT_KEYS)
+    app = create_app(settings, make_encoder("fake"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port()))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}", app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def report(api: httpx.Client, query: str, chosen: str, agent: dict[str, str]) -> None:
     body = {"query": query, "k": 3, "namespace": NS}
-    answer = api.post("/v1/route", json=body, headers=AGENT).json()
-    api.post("/v1/feedback", json={"route_id": answer["route_id"], "chosen": chosen}, headers=AGENT)
+    answer = api.post("/v1/route", json=body, headers=agent).json()
+    api.post("/v1/feedback", json={"route_id": answer["route_id"], "chosen": chosen}, headers=agent)
 
 
 def test_apply_advice_in_a_browser(live_app: tuple[str, FastAPI], browser_page: Any) -> None:
@@ -29,9 +57,10 @@ def test_apply_advice_in_a_browser(live_app: tuple[str, FastAPI], browser_page: 
         body = {"namespace": NS, "tools": CARDS}
         assert api.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
         for query in MISROUTED:
-            report(api, query, "list_orders")
+            for agent in AGENTS:
+                report(api, query, "list_orders", agent)
         for query, tool in RIGHT:
-            report(api, query, tool)
+            report(api, query, tool, AGENTS[0])
         app.state.services.events.flush()
         [finding] = api.get(f"/v1/advice?namespace={NS}", headers=ADMIN).json()["advice"]
     page = browser_page

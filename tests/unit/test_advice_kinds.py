@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from app.advice.doctor import Case, edited
-from app.advice.kinds import Standing, findings, kind_of, parameter_change, sunk_by_penalty
+from app.advice.finding import Case, edited
+from app.advice.kinds import findings, parameter_change
 from app.advice.replay import firsts, heal, observed, replay
+from app.advice.standing import Standing, kind_of, sunk_by_penalty
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import RouterConfig, RouterIndex, embedding_text
 from app.routing.penalty import check_parameters, compile_rules, step_offer
@@ -73,7 +74,7 @@ def listed(encoder: Encoder, shop: Any, k: int = 1) -> tuple[list[Any], list[Cas
     now, stands = observed(index, encoder, cases, k=k)
     before = firsts(index, encoder, [c.query for c in now])
     out = []
-    for finding in findings(cards, now, None, stands):
+    for finding in findings(cards, now, None, stands)[0]:
         out.append((finding, replay(index, encoder, now, edited(cards, finding.changes), before)))
     return out, now, before
 
@@ -139,7 +140,7 @@ def test_kinds_by_standing() -> None:
 
 def test_a_step_with_no_value_words_gets_the_context_line() -> None:
     card = CARDS[0]
-    change = parameter_change(card, "days", ["weather forecast for a city"])
+    change = parameter_change(card, "days", [])
     assert change is not None
     text = change.value["properties"]["days"]["description"]
     assert text.endswith("pass it in the route's context as days.")

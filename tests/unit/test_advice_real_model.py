@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.advice.doctor import Case, Change, edited
+from app.advice.finding import Case, Change, edited
 from app.advice.replay import firsts, heal, replay
 from app.embedding.encoders import Encoder, make_encoder
 from app.routing import RouterConfig, RouterIndex, embedding_text
@@ -87,3 +87,48 @@ def test_an_edit_that_only_wins_usage_is_refused(encoder: Encoder) -> None:
     assert result.fixed >= 1, result  # it does fix reported steps ...
     assert result.broken >= 1 and result.won > result.fixed, result  # ... by taking others'
     assert not result.offered()
+
+
+def test_a_handful_of_misroutes_from_several_keys(encoder: Encoder) -> None:
+    """Issue 42 item 17: ten cards, two overlapping customer tools, fourteen reports from
+    three keys, five of them misroutes. With the ranking the issue ran on (no values, action
+    or resource parts) the doctor proposes a checked edit that fixes some and breaks none;
+    with today's, where get_customer's name gives it action and resource parts no card text
+    moves, it proposes none and says why."""
+    from app.advice.service import Budget, compute
+    from app.tools.live_index import Snapshot
+
+    cards = {c["name"]: ToolCard(**c) for c in json.loads((DATA / "tools.json").read_text())}
+    for name, text in [
+        ("send_email", "Send an email message to one address."),
+        ("translate_text", "Translate text between languages."),
+        ("convert_currency", "Convert money between currencies at today's rate."),
+        ("get_weather", "Current weather for a city."),
+    ]:
+        cards[name] = ToolCard(name=name, description=text)
+    orders = [r for r in rows("reported") if r["chosen"] == "customer_purchases"]
+    others = [r for r in rows("reported") if r["chosen"] != "customer_purchases"][:8]
+    plain = RouterConfig(values_weight=0, action_weight=0, resource_weight=0)
+    for config in (plain, RouterConfig()):
+        docs = [card_to_doc(cards[n]) for n in sorted(cards)]
+        index = RouterIndex.build(docs, encoder.encode([embedding_text(d) for d in docs]), config)
+        got = firsts(index, encoder, [r["query"] for r in orders])
+        wrong = [r for r, g in zip(orders, got, strict=True) if g != r["chosen"]][:5]
+        right = [r for r, g in zip(orders, got, strict=True) if g == r["chosen"]][:1]
+        reports = [*wrong, *right, *others]
+        assert len(reports) == 14
+        firsts_now = firsts(index, encoder, [r["query"] for r in reports])
+        cases = [
+            Case(r["query"], f or "", r["chosen"], True, f"key-{i % 3}")
+            for i, (r, f) in enumerate(zip(reports, firsts_now, strict=True))
+        ]
+        advice = compute(Snapshot(index, cards), encoder, "shop", (cases, {}), 3, Budget(120))
+        if config is plain:
+            [finding] = advice.findings
+            assert finding.tools == ("get_customer", "customer_purchases"), finding
+            assert finding.replay["fixed"] >= 2 and finding.replay["broken"] == 0
+        else:
+            assert advice.misroutes == 5 and not advice.findings
+            [note] = [n for n in advice.notes if n.tools[1] == "customer_purchases"]
+            assert note.reason.startswith("refused: the edit fixed none of the 5 misroute(s)")
+            assert "kept out by" in note.reason

@@ -48,8 +48,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     # Learning from reports: the guarded adapter per namespace, trained, stored and served.
     "learning": {"routing", "registry", "embedding", "tools", "loop", "db", "errors"},
     "limits": {"registry", "db", "settings", "errors"},  # counted in memory, shared by the db
-    # The card doctor: advice from reported steps, replayed on a shadow index.
-    "advice": {"routing", "registry", "embedding", "tools", "loop", "errors"},
+    # The card doctor: advice from reported steps, replayed on a shadow index; its room reads
+    # the reports in one short transaction of its own (db) and holds none while it replays.
+    "advice": {"routing", "registry", "embedding", "tools", "loop", "db", "errors"},
     # The foundation: small modules every room may stand on.
     "settings": {"routing", "embedding", "registry", "db"},
     "db": set(),
