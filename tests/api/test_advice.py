@@ -182,7 +182,8 @@ def test_an_edit_that_only_wins_usage_is_not_offered(
         Change(
             "list_orders",
             "description",
-            f"{CARDS[1]['description']} Also any customer profile, address, email message.",
+            f"{CARDS[1]['description']} Also any customer profile, address, email message: "
+            f"{CARDS[0]['description']} {CARDS[2]['description']}",
         ),
         Change("list_orders", "examples", [q for q, _ in RIGHT] + MISROUTED),
     ]

@@ -21,7 +21,8 @@ from app.tools.catalog import card_to_doc
 from registry.card import ToolCard
 
 TWIN = "The weather forecast for a city, now or days ahead."
-DAYS: dict[str, Any] = {"days": {"type": "integer", "description": "How many days ahead"}}
+# No description: each card embeds `days` by its name alone, required or not (embedding_text).
+DAYS: dict[str, Any] = {"days": {"type": "integer"}}
 CARDS = [
     # Twins: the same words, one requires `days`, which "weekly" steps do not give.
     ToolCard(
