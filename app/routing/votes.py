@@ -54,9 +54,12 @@ def _pool(scores: Scores, size: int) -> np.ndarray:
 def values_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     """The step's values as evidence (``slots.py``): for each value, how much better a tool
     of the pool fits it than the pool's average tool, summed over the values, times
-    ``values_weight``. ``None`` when the step holds no value or the weight is 0."""
+    ``values_weight``. ``None`` when the step holds no value, is read as several parts (each
+    value belongs to one of them: given to every part's tools, it lost), or the weight is 0."""
     values, config = ballot.reading.values, ballot.config
     if not values or config.values_weight == 0 or not scores.signal:
+        return None
+    if scores.parts is not None:  # a step of several parts: its values are each part's
         return None
     index = ballot.view.index
     pool = _pool(scores, config.evidence_pool)

@@ -55,12 +55,18 @@ def test_embedding_text_reads_like_a_card() -> None:
         summary="Current weather",
         description="Current weather for a city",
         tags=("weather",),
-        parameters={"properties": {"city_name": {"type": "string", "description": "A city"}}},
+        parameters={
+            "properties": {
+                "city_name": {"type": "string", "description": "A city"},
+                "units": {"type": "string", "description": "metric or imperial"},
+            },
+            "required": ["city_name"],
+        },
         examples=("Is it raining in Oslo?",),
     )
     assert embedding_text(doc) == (
         "get weather: Current weather Current weather for a city. "
-        "Parameters: city name: A city. Tags: weather. Examples: Is it raining in Oslo?"
-    )
+        "Parameters: city name: A city. units. Tags: weather. Examples: Is it raining in Oslo?"
+    )  # a required parameter with its description, an optional one by its name alone
     same = ToolDoc(name="x", summary="Same text", description="Same text")
     assert embedding_text(same) == "x: Same text."
