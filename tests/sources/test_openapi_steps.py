@@ -61,12 +61,13 @@ def test_actions_and_verbs_on_a_cloud_api(tmp_path: Path) -> None:
 
 
 def test_the_real_apis_bench_on_an_npm_mcp_server() -> None:
-    """Floors: what ToolReach and the hybrid reach on main at c602934 (39 steps, 13 held out)."""
+    """Floors: what ToolReach and the hybrid reach now (39 steps, 13 held out; ToolReach was
+    25 first and 31 in the top 3 before values and actions)."""
     node()  # skipped only where node is missing; .npm-tools is `make install`'s
     report = run_all(["filesystem_mcp"])[0]
     assert (report["cards"], report["refused"]) == (14, 0)
     ours, hybrid = report["toolreach"], report["baseline"]
     assert ours["all"]["steps"] == 39 and ours["heldout"]["steps"] == 13
     assert len(ours["rows"]) == 26  # the held-out steps are counted, never listed
-    assert ours["all"]["hit@1"] >= 25 and ours["all"]["hit@3"] >= 31, ours["rows"]
+    assert ours["all"]["hit@1"] >= 26 and ours["all"]["hit@3"] >= 36, ours["rows"]
     assert hybrid["all"]["hit@1"] >= 19 and hybrid["all"]["hit@3"] >= 29
