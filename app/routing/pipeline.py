@@ -121,7 +121,10 @@ class Router:
         )
         reading = read_step(rows.text)
         asks = step_action(reading.model_text)
-        ballot = Ballot(view, vectors, options.key, self.config, self.enabled, reading, asks)
+        ballot = Ballot(
+            view, vectors, options.key, self.config, self.enabled, reading, asks,
+            tuple(rows.texts[1:]),
+        )  # fmt: skip
         scores = with_votes(ballot, stage_scores(scoring))
         total = scores.total()
         covering = scores.parts is not None

@@ -102,6 +102,9 @@ def _join(parts: Iterable[str]) -> str:
     return " ".join(p.strip() for p in parts if p and p.strip())
 
 
+FEW_PARAMETERS = 4  # a card with at most this many parameters embeds every one's description
+
+
 def embedding_text(doc: ToolDoc) -> str:
     """The exact text embedded for a tool: readable name, summary, description, parameters,
     tags and examples, e.g. ``"get film details: Retrieve … Parameters: film id: The id …
@@ -116,12 +119,15 @@ def embedding_text(doc: ToolDoc) -> str:
     body = _join([summary, doc.description])
     text = f"{name}: {body}" if body else name
     text += "" if text.endswith((".", "!", "?", "。")) else "."
-    required = set(required_params(doc.parameters))
+    properties = schema_properties(doc.parameters)
+    required = set(
+        properties if len(properties) <= FEW_PARAMETERS else required_params(doc.parameters)
+    )
     params = [
         _join([" ".join(words(p)) + ":", str(s.get("description", ""))])
         if p in required
         else " ".join(words(p))
-        for p, s in schema_properties(doc.parameters).items()
+        for p, s in properties.items()
     ]
     if params:
         text += " Parameters: " + " ".join(p.rstrip(".").rstrip(":") + "." for p in params)

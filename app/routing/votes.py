@@ -34,7 +34,8 @@ from app.routing.view import NamespaceView
 class Ballot:
     """What a vote reads besides the scores: the namespace's view, the step's vectors (one
     row per text; ``None``: no embedding), who routes, the config, the enabled stages, and
-    the step as read (its values, ``reading.py``) and the action it asks for (``actions.py``)."""
+    the step as read (its values, ``reading.py``), the action it asks for (``actions.py``),
+    and its parts' texts when it was read as several (``parts.py``)."""
 
     view: NamespaceView
     vectors: np.ndarray | None
@@ -43,6 +44,7 @@ class Ballot:
     enabled: frozenset[str]
     reading: StepReading = field(default_factory=lambda: StepReading((), ""))
     asks: StepAction = field(default_factory=StepAction)
+    part_texts: tuple[str, ...] = ()
 
 
 def _pool(scores: Scores, size: int) -> np.ndarray:
@@ -54,12 +56,11 @@ def _pool(scores: Scores, size: int) -> np.ndarray:
 def values_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     """The step's values as evidence (``slots.py``): for each value, how much better a tool
     of the pool fits it than the pool's average tool, summed over the values, times
-    ``values_weight``. ``None`` when the step holds no value, is read as several parts (each
-    value belongs to one of them: given to every part's tools, it lost), or the weight is 0."""
+    ``values_weight``. In a step of several parts a value counts only for the tools whose
+    best part holds it (given to every part's tools, it cost Seal-Tools' compound steps).
+    ``None`` when the step holds no value or the weight is 0."""
     values, config = ballot.reading.values, ballot.config
     if not values or config.values_weight == 0 or not scores.signal:
-        return None
-    if scores.parts is not None:  # a step of several parts: its values are each part's
         return None
     index = ballot.view.index
     pool = _pool(scores, config.evidence_pool)
@@ -72,10 +73,28 @@ def values_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
         ],
         dtype=np.float32,
     )
+    applies = _value_parts(ballot, scores, pool)
+    counted = np.maximum(applies.sum(axis=1, keepdims=True), 1)
+    mean = (fits * applies).sum(axis=1, keepdims=True) / counted
     part = np.zeros(scores.tool_ids.size, dtype=np.float32)
-    centred = (fits - fits.mean(axis=1, keepdims=True)).sum(axis=0)
-    part[pool] = np.float32(config.values_weight) * centred
+    part[pool] = np.float32(config.values_weight) * ((fits - mean) * applies).sum(axis=0)
     return part
+
+
+def _value_parts(ballot: Ballot, scores: Scores, pool: np.ndarray) -> np.ndarray:
+    """(values, pool) 1 where a value counts for a tool: always for a step of one part; for
+    a step of several, where the tool's best part holds the value (a value no part holds
+    counts for every tool)."""
+    values = ballot.reading.values
+    if scores.parts is None or not ballot.part_texts:
+        return np.ones((len(values), pool.size), dtype=np.float32)
+    best = scores.parts[:, pool].argmax(axis=0)
+    out = np.ones((len(values), pool.size), dtype=np.float32)
+    for v, value in enumerate(values):
+        held = [p for p, text in enumerate(ballot.part_texts) if value.text in text]
+        if held:
+            out[v] = np.isin(best, held).astype(np.float32)
+    return out
 
 
 def action_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
