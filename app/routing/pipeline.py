@@ -27,6 +27,7 @@ Names of arrays in ``route``: ``pool`` holds positions into the scored arrays
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -97,7 +98,32 @@ class Router:
         just the whole step's); ``None`` without one. ``texts``: ``query_texts(query)``
         when the caller has read the step's parts already. ``cosines``: a product shared
         with other steps of a batch, instead of the router's.
+
+        With no serving model the answer is the cold ranking; with one, the cold top
+        ``depth`` reordered by it (``reranker.py``).
         """
+        learned = view.learned
+        if learned is None or options.k <= 0:
+            return self.cold(view, query, vectors, options, texts=texts, cosines=cosines)
+        learned = learned.for_key(options.key)
+        depth = max(options.k, learned.ranker.depth)
+        wide = dataclasses.replace(options, k=depth, min_confidence=None)
+        answer = self.cold(view, query, vectors, wide, texts=texts, cosines=cosines)
+        answer = learned.rerank(answer, vectors, query)
+        return confident(non_increasing(answer[: options.k]), options.min_confidence)
+
+    def cold(
+        self,
+        view: NamespaceView,
+        query: str,
+        vectors: np.ndarray | None,
+        options: RouteOptions = DEFAULT_OPTIONS,
+        *,
+        texts: Sequence[str] | None = None,
+        cosines: Cosines | None = None,
+    ) -> list[Candidate]:
+        """The cold ranking: what ``route`` answers with no model serving. The usage prior
+        and query memory never enter it: they are features of a model the guard promoted."""
         index = view.index
         eligible = index.eligible(options.tags)
         k = options.k
@@ -113,7 +139,7 @@ class Router:
             rows,
             vectors,
             eligible,
-            view.prior_of(options.key) if "prior" in self.enabled else None,
+            None,
             self.config,
             self.enabled,
             self.cosines if cosines is None else cosines,
@@ -133,8 +159,7 @@ class Router:
             pool = top_indices(total, k)
             pool = pool[total[pool] > 0]
         tools = len(index) if eligible is None else eligible.size
-        calibration = None if view.learned is None else view.learned.calibration
-        basis = ConfidenceBasis(rows, tools, pool, self.confidence, calibration)
+        basis = ConfidenceBasis(rows, tools, pool, self.confidence)
         diversify = len(rows.texts) > 1 or not self.config.mmr_multi_part_only
         lam = self.config.mmr_lambda if diversify else 1.0
         # Plain top-k (no MMR): the pool, best first, is checked only as far as it can matter.

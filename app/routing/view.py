@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from app.routing.adapter import Learned
 from app.routing.index import RouterIndex
 from app.routing.memory import QueryMemory
+from app.routing.reranker import Learned
 
 Prior = Mapping[str, float]
 
