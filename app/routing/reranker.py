@@ -17,10 +17,12 @@ top ``depth`` candidates as a row of ``FEATURES``:
 A gradient-boosted tree ensemble (``Forest``, fitted by scikit-learn's
 HistGradientBoosting in app/learning/training.py, read here by plain numpy) gives each
 candidate the probability that it is the step's tool. The cold first candidate keeps its
-place unless the model's best beats it by ``delta`` (chosen out of fold on the reports,
-never on the held-out ones), and only a tool the routing key may move (bounded influence,
-``Learned.moves``) can take it. Each candidate's confidence is the model's probability,
-calibrated on the held-out reports, never rising down the list.
+place unless the model's best beats it by a gate — ``delta``, or ``delta_cold`` when the
+cold first has no reports the key may read (a right tool nobody reported looks like that)
+— chosen out of fold on the reports, never on the held-out ones; and only a tool the
+routing key may move (bounded influence, ``Learned.moves``) can take it. Each candidate's
+confidence is the model's probability, calibrated on the held-out reports, never rising
+down the list.
 
 A tool whose reports a key may not see (``moves``) reads as a tool without reports. Pure
 numpy: no model, no database.
@@ -300,6 +302,7 @@ class Reranker:
     bank: Bank
     delta: float
     depth: int = DEPTH
+    delta_cold: float = 1.0  # the gate when the cold first has no reports the key may read
     _digest: list[str] = field(default_factory=list, repr=False)
 
     @property
@@ -316,7 +319,7 @@ class Reranker:
         vectors, which the service's embedding store keeps) as .npz bytes."""
         buffer = io.BytesIO()
         arrays = self.forest.arrays() | {
-            "delta": np.array([self.delta]),
+            "delta": np.array([self.delta, self.delta_cold]),
             "rerank_depth": np.array([self.depth]),
             "weights": self.bank.weights,
             "texts": np.array(self.bank.texts, dtype=str),
@@ -343,7 +346,9 @@ class Reranker:
         vectors = vectors_of(texts) if texts else np.zeros((0, 1), np.float32)
         bank = Bank.build(vectors, tools, weights.tolist(), texts)
         forest = Forest.of_arrays(arrays)
-        return cls(forest, bank, float(arrays["delta"][0]), int(arrays["rerank_depth"][0]))
+        delta = arrays["delta"]
+        depth = int(arrays["rerank_depth"][0])
+        return cls(forest, bank, float(delta[0]), depth, float(delta[-1]))
 
     def digest(self) -> str:
         if not self._digest:
@@ -397,9 +402,9 @@ class Learned:
         rows = features(answer, unit(vector), stems(text), ranker.bank, moves)
         chance = ranker.forest.probability(rows)
         best = int(np.argmax(chance))
-        lifted = (
-            best != 0 and answer[best].name in moves and chance[best] - chance[0] > ranker.delta
-        )
+        reported = rows[0, FEATURES.index("report_count")] > 0
+        gate = ranker.delta if reported else ranker.delta_cold
+        lifted = best != 0 and answer[best].name in moves and chance[best] - chance[0] > gate
         calibrate = self.calibration
         out = []
         for j, c in enumerate(answer):

@@ -79,7 +79,8 @@ def test_a_replay_with_learning_trains_a_guarded_reranker_the_reports_agree_with
     tmp_path: Path,
 ) -> None:
     """Two weather cards worded apart among 33; the agents' weather steps all use the one the
-    router puts second: the guard promotes a reranker that puts it first."""
+    router puts second (the other is reported for rain radar steps): the guard promotes a
+    reranker that puts it first."""
     tools = [
         {"name": "weather_now", "description": "Current weather in a city: temperature and rain."},
         {
@@ -105,7 +106,15 @@ def test_a_replay_with_learning_trains_a_guarded_reranker_the_reports_agree_with
             NamespaceView(index), steps[0], vector, RouteOptions(k=3)
         )
     ][1]
+    first = "weather_town" if second == "weather_now" else "weather_now"
     queries = [{"query": step, "relevant": [second]} for step in steps]
+    # The first twin has reports too, of another kind of step: a model never puts a tool
+    # over a cold first nobody reported (it may be the right tool of an unreported kind).
+    queries += [
+        {"query": f"is it raining in {city} radar {n}", "relevant": [first]}
+        for n in range(2)
+        for city in CITIES
+    ]
     (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools) + "\n")
     (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
     settings = make_settings(f"sqlite:///{tmp_path}/unused.db")

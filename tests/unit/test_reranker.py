@@ -72,11 +72,15 @@ def cold() -> list[str]:
     return [c.name for c in Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP)]
 
 
-def bank_for(tool: str) -> Bank:
-    """Two reports of ``tool`` with the step's own words and direction."""
-    rows = np.array([[1.0, 0.2, 0.0, 0.0], [1.0, 0.25, 0.0, 0.0]], dtype=np.float32)
+def bank_for(tool: str, other: str | None = None) -> Bank:
+    """Two reports of ``tool`` with the step's own words and direction (and one of
+    ``other``, unlike the step)."""
+    rows = [[1.0, 0.2, 0.0, 0.0], [1.0, 0.25, 0.0, 0.0]]
     texts = ["current weather in Oslo", "the weather in Oslo now"]
-    return Bank.build(rows, [tool, tool], [1.0, 1.0], texts)
+    tools = [tool, tool]
+    if other is not None:
+        rows, texts, tools = [*rows, [0.0, 0.0, 0.0, 1.0]], [*texts, "forecast"], [*tools, other]
+    return Bank.build(np.array(rows, dtype=np.float32), tools, [1.0] * len(tools), texts)
 
 
 def by_report_max(delta: float = 0.1) -> Forest:
@@ -108,7 +112,7 @@ def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -
         (0.999, None, first),  # not past its gate
         (0.1, frozenset(), first),  # nobody's to move: its reports are not even read
     ]:
-        ranker = Reranker(by_report_max(), bank_for(second), delta)
+        ranker = Reranker(by_report_max(), bank_for(second, first), delta)
         learned = Learned(ranker, confirmed=moves, own={"a": frozenset({second})})
         served = view.__class__(view.index, learned=learned)
         answer = Router(RouterConfig()).route(served, TEXT, STEP, RouteOptions(k=3))
@@ -116,7 +120,13 @@ def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -
         assert "learned" in answer[0].stages
         assert all(b.confidence <= a.confidence for a, b in itertools.pairwise(answer))
         own = Router(RouterConfig()).route(served, TEXT, STEP, RouteOptions(k=3, key="a"))
-        assert own[0].name == (first if delta > 0.9 else second)  # its own key's routes
+        assert own[0].name == (first if delta > 0.9 or moves == frozenset() else second)
+    # A cold first without reports (it may be the right tool nobody reported) stays first.
+    unreported = Learned(Reranker(by_report_max(), bank_for(second), 0.1))
+    answer = Router(RouterConfig()).route(
+        NamespaceView(index(), learned=unreported), TEXT, STEP, RouteOptions(k=3)
+    )
+    assert answer[0].name == first
 
 
 def test_no_model_routes_the_cold_ranking_whatever_the_prior_and_memory() -> None:
