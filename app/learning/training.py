@@ -26,7 +26,16 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from app.loop.memory import RememberedStep
 from app.routing.index import RouterIndex
 from app.routing.pipeline import Router
-from app.routing.reranker import DEPTH, FEATURES, Bank, Forest, Reranker, features, unit
+from app.routing.reranker import (
+    DEPTH,
+    FEATURES,
+    Bank,
+    Forest,
+    Reranker,
+    features,
+    passed_over,
+    unit,
+)
 from app.routing.text import stems
 from app.routing.types import RouteOptions, RouterConfig
 from app.routing.view import NamespaceView
@@ -74,6 +83,9 @@ class Rows:
     step: np.ndarray
     starts: np.ndarray
     hidden: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # per step
+    known: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # per step: its
+    # cold first has reports, or other reported steps passed it over
+    passed: dict[str, np.ndarray] = field(default_factory=dict)  # Reranker.passed
 
     @property
     def steps(self) -> int:
@@ -104,17 +116,30 @@ def training_rows(
     router = Router(config)
     view = NamespaceView(index)
     xs, ys, weights, owners, starts, hid = [], [], [], [], [0], []
+    known: list[bool | None] = []
     chosen = np.flatnonzero(bank.weights > 0)
     if chosen.size > limit:
         chosen = np.sort(np.random.default_rng(0).choice(chosen, limit, replace=False))
     hide = np.random.default_rng(1).random(len(bank)) < hidden
     everything = frozenset(bank.tools)
+    answers = {
+        i: router.cold(view, bank.texts[i], vectors[i], RouteOptions(k=depth))
+        for i in chosen.tolist()
+    }
+    passing: dict[str, list[int]] = {}  # the cold first → the steps that passed it over
+    for i, answer in answers.items():
+        if answer and answer[0].name != bank.tools[i]:
+            passing.setdefault(answer[0].name, []).append(i)
+    passed = {t: np.asarray(at, dtype=np.int64) for t, at in passing.items()}
     for i in chosen.tolist():
         text, tool = bank.texts[i], bank.tools[i]
-        answer = router.cold(view, text, vectors[i], RouteOptions(k=depth))
+        answer = answers[i]
         names = [c.name for c in answer]
         if tool not in names:
             continue
+        first = names[0]
+        over = passed_over(bank, passed.get(first), unit(vectors[i]), None, own_row=i)
+        known.append(over or None)
         visible = everything - {tool} if hide[i] else None
         x = features(answer, unit(vectors[i]), stems(text), bank, visible, own_row=i)
         xs.append(x)
@@ -123,6 +148,8 @@ def training_rows(
         owners.append(np.full(len(names), i))
         starts.append(starts[-1] + len(names))
         hid.append(bool(hide[i]))
+        if not known[-1]:
+            known[-1] = bool(x[0, FEATURES.index("report_count")] > 0)
     if not xs:
         empty = np.zeros((0, len(FEATURES)))
         return Rows(empty, np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(1, np.int64))
@@ -133,6 +160,8 @@ def training_rows(
         np.concatenate(owners),
         np.asarray(starts, dtype=np.int64),
         np.asarray(hid, dtype=bool),
+        np.asarray(known, dtype=bool),
+        passed,
     )
 
 
@@ -207,8 +236,7 @@ class Choices:
 
     @classmethod
     def of(cls, chance: np.ndarray, rows: Rows) -> Choices:
-        count = FEATURES.index("report_count")
-        gap, best_right, cold_right, reported = [], [], [], []
+        gap, best_right, cold_right = [], [], []
         for s in range(rows.steps):
             a, b = int(rows.starts[s]), int(rows.starts[s + 1])
             p = chance[a:b]
@@ -216,12 +244,11 @@ class Choices:
             gap.append(p[best] - p[0] if best != 0 else -1.0)
             best_right.append(bool(rows.y[a + best]))
             cold_right.append(bool(rows.y[a]))
-            reported.append(bool(rows.x[a, count] > 0))
         return cls(
             np.asarray(gap),
             np.asarray(best_right),
             np.asarray(cold_right),
-            np.asarray(reported),
+            rows.known if rows.known.size == rows.steps else np.ones(rows.steps, bool),
             rows.hidden if rows.hidden.size == rows.steps else np.zeros(rows.steps, bool),
         )
 
@@ -283,4 +310,4 @@ def train_reranker(
     rows = training_rows(index, config, bank, vectors, depth)
     gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
     forest = fit_forest(rows.x, rows.y, rows.weight, trees)
-    return Reranker(forest, bank, gates[0], depth, gates[1])
+    return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)

@@ -18,11 +18,13 @@ A gradient-boosted tree ensemble (``Forest``, fitted by scikit-learn's
 HistGradientBoosting in app/learning/training.py, read here by plain numpy) gives each
 candidate the probability that it is the step's tool. The cold first candidate keeps its
 place unless the model's best beats it by a gate — ``delta``, or ``delta_cold`` when the
-cold first has no reports the key may read (a right tool nobody reported looks like that)
-— chosen out of fold on the reports, never on the held-out ones; and only a tool the
-routing key may move (bounded influence, ``Learned.moves``) can take it. Each candidate's
-confidence is the model's probability, calibrated on the held-out reports, never rising
-down the list.
+cold first is unknown: no reports of it the key may read, and no reported step like this
+one (cosine ≥ ``PASSED_OVER``, of a tool the key may read) that agents chose another tool
+for while it was the cold first (a right
+tool nobody reported looks like that) — chosen out of fold on the reports, never on the
+held-out ones; and only a tool the routing key may move (bounded influence,
+``Learned.moves``) can take it. Each candidate's confidence is the model's probability,
+calibrated on the held-out reports, never rising down the list.
 
 A tool whose reports a key may not see (``moves``) reads as a tool without reports. Pure
 numpy: no model, no database.
@@ -285,6 +287,27 @@ def features(
     return out
 
 
+PASSED_OVER = 0.7  # how like the step a reported step that passed a tool over must be
+
+
+def passed_over(
+    bank: Bank,
+    rows: np.ndarray | None,
+    step: np.ndarray | None,
+    visible: frozenset[str] | None,
+    own_row: int = -1,
+) -> bool:
+    """Whether a reported step like ``step`` (cosine ≥ ``PASSED_OVER``), of a tool whose
+    reports count (``visible``; None: all), passed over a tool (``rows``: the bank rows of
+    the steps that did) — agents chose another tool where this one was the cold first."""
+    if rows is None or step is None or bank.dim != step.size:
+        return False
+    at = rows[rows != own_row]
+    if visible is not None:
+        at = at[[bank.tools[r] in visible for r in at.tolist()]]
+    return bool(at.size) and float((bank.vectors[at] @ step).max()) >= PASSED_OVER
+
+
 def margins(values: np.ndarray) -> np.ndarray:
     """Each value less the best of the others."""
     if values.size < 2:
@@ -303,6 +326,9 @@ class Reranker:
     delta: float
     depth: int = DEPTH
     delta_cold: float = 1.0  # the gate when the cold first has no reports the key may read
+    # tool → the bank rows of the reported steps it was the cold first of, whose agents chose
+    # another tool (it was passed over)
+    passed: Mapping[str, np.ndarray] = field(default_factory=dict)
     _digest: list[str] = field(default_factory=list, repr=False)
 
     @property
@@ -324,6 +350,8 @@ class Reranker:
             "weights": self.bank.weights,
             "texts": np.array(self.bank.texts, dtype=str),
             "tools": np.array(self.bank.tools, dtype=str),
+            "passed": np.array([t for t, at in self.passed.items() for _ in at], dtype=str),
+            "passed_row": np.array([r for at in self.passed.values() for r in at], np.int64),
         }
         np.savez(buffer, **arrays)  # type: ignore[arg-type]
         return buffer.getvalue()
@@ -348,7 +376,11 @@ class Reranker:
         forest = Forest.of_arrays(arrays)
         delta = arrays["delta"]
         depth = int(arrays["rerank_depth"][0])
-        return cls(forest, bank, float(delta[0]), depth, float(delta[-1]))
+        passed: dict[str, list[int]] = {}
+        for tool, row in zip(arrays["passed"].tolist(), arrays["passed_row"].tolist(), strict=True):
+            passed.setdefault(str(tool), []).append(int(row))
+        known = {t: np.asarray(at, dtype=np.int64) for t, at in passed.items()}
+        return cls(forest, bank, float(delta[0]), depth, float(delta[-1]), known)
 
     def digest(self) -> str:
         if not self._digest:
@@ -402,8 +434,11 @@ class Learned:
         rows = features(answer, unit(vector), stems(text), ranker.bank, moves)
         chance = ranker.forest.probability(rows)
         best = int(np.argmax(chance))
-        reported = rows[0, FEATURES.index("report_count")] > 0
-        gate = ranker.delta if reported else ranker.delta_cold
+        step = unit(vector)
+        known = rows[0, FEATURES.index("report_count")] > 0 or passed_over(
+            ranker.bank, ranker.passed.get(answer[0].name), step, moves
+        )
+        gate = ranker.delta if known else ranker.delta_cold
         lifted = best != 0 and answer[best].name in moves and chance[best] - chance[0] > gate
         calibrate = self.calibration
         out = []
