@@ -1,6 +1,6 @@
-"""Learning from reports, served: each namespace's guarded adapter trained in the background,
-stored, and loaded by every replica (issue 29; the model is ``app/routing/adapter.py``, the
-guard ``guard.py``).
+"""Learning from reports, served: each namespace's guarded reranker trained in the background,
+stored, and loaded by every replica (issues 29 and 41; the model is
+``app/routing/reranker.py``, its training ``training.py``, the guard ``guard.py``).
 
 :class:`LearningCache` is a room of its own, like the usage prior's (app/loop/prior.py): one
 thread, off the request path. Every ``poll`` seconds it loads the stored serving model of

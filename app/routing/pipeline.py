@@ -2,19 +2,23 @@
 
 1. keyword — BM25 of the whole step and of each of its parts (``parts.py``) over all tools;
 2. embedding — cosine of the step (and part) vectors with every tool's vector; both fused and
-   rescaled so the best tool's fused score is 1.0; plus the usage prior (``scores.py``), then
-   the namespace's gathered evidence as votes (``votes.py``: query memory, card examples, the
-   learned model); the top ``pool_size`` tools go on;
+   rescaled so the best tool's fused score is 1.0 (``scores.py``), then the cold evidence as
+   votes (``votes.py``: the step's values, action and resource, the cards' examples); the top
+   ``pool_size`` tools go on;
 3. penalty — ``-missing_param_penalty`` per required parameter that neither the step nor the
    context can supply (``rule_check.py``); then the top ``k`` (optionally MMR-diversified). A
    step read as several parts gets a covering answer (``cover.py``): each part's best tool
    first, then the rest.
 
-When the step matches no keyword, pinned default tools get ``pinned_boost`` in their prior;
-when neither keywords nor an embedding give any signal, the answer is the pinned default
-tools, then the most used ones (by ``prior``). No candidate ever scores below ``min_score``:
-when nothing reaches it, the answer is empty (fewer than k, as asked). Candidates below
-``min_confidence`` are left out, so "nothing here fits" is an empty answer.
+That is the cold ranking. A namespace whose guard promoted a model (``NamespaceView.learned``)
+has its cold top ``depth`` reordered by it (``reranker.py``); the usage prior and query memory
+reach a route only as that model's features.
+
+When the step matches no keyword, pinned default tools get ``pinned_boost``; when neither
+keywords nor an embedding give any signal, the answer is the pinned default tools. No
+candidate ever scores below ``min_score``: when nothing reaches it, the answer is empty
+(fewer than k, as asked). Candidates below ``min_confidence`` are left out, so "nothing here
+fits" is an empty answer.
 
 What lives how long: a :class:`Router` holds the service's fixed parts (config, enabled
 stages, the cosine product, the confidence model); a ``NamespaceView`` (``view.py``) what
