@@ -310,7 +310,7 @@ class Settings(BaseSettings):
     # Bounded influence (app/loop/trust.py): a key's reports weigh fully in its own routes,
     # and in other keys' at min(1, agreeing keys / trust_keys); 1: every report for all.
     trust_keys: int = Field(default=3, ge=1, le=1000)
-    # Learning from reports (app/learning/service.py): a guarded adapter per namespace,
+    # Learning from reports (app/learning/service.py): a guarded reranker per namespace,
     # retrained in the background when min_new_steps remembered steps are new since the last.
     learning: bool = True
     learning_interval_seconds: float = Field(default=300.0, gt=0, le=86_400)

@@ -12,9 +12,9 @@ the prior computed before any feedback existed, which must equal no prior at all
 
 from __future__ import annotations
 
-import dataclasses
 import random
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,9 @@ from app.learning.guard import challenge
 from app.loop.feedback import record_feedback
 from app.route.service import route_step
 from app.routing import NamespaceView, RouteOptions, Router, query_texts
-from app.routing.adapter import Learned
-from app.routing.calibration import Calibration, expected_calibration_error
+from app.routing.calibration import expected_calibration_error
 from app.routing.memory import QueryMemory
+from app.routing.reranker import Learned
 from app.routing.types import RouterConfig
 from app.schemas import FeedbackRequest, RouteRequest
 from app.services import Services
@@ -125,14 +125,13 @@ def score_queries(
     services: Services,
     queries: Sequence[Query],
     vectors: Sequence[np.ndarray],
-    prior: Mapping[str, float] | None,
+    prior: Mapping[str, float] | None = None,
     memory: QueryMemory | None = None,
     learned: Learned | None = None,
-    calibration: Calibration | None = None,
     config: RouterConfig | None = None,
 ) -> list[dict[str, float]]:
     """Each query's scores, and its top candidate's confidence (``confidence``: 0 for an
-    empty answer), read through ``calibration`` when given."""
+    empty answer)."""
     snapshot = services.index.get(NAMESPACE)
     assert snapshot is not None
     rows = []
@@ -141,8 +140,7 @@ def score_queries(
     for query, vector in zip(queries, vectors, strict=True):
         ranked = router.route(view, query.text, vector, RouteOptions(k=10))
         row = score([c.name for c in ranked], query.relevant)
-        top = ranked[0].confidence if ranked else 0.0
-        row["confidence"] = calibration(top) if calibration is not None and ranked else top
+        row["confidence"] = ranked[0].confidence if ranked else 0.0
         rows.append(row)
     return rows
 
@@ -182,6 +180,14 @@ def _load(services: Services, tools: list[dict[str, Any]], path: Path) -> set[st
     return names
 
 
+def unreported_tools(tools: Collection[str], share: float, seed: int) -> frozenset[str]:
+    """A seeded ``share`` of ``tools`` that no report will name (``replay_prior``)."""
+    if share <= 0:
+        return frozenset()
+    names = sorted(tools)
+    return frozenset(random.Random(seed + 2).sample(names, round(len(names) * share)))
+
+
 def replay_prior(
     data: Path,
     settings: Settings,
@@ -191,10 +197,14 @@ def replay_prior(
     seed: int = 0,
     poison_share: float = 0.0,
     learn: bool = False,
+    unreported: float = 0.0,
 ) -> dict[str, Any]:
-    """Score held-out queries without the prior, at cold start, with the prior, and with
-    the prior and query memory. ``poison_share``: that share of the replayed reports name a
-    wrong tool, flooded from one key (``replay_feedback``)."""
+    """Score held-out queries cold, before and after the reports (which must be the same:
+    the usage prior and query memory move no route by themselves), and with ``learn`` the
+    reranker trained from the reports as a serving process trains it. ``poison_share``:
+    that share of the replayed reports name a wrong tool, flooded from one key
+    (``replay_feedback``). ``unreported``: that share of the tools are never reported (their
+    queries are not replayed), so that many held-out queries have a tool without reports."""
     tools, queries = load_dataset(data, limit)
     with throwaway_services(settings, encoder) as services:
         loaded = _load(services, tools, data / "tools.jsonl")
@@ -205,26 +215,24 @@ def replay_prior(
                 "replaying feedback needs at least 2"
             )
         fed, held = split(playable, fraction, seed)
+        silent = unreported_tools(loaded, unreported, seed)
+        fed = [q for q in fed if not q.relevant & silent]
         vectors = encode_queries(services.encoder, held)
-        services.prior.refresh()  # no feedback yet: the cold-start prior
         memories = services.memory
         assert memories is not None
+        services.prior.refresh()  # no feedback yet
         memories.refresh()
-        cold = score_queries(
-            services, held, vectors, services.prior.get(NAMESPACE), memories.get(NAMESPACE)
-        )
+        cold_start = score_queries(services, held, vectors)
         poisoned = poison(fed, sorted(loaded), poison_share, seed)
         replay_feedback(services, fed, poisoned)
         services.prior.refresh()
         memories.refresh()
         prior = services.prior.get(NAMESPACE) or {}
         memory = memories.get(NAMESPACE)
-        without = score_queries(services, held, vectors, None)
-        with_prior = score_queries(services, held, vectors, prior)
-        with_memory = score_queries(services, held, vectors, prior, memory)
+        after = score_queries(services, held, vectors, prior, memory)
         learning: dict[str, Any] = {}
         if learn:
-            learning = learned_variants(services, settings, held, vectors, prior, memory)
+            learning = learned_variants(services, settings, held, vectors)
     reported = {name for i, q in enumerate(fed) if i not in poisoned for name in q.relevant}
     seen = [bool(q.relevant & reported) for q in held]
     return {
@@ -236,14 +244,13 @@ def replay_prior(
         "seed": seed,
         "model": services.encoder.name,
         "tools_with_prior": len(prior),
+        "unreported_tools": len(silent),
         "poisoned_reports": len(poisoned) * FLOOD,
         "remembered_steps": 0 if memory is None else len(memory),
         "tools_with_memory": 0 if memory is None else len(memory.tools),
         "results": {
-            "no_prior": grouped(without, seen),
-            "cold_start": grouped(cold, seen),
-            "with_prior": grouped(with_prior, seen),
-            "with_memory": grouped(with_memory, seen),
+            "cold_start": grouped(cold_start, seen),
+            "no_prior": grouped(after, seen),
             **{name: grouped(rows, seen) for name, rows in learning.pop("rows", {}).items()},
         },
         **({"learning": learning} if learn else {}),
@@ -255,32 +262,32 @@ def learned_variants(
     settings: Settings,
     held: Sequence[Query],
     vectors: Sequence[np.ndarray],
-    prior: Mapping[str, float],
-    memory: QueryMemory | None,
 ) -> dict[str, Any]:
     """The guard's challenger (app/learning/guard.py), trained on the remembered steps as a
-    serving process trains it, scored on the held-out queries: alone, and with the prior and
-    query memory; ``verdict``: what the guard decided, and why."""
+    serving process trains it, scored on the held-out queries (``learned``: calibrated;
+    ``served``: what serves after the guard, the challenger or the cold ranking);
+    ``verdict``: what the guard decided, and why."""
     snapshot = services.index.get(NAMESPACE)
     memories = services.memory
     assert snapshot is not None and memories is not None
     steps = memories.steps(NAMESPACE)
     with unit_of_work(services.session_factory) as session:
         step_vectors = text_vectors(session, services.encoder, [s.text for s in steps])
+    began = time.perf_counter()
     learned, verdict = challenge(
-        snapshot.index, steps, step_vectors, settings.trust_keys, services.index.config, None, prior
+        snapshot.index, steps, step_vectors, settings.trust_keys, services.index.config, None
     )
+    seconds = round(time.perf_counter() - began, 1)
     if learned is None:
-        return {"verdict": verdict.summary(), "rows": {}}
-    calibration = learned.calibration
-    plain = dataclasses.replace(learned, calibration=None)
+        return {"verdict": verdict.summary(), "seconds": seconds, "rows": {}}
+    rows = score_queries(services, held, vectors, learned=learned)
     return {
         "verdict": verdict.summary(),
-        "calibration_labels": None if calibration is None else calibration.labels,
+        "seconds": seconds,
+        "delta": learned.ranker.delta,
         "rows": {
-            "learned": score_queries(services, held, vectors, None, None, plain),
-            "learned_prior": score_queries(services, held, vectors, prior, memory, plain),
-            "calibrated": score_queries(services, held, vectors, prior, memory, plain, calibration),
+            "learned": rows,
+            "served": rows if verdict.promoted else score_queries(services, held, vectors),
         },
     }
 

@@ -303,6 +303,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             limit=args.limit,
             poison_share=args.poison,
             learn=args.learn,
+            unreported=args.unreported,
         )
         print(json.dumps(replay, indent=2) if args.json else format_replay(replay))
         return 0
@@ -391,8 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay-feedback",
         type=cli_args.fraction,
         metavar="FRACTION",
-        help="report this share of the queries as feedback, then score the rest with and "
-        "without the usage prior and query memory",
+        help="report this share of the queries as feedback, then score the rest before and "
+        "after (the usage prior and query memory alone move no route)",
     )
     ev.add_argument(
         "--poison",
@@ -403,9 +404,16 @@ def build_parser() -> argparse.ArgumentParser:
         "20 times from one key (a poisoning run)",
     )
     ev.add_argument(
+        "--unreported",
+        type=cli_args.fraction,
+        default=0.0,
+        metavar="SHARE",
+        help="with --replay-feedback: this share of the tools is never reported",
+    )
+    ev.add_argument(
         "--learn",
         action="store_true",
-        help="with --replay-feedback: also train the namespace's adapter from the reports, as "
+        help="with --replay-feedback: also train the namespace's reranker from the reports, as "
         "a serving process does (guarded: docs/ROUTING.md, 'Learning from reports'), and "
         "score the held-out queries with it",
     )

@@ -1,2 +1,2 @@
-"""Learning from reports: a namespace's adapter trained off the request path, guarded,
+"""Learning from reports: a namespace's reranker trained off the request path, guarded,
 stored and served (docs/ROUTING.md, "Learning from reports")."""

@@ -18,9 +18,9 @@ import numpy as np
 
 from app.loop.memory import RememberedStep
 from app.loop.trust import ANONYMOUS, NOBODY
-from app.routing.adapter import Learned
 from app.routing.index import RouterIndex
 from app.routing.pipeline import Router
+from app.routing.reranker import Learned
 from app.routing.types import RouteOptions, RouterConfig
 from app.routing.view import NamespaceView
 
@@ -84,10 +84,9 @@ class HeldOut:
         vectors: np.ndarray,
         positions: Sequence[int],
         config: RouterConfig,
-        prior: Mapping[str, float] | None = None,
     ) -> None:
         self.index, self.steps, self.vectors = index, steps, vectors
-        self.positions, self.prior = list(positions), prior
+        self.positions = list(positions)
         self.router = Router(config)
         self._views: dict[int, tuple[Learned | None, NamespaceView]] = {}
         self._answers: dict[tuple[object, ...], tuple[bool, float]] = {}
@@ -100,7 +99,7 @@ class HeldOut:
     def namespace(self, model: Learned | None) -> NamespaceView:
         """The namespace as the exam routes it with ``model`` serving (one view per model)."""
         if id(model) not in self._views:  # the model is kept with it: its id stays its own
-            view = NamespaceView(self.index, prior=self.prior, learned=model)
+            view = NamespaceView(self.index, learned=model)
             self._views[id(model)] = (model, view)
         return self._views[id(model)][1]
 
@@ -108,9 +107,9 @@ class HeldOut:
         """Whether ``model`` puts step ``i``'s reported tool first in ``key``'s routes, and
         its top confidence."""
         moves = frozenset() if model is None else model.for_key(key).moves()
-        adapter = None if model is None or not moves else id(model.adapter)
+        ranker = None if model is None else id(model.ranker)
         calibration = None if model is None else id(model.calibration)
-        at = (i, adapter, moves, calibration)
+        at = (i, ranker, moves, calibration)
         if at not in self._answers:
             step = self.steps[i]
             answer = self.router.route(

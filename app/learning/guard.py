@@ -1,62 +1,68 @@
-"""Champion and challenger: a new adapter serves only if it routes the namespace's most recent
-reports better than the current one, costs the steps of tools it does not move nothing,
-and changes a key's routes only as far as other keys agree (bounded influence, ``scope.py``).
+"""One guard over everything learned from reports: a challenger (the reranker, with the usage
+prior's and query memory's evidence among its features: app/routing/reranker.py) serves
+only if it routes the namespace's newest reports better than the cold ranking, beyond
+chance, no worse than the serving model, costs the steps of tools it does not move nothing,
+and changes a key's routes only as far as other keys agree (bounded influence,
+``scope.py``).
 
 The remembered steps (app/loop/memory.py) are cut by time: the newest ``HELD_OUT_SHARE`` of
-them (at least ``MIN_HELD_OUT``) are held out, the challenger is trained on the rest and the
-cards' anchors (``pairs.py``). Both models route every held-out step through the whole
-pipeline (``exam.py``), twice: as a key that reported none, and as the key that reported it.
+them (at least ``MIN_HELD_OUT``) are held out; the challenger is trained on the rest
+(``training.py``: leave-one-out report features, its gate ``delta`` chosen out of fold on
+those older steps). Every model routes every held-out step through the whole pipeline
+(``exam.py``), twice: as a key that reported none, and as the key that reported it. The
+serving model is judged without the held-out steps in its bank, as the challenger is.
 
 1. **Other keys' routes.** The challenger moves its confirmed tools in every key's routes
-   only if, routed as a key that reported none, it wins the held-out steps, each key's
-   steps counted at most as often as the ``trust_keys``-th busiest key's
-   (``trust.key_capped``): the key that writes the reports also writes the newest steps,
-   so one key alone (fewer than ``trust_keys``) can never pass this. Otherwise it moves no
-   tool there; it is refused if that costs other keys, beyond chance, what the current
-   model gave them.
-2. **Its own routes**, as it will then serve (each step routed as its reporting key): it
-   wins — of the held-out steps the two models disagree on, the challenger has more, and so
-   many more that a coin would give as many less often than ``SIGNIFICANCE`` (a one-sided
-   sign test; McNemar 1947); a win of one step in ten is noise: wrong reports promoted 7 of
-   20 such models on a margin of one step (``bench/quality/learn_wrong_reports.py``) —; no key's own
-   steps lose beyond chance; and, in both views, it loses at most ``MAX_UNSEEN_LOSS`` of
-   hit@1 on the held-out steps whose tool that view does not move (it must leave them where
-   they were).
+   only if, routed as a key that reported none, it wins the held-out steps against the cold
+   ranking, each key's steps counted at most as often as the ``trust_keys``-th busiest
+   key's (``trust.key_capped``): the key that writes the reports also writes the newest
+   steps, so one key alone (fewer than ``trust_keys``) can never pass this. Otherwise it
+   moves no tool there (nor reads those tools' reports); it is refused if that costs other
+   keys, beyond chance, what the cold ranking gave them.
+2. **Its own routes**, as it will then serve (each step routed as its reporting key): the
+   held-out hit@1 it gains over the cold ranking has a one-sided 95 % interval (a normal
+   approximation of the mean of the steps' paired differences) whose lower end is above 0:
+   an interval that excludes a loss, not one number; against the serving model it wins
+   more held-out steps than it loses (one trained on the same reports changes nothing);
+   no key's own steps lose beyond chance; and, in both views, it loses at most
+   ``MAX_UNSEEN_LOSS`` of hit@1 on the held-out steps whose tool that view does not move.
 
-Reports that name the wrong tool teach an adapter what the newer reports do not confirm:
+Reports that name the wrong tool teach a model what the newer reports do not confirm:
 random wrong reports win nothing on the held-out ones, so such a model is refused. One key's
 consistent wrong reports may win its own newest steps: such a model serves that key's own
 routes only.
 
-The calibration (``app.routing.calibration``) is fitted on the challenger's held-out answers
-in its own view (its top candidate's confidence, and whether the reported tool was first);
-its calibration error is measured two-fold (fitted on one half, read on the other) and it
-is kept only when that beats the confidence as it is.
+The calibration (``app.routing.calibration``) of the model's probability is fitted on the
+challenger's held-out answers in its own view (its top candidate's probability, and whether
+the reported tool was first); its calibration error is measured two-fold (fitted on one
+half, read on the other) and it is kept only when that beats the probability as it is.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.learning.exam import SIGNIFICANCE, HeldOut, Score, harmed, sign_test
-from app.learning.pairs import ANCHOR_WEIGHT, step_pairs
 from app.learning.scope import scope_of
+from app.learning.training import DEFAULT_TREES, Trees, bank_of, train_reranker
 from app.loop.memory import RememberedStep
 from app.loop.trust import key_capped
-from app.routing.adapter import DEFAULT_TRAINING, Learned, Training, anchors, joined, train
 from app.routing.calibration import Calibration, expected_calibration_error
 from app.routing.index import RouterIndex
+from app.routing.reranker import Learned, Reranker
 from app.routing.types import RouterConfig
 
 HELD_OUT_SHARE = 0.2
 MIN_HELD_OUT = 10
 MIN_TRAINING = 10  # remembered steps a namespace needs before anything is trained
 MAX_UNSEEN_LOSS = 0.01
+Z_ONE_SIDED = 1.645  # the normal quantile of 1 - SIGNIFICANCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,9 @@ class Verdict:
     keys: int = 0  # distinct keys whose reports it was trained on
     confirmed: int = 0  # tools it may move in every key's routes (if shared)
     own: int = 0  # tools it may move only in the one key's routes that reported them
+    cold: Score | None = None  # each held-out step routed cold
+    interval: tuple[float, float] | None = None  # gain over cold: (lower end, gain)
+    delta: float | None = None  # the gate chosen out of fold
 
     def summary(self) -> dict[str, object]:
         others = self.others
@@ -96,11 +105,15 @@ class Verdict:
             "reason": self.reason,
             "trained_on": self.trained_on,
             "held_out": self.held_out,
+            "cold": hits(self.cold),
             "champion": hits(self.champion),
             "challenger": hits(self.challenger),
             "ece_before": self.ece_before,
             "ece_after": self.ece_after,
             "seconds": round(self.seconds, 2),
+            "gain": None if self.interval is None else self.interval[1],
+            "gain_lower": None if self.interval is None else self.interval[0],
+            "delta": self.delta,
             "keys": self.keys,
             "shared": others is not None and others.shared,
             "confirmed_tools": self.confirmed if others is not None and others.shared else 0,
@@ -163,8 +176,7 @@ def challenge(
     needed: int,
     config: RouterConfig,
     champion: Learned | None,
-    prior: Mapping[str, float] | None = None,
-    training: Training = DEFAULT_TRAINING,
+    trees: Trees = DEFAULT_TREES,
     version: int = 0,
     clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[Learned | None, Verdict]:
@@ -179,22 +191,24 @@ def challenge(
     kept = [steps[i] for i in usable]
     kept_vectors = np.asarray(vectors, dtype=np.float32)[usable]
     train_at, held_at = time_split(kept)
-    reported, picked = step_pairs(
-        index, [kept[i] for i in train_at], kept_vectors[train_at], needed
-    )
-    trained = [kept[train_at[i]] for i in picked]
+    picked = [i for i in train_at if kept[i].shared(needed) > 0]
+    picked.sort(key=lambda i: (kept[i].last_seen, kept[i].text))  # folds in time order
+    trained = [kept[i] for i in picked]
+    bank = bank_of(trained, kept_vectors[picked], needed)
+    ranker = train_reranker(index, config, bank, kept_vectors[picked], trees)
     scope = scope_of(trained, needed)
-    tools = frozenset(s.tool for s in trained)
-    pairs = joined(reported, anchors(index.embeddings, ANCHOR_WEIGHT))
-    adapter = train(pairs, index.embeddings, sorted(tools), training)
-    whole = Learned(adapter, version=version, confirmed=scope.confirmed, own=scope.own)
-    held = HeldOut(index, kept, kept_vectors, held_at, config, prior)
-    candidate, others = for_other_keys(held, whole, champion, needed)
+    whole = Learned(ranker, version=version, confirmed=scope.confirmed, own=scope.own)
+    held = HeldOut(index, kept, kept_vectors, held_at, config)
+    if champion is not None:  # judged as the challenger is: without the held-out steps
+        fair = ranker_without(champion.ranker, frozenset(kept[i].text for i in held_at))
+        champion = dataclasses.replace(champion, ranker=fair, calibration=None)
+    candidate, others = for_other_keys(held, whole, needed)
     unseen = held.unseen(candidate, own=True)
-    before = held.score(champion, own=True).seen_by(unseen)
+    cold = held.score(None, own=True).seen_by(unseen)
+    before = cold if champion is None else held.score(champion, own=True).seen_by(unseen)
     after = held.score(candidate, own=True).seen_by(unseen)
     candidate, ece_before, ece_after = calibrated(candidate, after)
-    promoted, reason = decide(held, before, after, others, needed)
+    promoted, reason = decide(held, cold, before, after, others, needed)
     verdict = Verdict(
         promoted,
         reason,
@@ -209,19 +223,24 @@ def challenge(
         len({key for s in trained for key in s.keys}),
         len(scope.confirmed),
         sum(len(t) for t in scope.own.values()),
+        cold,
+        gain_interval(cold, after),
+        ranker.delta,
     )
     return candidate, verdict
 
 
-def for_other_keys(
-    held: HeldOut, candidate: Learned, champion: Learned | None, needed: int
-) -> tuple[Learned, Others]:
-    """The challenger as it may serve other keys, and how it routes for them: it moves its
-    confirmed tools in every key's routes only if it wins the held-out steps routed as a key
-    that reported none, each key counted at most as often as the ``needed``-th busiest
-    (``key_capped``: fewer keys than ``needed`` cannot pass it); else in nobody's but the
-    keys' that alone reported a tool (``scope.py``)."""
-    before = held.score(champion, own=False)
+def ranker_without(ranker: Reranker, texts: frozenset[str]) -> Reranker:
+    return dataclasses.replace(ranker, bank=ranker.bank.without(texts), _digest=[])
+
+
+def for_other_keys(held: HeldOut, candidate: Learned, needed: int) -> tuple[Learned, Others]:
+    """The challenger as it may serve other keys, and how it routes for them against the
+    cold ranking: it moves its confirmed tools in every key's routes only if it wins the
+    held-out steps routed as a key that reported none, each key counted at most as often
+    as the ``needed``-th busiest (``key_capped``: fewer keys than ``needed`` cannot pass
+    it); else in nobody's but the keys' that alone reported a tool (``scope.py``)."""
+    before = held.score(None, own=False)
     after = held.score(candidate, own=False)
     wins, losses = key_capped(held.votes(after, before), needed)
     shared = wins > losses and sign_test(round(wins), round(losses)) < SIGNIFICANCE
@@ -256,25 +275,45 @@ def unseen_loss(before: Score, after: Score) -> float:
     return before.unseen_hit_at_1 - after.unseen_hit_at_1
 
 
-def decide(
-    held: HeldOut, before: Score, after: Score, others: Others, needed: int
-) -> tuple[bool, str]:
-    """Promoted or not, and why (module doc)."""
+def gain_interval(before: Score, after: Score) -> tuple[float, float]:
+    """The one-sided ``1 - SIGNIFICANCE`` interval of the held-out hit@1 gained, paired
+    step by step (a normal approximation of the mean of the steps' differences in -1, 0,
+    1): (its lower end, the gain)."""
+    n = after.steps
+    if n == 0:
+        return 0.0, 0.0
     wins = sum(a and not b for a, b in zip(after.hit, before.hit, strict=True))
     losses = sum(b and not a for a, b in zip(after.hit, before.hit, strict=True))
-    chance = sign_test(wins, losses)
-    lost = max(unseen_loss(before, after), unseen_loss(others.champion, others.challenger))
-    hurt = harmed(held.votes(after, before))
-    if wins <= losses or chance >= SIGNIFICANCE:
+    mean = (wins - losses) / n
+    spread = max((wins + losses) / n - mean * mean, 0.0)
+    return round(mean - Z_ONE_SIDED * math.sqrt(spread / n), 4), round(mean, 4)
+
+
+def decide(
+    held: HeldOut, cold: Score, before: Score, after: Score, others: Others, needed: int
+) -> tuple[bool, str]:
+    """Promoted or not, and why (module doc)."""
+    low, gain = gain_interval(cold, after)
+    if low <= 0:
         return False, (
-            f"held-out hit@1 {after.hit_at_1:.3f} against the current {before.hit_at_1:.3f}: "
-            f"{wins} steps won, {losses} lost (p = {chance:.3f}; needs < {SIGNIFICANCE})"
+            f"held-out hit@1 {cold.hit_at_1:.3f} cold, {after.hit_at_1:.3f} with it: the gain "
+            f"{gain:+.3f} has a {1 - SIGNIFICANCE:.0%} interval from {low:+.3f}: it may be a loss"
         )
+    wins = sum(a and not b for a, b in zip(after.hit, before.hit, strict=True))
+    losses = sum(b and not a for a, b in zip(after.hit, before.hit, strict=True))
+    if before is not cold and wins <= losses:
+        return False, (
+            f"held-out hit@1 {after.hit_at_1:.3f}, the serving model {before.hit_at_1:.3f}: "
+            f"{wins} steps won, {losses} lost; it does not beat it"
+        )
+    lost = max(unseen_loss(cold, after), unseen_loss(others.champion, others.challenger))
     if lost > MAX_UNSEEN_LOSS:
         return False, f"held-out steps of tools it does not move lose {lost:.3f} of hit@1"
     agreed = f"{others.wins:.1f} won, {others.losses:.1f} lost, trust_keys {needed}"
     if harmed({"": (others.wins, others.losses)}):
-        return False, f"other keys' routes would lose what the current model gave them ({agreed})"
+        lose = "the routes of other keys would lose what the cold ranking gave them"
+        return False, f"{lose} ({agreed})"
+    hurt = harmed(held.votes(after, cold))
     if hurt:
         return False, f"the routes of {len(hurt)} reporting key(s) would lose held-out steps"
     reach = (
@@ -283,6 +322,7 @@ def decide(
         else "only the routes of the key that alone reported a tool: other keys do not agree"
     )
     return True, (
-        f"held-out hit@1 {before.hit_at_1:.3f} -> {after.hit_at_1:.3f} ({wins} steps won, "
-        f"{losses} lost, p = {chance:.3f}); it moves {reach} ({agreed})"
+        f"held-out hit@1 {cold.hit_at_1:.3f} cold -> {after.hit_at_1:.3f} (gain {gain:+.3f}, "
+        f"interval from {low:+.3f}; against the serving {before.hit_at_1:.3f}: {wins} won, "
+        f"{losses} lost); it moves {reach} ({agreed})"
     )

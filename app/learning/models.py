@@ -33,7 +33,7 @@ SERVING, REFUSED, RETIRED = "serving", "refused", "retired"
 
 
 class LearnedModel(Base):
-    """One trained adapter of a namespace, its calibration, and the guard's verdict on it."""
+    """One trained reranker of a namespace, its calibration, and the guard's verdict on it."""
 
     __tablename__ = "learned_models"
     __table_args__ = (
@@ -47,7 +47,7 @@ class LearnedModel(Base):
     dim: Mapped[int] = mapped_column(Integer)
     # None: none trained, or no longer kept. Read only when a model is loaded (deferred).
     weights: Mapped[bytes | None] = mapped_column(LargeBinary, default=None, deferred=True)
-    digest: Mapped[str | None] = mapped_column(String(16), default=None)  # Adapter.digest
+    digest: Mapped[str | None] = mapped_column(String(16), default=None)  # Reranker.digest
     tools: Mapped[list[str]] = mapped_column(JSON)  # the tools it was trained with reports of
     # Whose routes it may move which tool in (app/learning/scope.py): the tools it moves for
     # every key, and key → the tools it moves for that key alone. None: judged before the
@@ -55,7 +55,8 @@ class LearnedModel(Base):
     confirmed: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True), default=None)
     own: Mapped[dict[str, list[str]] | None] = mapped_column(JSON(none_as_null=True), default=None)
     calibration: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
-    # How a route reads it (``app.routing.adapter.Learned``): as it was judged.
+    # ``weight``: the reranker's gate delta; ``pool``: how many cold candidates it reorders
+    # (``app.routing.reranker``); ``relative``: unused since the adapter.
     weight: Mapped[float] = mapped_column(Float)
     pool: Mapped[int] = mapped_column(Integer)
     relative: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -12,16 +12,17 @@ challenger's are never stored), and the newest ``KEPT_VERDICTS`` verdicts beside
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.learning.models import REFUSED, RETIRED, SERVING, LearnedModel, LearningSwitch
-from app.routing.adapter import LEARNED_POOL, LEARNED_WEIGHT, Adapter, Learned
 from app.routing.calibration import Calibration
+from app.routing.reranker import DEPTH, Learned, Reranker
 
 LEARNING_CHANNEL = "toolreach_learning"
 ROLLED_BACK = "rolled_back"  # served, then an admin rolled it back: never served again by one
@@ -108,19 +109,17 @@ def next_version(session: Session, namespace: str) -> int:
     return (latest or 0) + 1
 
 
-def as_learned(row: LearnedModel) -> Learned:
-    """The stored model as ``route`` reads it; ValueError for a row with no weights. A model
-    judged before bounded influence (``confirmed`` None) moves no tool."""
+def as_learned(row: LearnedModel, vectors_of: Callable[[list[str]], np.ndarray]) -> Learned:
+    """The stored model as ``route`` reads it (its reported steps' vectors from
+    ``vectors_of``); ValueError for a row with no weights, or an adapter's from before the
+    reranker. A model judged before bounded influence (``confirmed`` None) moves no tool."""
     if row.weights is None:
         raise ValueError(f"model {row.version} of {row.namespace!r} holds no weights")
-    adapter = Adapter.from_bytes(row.weights, row.dim, row.tools)
+    ranker = Reranker.from_bytes(row.weights, vectors_of)
     calibration = None if row.calibration is None else Calibration.from_json(row.calibration)
     return Learned(
-        adapter,
-        weight=row.weight,
-        pool=row.pool,
+        ranker,
         version=row.version,
-        relative=row.relative,
         calibration=calibration,
         confirmed=frozenset(row.confirmed or ()),
         own={key: frozenset(tools) for key, tools in (row.own or {}).items()},
@@ -142,22 +141,22 @@ def add_model(
     one that served retires, and the namespace's rows are pruned (``prune``)."""
     if promoted:
         retire_serving(session, namespace, RETIRED)
-    adapter = None if learned is None else learned.adapter
+    ranker = None if learned is None else learned.ranker
     calibration = None if learned is None or learned.calibration is None else learned.calibration
     confirmed = None if learned is None or learned.confirmed is None else learned.confirmed
     row = LearnedModel(
         namespace=namespace,
         version=version,
-        dim=dim if adapter is None else adapter.dim,
-        weights=adapter.to_bytes() if adapter is not None and promoted else None,
-        digest=None if adapter is None else adapter.digest(),
-        tools=[] if adapter is None else sorted(adapter.tools),
+        dim=dim if ranker is None else ranker.dim,
+        weights=ranker.to_bytes() if ranker is not None and promoted else None,
+        digest=None if ranker is None else ranker.digest(),
+        tools=[] if ranker is None else sorted(ranker.tools),
         confirmed=None if confirmed is None else sorted(confirmed),
         own=None if learned is None else {k: sorted(t) for k, t in sorted(learned.own.items())},
         calibration=None if calibration is None else calibration.to_json(),
-        weight=LEARNED_WEIGHT if learned is None else learned.weight,
-        pool=LEARNED_POOL if learned is None else learned.pool,
-        relative=False if learned is None else learned.relative,
+        weight=0.0 if ranker is None else ranker.delta,  # the gate
+        pool=DEPTH if ranker is None else ranker.depth,
+        relative=False,
         verdict=verdict,
         steps=steps,
         state=SERVING if promoted else REFUSED,

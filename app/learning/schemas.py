@@ -40,10 +40,24 @@ class VerdictRead(BaseModel):
     reason: str | None = None
     trained_on: int | None = Field(None, description="remembered steps it was trained on")
     held_out: int | None = Field(None, description="remembered steps it was judged on")
+    cold: HeldOutRead | None = Field(
+        None, description="the cold ranking (no model), each step routed as its reporter"
+    )
     champion: HeldOutRead | None = Field(
-        None, description="the model it was judged against, each step routed as its reporter"
+        None,
+        description="the model it was judged against (the serving one, else the cold "
+        "ranking), each step routed as its reporter",
     )
     challenger: HeldOutRead | None = None
+    gain: float | None = Field(None, description="held-out hit@1 gained over the cold ranking")
+    gain_lower: float | None = Field(
+        None, description="the lower end of the gain's one-sided 95% interval (promotion: > 0)"
+    )
+    delta: float | None = Field(
+        None,
+        description="the gate chosen out of fold: how much the model's first must beat "
+        "the cold first by",
+    )
     ece_before: float | None = None
     ece_after: float | None = None
     seconds: float | None = None

@@ -1,7 +1,7 @@
 """Whose routes a learned model may move: bounded influence (app/loop/trust.py) for a model.
 
 A weight bounds what one key's reports add to the prior or to memory; it cannot bound a
-model, which one adapter serves every key of the namespace with: a few reports of one key,
+model, which one reranker serves every key of the namespace with: a few reports of one key,
 at any weight, can teach it a whole kind of step. So a model moves a tool
 
 * in **every** key's routes only if the tool is *confirmed*: reported (in the steps it was

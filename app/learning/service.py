@@ -1,6 +1,6 @@
-"""Learning from reports, served: each namespace's guarded adapter trained in the background,
-stored, and loaded by every replica (issue 29; the model is ``app/routing/adapter.py``, the
-guard ``guard.py``).
+"""Learning from reports, served: each namespace's guarded reranker trained in the background,
+stored, and loaded by every replica (issues 29 and 41; the model is
+``app/routing/reranker.py``, its training ``training.py``, the guard ``guard.py``).
 
 :class:`LearningCache` is a room of its own, like the usage prior's (app/loop/prior.py): one
 thread, off the request path. Every ``poll`` seconds it loads the stored serving model of
@@ -44,7 +44,7 @@ from app.loop import repository as event_repository
 from app.loop.memory import MemoryCache
 from app.loop.prior import PriorCache
 from app.loop.repository import ForgetMark
-from app.routing.adapter import Learned
+from app.routing.reranker import Learned
 from app.tools.examples import TextEncoder, text_vectors
 from app.tools.live_index import IndexManager
 from registry.errors import Conflict, NotFound
@@ -117,7 +117,9 @@ class LearningCache:
                 if stored is None or stored.weights is None:
                     continue
                 try:
-                    models[row.namespace] = repository.as_learned(stored)
+                    models[row.namespace] = repository.as_learned(
+                        stored, lambda texts: text_vectors(session, self._encoder, texts)
+                    )
                 except ValueError:
                     log.exception("model %d of %s is unreadable", row.version, row.namespace)
         self._models, self._off = MappingProxyType(models), off
@@ -190,7 +192,6 @@ class LearningCache:
             self.needed,
             self._index.config,
             champion,
-            self._prior.get(namespace),
             version=version,
         )
         self.trainings += 1
@@ -227,7 +228,8 @@ class LearningCache:
         for namespace in self.due():
             try:
                 with self._training:
-                    self._train(namespace)
+                    if namespace in self.due():  # not trained meanwhile by another round
+                        self._train(namespace)
             except (Conflict, IntegrityError) as exc:  # another replica stored one meanwhile
                 log.info("learning %s: %s", namespace, exc)
             except Exception:

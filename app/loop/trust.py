@@ -16,7 +16,7 @@ routes exactly as before. Evidence is weighed for the key that routes:
 So a key alone moves any other key's memory part of a tool by at most
 ``memory_weight / needed``, and counts ``1 / needed`` of one use per distinct step in another
 key's prior. The pure functions here are what the caches (``memory.py``, ``prior.py``) and
-the learned adapter's trainer weigh reports with: ``shared_weights`` gives a (tool, step)
+the learned reranker's trainer weigh reports with: ``shared_weights`` gives a (tool, step)
 pair's sample weight for a model every key is routed with. docs/ROUTING.md, "Bounded
 influence", measures it.
 """

@@ -33,7 +33,7 @@ PART_LEADERS = 3
 class ConfidenceBasis:
     """What the confidence needs of the step beyond the scores: its analysed rows, how many
     tools it was routed among, the pool its neighbours are read from (positions), the model
-    and the namespace's own calibration (``adapter.Learned``; None: the model as it is)."""
+    and a calibration of it (None: the model as it is)."""
 
     rows: QueryRows
     tools: int

@@ -2,18 +2,16 @@
 2409.02141, represents a tool by the requests that used it).
 
 A namespace's memory is a matrix of remembered step vectors (unit rows, grouped by tool)
-with one weight per step in [0, 1] (decayed, capped evidence: ``app/loop/memory.py``). A
-route adds, to each of its best ``memory_pool`` tools by fused score, the vote of the
-remembered step of that tool most like the step being routed:
+with one weight per step in [0, 1] (decayed, capped evidence: ``app/loop/memory.py``). It is
+no longer a vote of its own in a route: a namespace's reports move its routes only through
+a reranker the guard promoted (``reranker.py``), whose features read the same steps. The
+structure serves the cards' examples (``examples.py``: ``memory_votes``, each tool's best
+step above a floor:
 
     agreement(s) = clip((cos(q, s) − floor) / (1 − floor), 0, 1)
-    memory(t)    = memory_weight · max over t's steps s of weight(s) · agreement(s)
+    vote(t)      = max over t's steps s of weight(s) · agreement(s)
 
-A step unlike every remembered one (cosine under ``memory_floor``) gets nothing from
-memory, so it is ranked exactly as without it; a tool without evidence is never lowered,
-only passed by an evidenced tool that the step resembles. Taking the best step, not a sum,
-means a thousand reports of one text count as one, and no tool's part can exceed
-``memory_weight``. One product over the pool's remembered rows: no loop over steps or tools.
+one product over the pool's rows: no loop over steps or tools) and the card doctor.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from app.routing.signals import unit_rows
-from app.routing.types import RouterConfig
 
 # Rows QueryMemory.build reads, makes unit-length and projects at a time: whole-size
 # temporaries raised a large first build's peak memory (bench/perf/memory_parts.py,
@@ -282,39 +279,3 @@ def memory_votes(
         starts, lengths = aligned.starts[have], aligned.lengths[have]
         votes[have] = segment_votes(memory, starts, lengths, memory.project(unit), floor)
     return votes
-
-
-def memory_contribution(
-    memory: QueryMemory,
-    names: Sequence[str],
-    cols: np.ndarray,
-    total: np.ndarray,
-    query_vec: np.ndarray,
-    config: RouterConfig,
-) -> np.ndarray:
-    """The memory part of the tools ``cols`` (``names``: every tool's, by column; ``total``:
-    their score before memory; ``query_vec``: the step's vector, its first row if several):
-    ``memory_weight`` times its vote for the best ``memory_pool`` of them, 0 for the others.
-
-    The route's hot path: when none of the pool's tools has memory it costs one partition
-    and one lookup (``QueryMemory.aligned``: rows by index column, made once per snapshot)."""
-    part = np.zeros(total.size, dtype=np.float32)
-    pool = min(config.memory_pool, total.size)
-    if pool <= 0 or config.memory_weight == 0.0:
-        return part
-    aligned = memory.aligned(names)
-    if not aligned.any:
-        return part
-    top = np.argpartition(-total, pool - 1)[:pool] if pool < total.size else np.arange(pool)
-    picked = cols[top]
-    lengths = aligned.lengths[picked]
-    have = np.flatnonzero(lengths)
-    if have.size == 0:
-        return part
-    query = step_query(memory, query_vec)
-    if query is None:
-        return part
-    starts = aligned.starts[picked[have]]
-    votes = segment_votes(memory, starts, lengths[have], query, config.memory_floor)
-    part[top[have]] = np.float32(config.memory_weight) * votes
-    return part

@@ -2,19 +2,23 @@
 
 1. keyword — BM25 of the whole step and of each of its parts (``parts.py``) over all tools;
 2. embedding — cosine of the step (and part) vectors with every tool's vector; both fused and
-   rescaled so the best tool's fused score is 1.0; plus the usage prior (``scores.py``), then
-   the namespace's gathered evidence as votes (``votes.py``: query memory, card examples, the
-   learned model); the top ``pool_size`` tools go on;
+   rescaled so the best tool's fused score is 1.0 (``scores.py``), then the cold evidence as
+   votes (``votes.py``: the step's values, action and resource, the cards' examples); the top
+   ``pool_size`` tools go on;
 3. penalty — ``-missing_param_penalty`` per required parameter that neither the step nor the
    context can supply (``rule_check.py``); then the top ``k`` (optionally MMR-diversified). A
    step read as several parts gets a covering answer (``cover.py``): each part's best tool
    first, then the rest.
 
-When the step matches no keyword, pinned default tools get ``pinned_boost`` in their prior;
-when neither keywords nor an embedding give any signal, the answer is the pinned default
-tools, then the most used ones (by ``prior``). No candidate ever scores below ``min_score``:
-when nothing reaches it, the answer is empty (fewer than k, as asked). Candidates below
-``min_confidence`` are left out, so "nothing here fits" is an empty answer.
+That is the cold ranking. A namespace whose guard promoted a model (``NamespaceView.learned``)
+has its cold top ``depth`` reordered by it (``reranker.py``); the usage prior and query memory
+reach a route only as that model's features.
+
+When the step matches no keyword, pinned default tools get ``pinned_boost``; when neither
+keywords nor an embedding give any signal, the answer is the pinned default tools. No
+candidate ever scores below ``min_score``: when nothing reaches it, the answer is empty
+(fewer than k, as asked). Candidates below ``min_confidence`` are left out, so "nothing here
+fits" is an empty answer.
 
 What lives how long: a :class:`Router` holds the service's fixed parts (config, enabled
 stages, the cosine product, the confidence model); a ``NamespaceView`` (``view.py``) what
@@ -27,6 +31,7 @@ Names of arrays in ``route``: ``pool`` holds positions into the scored arrays
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -97,7 +102,32 @@ class Router:
         just the whole step's); ``None`` without one. ``texts``: ``query_texts(query)``
         when the caller has read the step's parts already. ``cosines``: a product shared
         with other steps of a batch, instead of the router's.
+
+        With no serving model the answer is the cold ranking; with one, the cold top
+        ``depth`` reordered by it (``reranker.py``).
         """
+        learned = view.learned
+        if learned is None or options.k <= 0:
+            return self.cold(view, query, vectors, options, texts=texts, cosines=cosines)
+        learned = learned.for_key(options.key)
+        depth = max(options.k, learned.ranker.depth)
+        wide = dataclasses.replace(options, k=depth, min_confidence=None)
+        answer = self.cold(view, query, vectors, wide, texts=texts, cosines=cosines)
+        answer = learned.rerank(answer, vectors, query)
+        return confident(non_increasing(answer[: options.k]), options.min_confidence)
+
+    def cold(
+        self,
+        view: NamespaceView,
+        query: str,
+        vectors: np.ndarray | None,
+        options: RouteOptions = DEFAULT_OPTIONS,
+        *,
+        texts: Sequence[str] | None = None,
+        cosines: Cosines | None = None,
+    ) -> list[Candidate]:
+        """The cold ranking: what ``route`` answers with no model serving. The usage prior
+        and query memory never enter it: they are features of a model the guard promoted."""
         index = view.index
         eligible = index.eligible(options.tags)
         k = options.k
@@ -113,7 +143,7 @@ class Router:
             rows,
             vectors,
             eligible,
-            view.prior_of(options.key) if "prior" in self.enabled else None,
+            None,
             self.config,
             self.enabled,
             self.cosines if cosines is None else cosines,
@@ -136,8 +166,7 @@ class Router:
             pool = top_indices(total, k)
             pool = pool[total[pool] > 0]
         tools = len(index) if eligible is None else eligible.size
-        calibration = None if view.learned is None else view.learned.calibration
-        basis = ConfidenceBasis(rows, tools, pool, self.confidence, calibration)
+        basis = ConfidenceBasis(rows, tools, pool, self.confidence)
         diversify = len(rows.texts) > 1 or not self.config.mmr_multi_part_only
         lam = self.config.mmr_lambda if diversify else 1.0
         # Plain top-k (no MMR): the pool, best first, is checked only as far as it can matter.

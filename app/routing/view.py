@@ -11,6 +11,10 @@ own reports other keys have not confirmed sees them at full weight in its own ro
 view holds those per key (``own_priors``, ``own_memories``); ``prior_of`` and ``memory_of``
 pick a key's.
 
+Since issue 41 no route reads ``prior``, ``memory``, ``own_priors`` or ``own_memories``:
+a namespace's reports reach its routes only through ``learned``, the reranker the guard
+promoted, whose features read the same reported steps (``reranker.py``).
+
 A new kind of evidence is one more field here and one more vote (``votes.py``).
 """
 
@@ -21,9 +25,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from app.routing.adapter import Learned
 from app.routing.index import RouterIndex
 from app.routing.memory import QueryMemory
+from app.routing.reranker import Learned
 
 Prior = Mapping[str, float]
 

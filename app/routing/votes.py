@@ -1,11 +1,12 @@
 """The namespace's gathered evidence as votes added to stage 2's scores, one kind at a time.
 
-Each vote reads one field of the :class:`NamespaceView` and adds one contribution, by name,
-to the scores (``Scores.votes``): the remembered steps of each tool (query memory,
-``memory.py``), the cards' examples (``examples.py``) and the serving learned model
-(``adapter.py``). A vote that does not apply returns ``None``, and the answer then has no
-contribution of that name at all. Each reads the scores with the votes before it (a pool of
-the best tools so far).
+Each vote reads one field of the :class:`NamespaceView` or of the step and adds one
+contribution, by name, to the scores (``Scores.votes``): the step's values, its action and
+resource, and the cards' examples (``examples.py``). These are the cold ranking's evidence:
+what a namespace learns from its reports (the usage prior, query memory) is never a vote but
+a feature of the reranker the guard promoted (``reranker.py``). A vote that does not apply
+returns ``None``, and the answer then has no contribution of that name at all. Each reads
+the scores with the votes before it (a pool of the best tools so far).
 
 Adding a kind of evidence is one field of the view and one function appended to ``VOTES``.
 """
@@ -21,10 +22,8 @@ import numpy as np
 from app.routing.actions import StepAction, agreement
 from app.routing.diversity import top_indices
 from app.routing.examples import example_dim, examples_contribution
-from app.routing.memory import memory_contribution
 from app.routing.reading import StepReading
 from app.routing.scores import Scores
-from app.routing.signals import unit_rows
 from app.routing.slots import fit, pattern_checker
 from app.routing.types import RouterConfig
 from app.routing.view import NamespaceView
@@ -116,27 +115,6 @@ def action_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
 Vote = Callable[[Ballot, Scores], np.ndarray | None]
 
 
-def memory_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
-    """Query memory's contribution when the namespace has a memory: the better of the shared
-    vote and the routing key's own unconfirmed steps at full weight (app/loop/trust.py),
-    over the same pool."""
-    view, vectors, config = ballot.view, ballot.vectors, ballot.config
-    memory = view.memory
-    if memory is None:
-        return None
-    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
-    index = view.index
-    if vectors is None or not scores.signal or memory.dim != index.embeddings.shape[1]:
-        return part
-    total = scores.total()
-    part = memory_contribution(memory, index.names, scores.tool_ids, total, vectors, config)
-    own = view.memory_of(ballot.key)
-    if own is not None and own.dim == memory.dim:
-        mine = memory_contribution(own, index.names, scores.tool_ids, total, vectors, config)
-        np.maximum(part, mine, out=part)
-    return part
-
-
 def examples_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     """The cards' examples' contribution when some card has examples and the embedding stage
     is on."""
@@ -150,51 +128,10 @@ def examples_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     )
 
 
-def embedding_slope(scores: Scores, at: np.ndarray) -> float:
-    """The embedding contribution per unit of the whole step's cosine, over the tools at
-    positions ``at`` (the fusion's z-score and division by the best make it linear in the
-    cosine); 0 without one."""
-    if scores.cosine is None or at.size < 2:
-        return 0.0
-    cos = scores.cosine[0, at].astype(np.float64)
-    emb = scores.embedding[at].astype(np.float64)
-    spread = float(np.square(cos - cos.mean()).sum())
-    if spread <= 1e-12:
-        return 0.0
-    return max(float(((cos - cos.mean()) * (emb - emb.mean())).sum() / spread), 0.0)
-
-
-def learned_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
-    """The learned adapter's contribution when one serves the namespace and the embedding
-    stage is on. Only the best ``learned.pool`` tools by score that it may move in this
-    key's routes get one (bounded influence: ``Learned.movable``)."""
-    learned, index = ballot.view.learned, ballot.view.index
-    if learned is None or "embedding" not in ballot.enabled or ballot.vectors is None:
-        return None
-    learned = learned.for_key(ballot.key)
-    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
-    dim = index.embeddings.shape[1]
-    unit = None if learned.adapter.dim != dim else unit_rows(ballot.vectors, 1, dim)
-    if scores.signal and unit is not None:
-        pool = top_indices(scores.total(), learned.pool)
-        tool_ids = scores.tool_ids[pool]
-        reported = learned.movable(index.names)[tool_ids]
-        if reported.any():
-            weight = learned.weight
-            if learned.relative:
-                weight *= embedding_slope(scores, pool)
-            part[pool] = learned.adapter.learned_contribution(
-                unit[0], index.embeddings[tool_ids], reported, weight
-            )
-    return part
-
-
 VOTES: tuple[tuple[str, Vote], ...] = (
     ("values", values_vote),
     ("action", action_vote),
-    ("memory", memory_vote),
     ("examples", examples_vote),
-    ("learned", learned_vote),
 )
 
 

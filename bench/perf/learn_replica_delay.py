@@ -52,7 +52,7 @@ def delays(url: str, times: int) -> list[float]:
             with unit_of_work(here.session_factory) as session:
                 version = repository.next_version(session, scenario.NS)
                 repository.add_model(
-                    session, scenario.NS, version, held, held.adapter.dim, {}, 0, True,
+                    session, scenario.NS, version, held, held.ranker.dim, {}, 0, True,
                     datetime.now(UTC),
                 )  # fmt: skip
             started = time.perf_counter()  # committed

@@ -1,9 +1,9 @@
-"""What the learned stage costs (docs/BENCHMARKS.md, "Learning from reports"):
+"""What the learned layer costs (docs/BENCHMARKS.md, "Learning from reports"):
 
-* a route at ``--tools`` tools with the namespace's adapter serving and without, interleaved
-  in one run (median of each, and their ratio), every tool having reports (the worst case:
-  each pool tool gets a learned contribution);
-* training an adapter from ``--reports`` reports (each a list: 10,000 and 100,000) against
+* a route at ``--tools`` tools with the namespace's reranker serving and without,
+  interleaved in one run (median of each, and their ratio), its bank holding reports of
+  every tool (the worst case: each candidate has report features to read);
+* training a reranker from ``--reports`` reports (each a list: 10,000 and 100,000) against
   those tools, on this machine's cores: seconds and peak memory (tracemalloc).
 
 Pure pipeline on synthetic cards and vectors (the model's time is not the stage's):
@@ -22,8 +22,9 @@ from collections.abc import Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from app.learning.training import train_reranker
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
-from app.routing.adapter import Learned, Pairs, anchors, joined, train
+from app.routing.reranker import Bank, Learned
 from bench.common import parser
 
 WORDS = [f"w{i}" for i in range(3000)]
@@ -54,6 +55,14 @@ def steps_of(
     return unit(vectors[tools] + 0.08 * noise), tools
 
 
+def reports(index: RouterIndex, vectors: np.ndarray, count: int, rng: np.random.Generator) -> Bank:
+    """``count`` reports: each a noisy copy of its tool's vector, with words of its card."""
+    steps, tools = steps_of(vectors, count, rng)
+    texts = [" ".join(rng.choice(WORDS, 8)) for _ in range(count)]
+    names = [index.names[t] for t in tools.tolist()]
+    return Bank.build(steps, names, [1.0] * count, texts)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     cli = parser(__doc__)
     cli.add_argument("--tools", type=int, default=10_000)
@@ -65,10 +74,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     rng = np.random.default_rng(0)
     index, vectors = catalog(args.tools, args.dim, rng)
     out: dict[str, object] = {"tools": args.tools, "dim": args.dim}
-    steps, labels = steps_of(vectors, 2000, rng)
-    pairs = joined(Pairs(steps, labels, np.ones(len(labels), np.float32)), anchors(vectors))
-    adapter = train(pairs, vectors, index.names)  # every tool reported: the worst case
-    learned = Learned(adapter)
+    config = RouterConfig()
+    bank = reports(index, vectors, 2000, rng)
+    learned = Learned(train_reranker(index, config, bank, bank.vectors))
     router, options = Router(RouterConfig()), RouteOptions(k=5)
     views = {False: NamespaceView(index), True: NamespaceView(index, learned=learned)}
     queries = [" ".join(rng.choice(WORDS, 8)) for _ in range(args.routes)]
@@ -81,16 +89,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             router.route(views[with_it], text, vec, options)
             times.append((time.perf_counter() - began) * 1000)
     plain, with_learned = statistics.median(plain_ms), statistics.median(learned_ms)
-    out["route_ms_median"] = {"without": round(plain, 3), "with_adapter": round(with_learned, 3)}
+    out["route_ms_median"] = {"without": round(plain, 3), "with_model": round(with_learned, 3)}
     out["route_ratio"] = round(with_learned / plain, 3)
     print(json.dumps(out), flush=True)
     training = []
     for count in args.reports:
-        steps, labels = steps_of(vectors, count, rng)
-        pairs = joined(Pairs(steps, labels, np.ones(count, np.float32)), anchors(vectors))
+        bank = reports(index, vectors, count, rng)
         tracemalloc.start()
         began = time.perf_counter()
-        train(pairs, vectors, index.names)
+        train_reranker(index, config, bank, bank.vectors)
         seconds = time.perf_counter() - began
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()

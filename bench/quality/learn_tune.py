@@ -1,19 +1,29 @@
-"""Try adapter designs on one replay (docs/ROUTING.md, "Learning from reports").
+"""The learning replay: reranker designs, and the guard, on replayed reports
+(docs/ROUTING.md, "Learning from reports"; issue 41).
 
-One `toolreach eval --replay-feedback F` replay is built once; then each design — training
-settings, the learned part's weight and pool, trained on the guard's older steps or all of
-them — is trained on the remembered steps and scores the held-out queries (seen / unseen
-hit@1) beside the pipeline without it.
+For each seed a share ``--fraction`` of a dataset's queries is replayed as reports through
+the service (``toolreach eval --replay-feedback``'s replay: routed, reported as successes
+by 20 keys; ``--poison`` of them naming a wrong tool, flooded from one key;
+``--unreported`` of the tools never reported), and the rest held out. The replay's
+products (the remembered steps, their vectors, the index) are kept in ``--cache``, so each
+design is only trained and scored. For each design: a reranker trained on every remembered
+step, scored on the held-out queries (hit@1 on those whose tool has reports and those
+whose tool has none, the top candidate's calibration error), beside the cold ranking;
+``guard``: what the guard (app/learning/guard.py) trains and promotes, as a serving
+process would (the calibrated challenger if promoted, else the cold ranking).
 
-    python -m bench.quality.learn_tune --data ../shared/data/metatool --fraction 0.5
+    python -m bench.quality.learn_tune --data /work/shared/data/metatool --fraction 0.5 \
+        --seeds 0 1 2 --designs default guard
 """
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
 import json
+import pickle
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,154 +32,176 @@ import numpy as np
 from app.cli.eval_prior import (
     _load,
     encode_queries,
-    grouped,
+    poison,
     replay_feedback,
-    score_queries,
     split,
+    unreported_tools,
 )
-from app.cli.evaluate import NAMESPACE, Query, load_dataset, load_queries, throwaway_services
+from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
 from app.db import unit_of_work
-from app.learning.guard import time_split
-from app.learning.pairs import training_pairs
-from app.routing.adapter import Learned, Training, train
+from app.learning.guard import challenge
+from app.learning.training import Trees, bank_of, train_reranker
+from app.loop.memory import RememberedStep
+from app.routing import NamespaceView, RouteOptions, Router
+from app.routing.calibration import expected_calibration_error
+from app.routing.index import RouterIndex
+from app.routing.reranker import Learned
+from app.routing.types import RouterConfig
 from app.settings import Settings
 from app.tools.examples import text_vectors
 from bench.common import add_data, parser
 
-DESIGNS: list[dict[str, Any]] = [
-    {"name": "default"},
-    {"name": "pull1e-2-w2", "pull": 1e-2, "weight": 2.0},
-    {"name": "w1", "weight": 1.0},
-    {"name": "w3", "weight": 3.0},
-    {"name": "epochs60", "epochs": 60},
-    {"name": "lr5e-3", "learning_rate": 5e-3},
-    {"name": "pull1e-3", "pull": 1e-3},
-    {"name": "temp0.1", "temperature": 0.1},
-    {"name": "older-only", "older": True},
-    {"name": "pull1e-4", "pull": 1e-4},
-    {"name": "pull0", "pull": 0.0},
-    {"name": "pull1e-3-w3", "pull": 1e-3, "weight": 3.0},
-    {"name": "pull1e-3-w4", "pull": 1e-3, "weight": 4.0},
-    {"name": "pull1e-3-e80", "pull": 1e-3, "epochs": 80},
-    {"name": "pull1e-3-t0.02", "pull": 1e-3, "temperature": 0.02},
-    {"name": "pull1e-3-pool10", "pull": 1e-3, "pool": 10},
-    {"name": "pull1e-4-w3", "pull": 1e-4, "weight": 3.0},
-    {"name": "pull1e-4-w3-e60", "pull": 1e-4, "weight": 3.0, "epochs": 60},
-    {"name": "rel1", "pull": 1e-3, "weight": 1.0, "relative": True},
-    {"name": "rel1.5", "pull": 1e-3, "weight": 1.5, "relative": True},
-    {"name": "rel2", "pull": 1e-3, "weight": 2.0, "relative": True},
-    {"name": "rel1-pull1e-4", "pull": 1e-4, "weight": 1.0, "relative": True},
-    {"name": "ceiling", "fit_held": True},
-    {"name": "memory0.6", "no_adapter": True, "memory_floor": 0.6},
-    {"name": "memory0.5", "no_adapter": True, "memory_floor": 0.5},
-    {"name": "pull1e-3-w3-mem0.6", "pull": 1e-3, "weight": 3.0, "memory_floor": 0.6},
-    {"name": "pull1e-3-w3-mem0.7", "pull": 1e-3, "weight": 3.0, "memory_floor": 0.7},
-]
+DESIGNS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "depth10": {"depth": 10},
+    "trees200": {"iterations": 200, "learning_rate": 0.05},
+    "leaves31": {"leaves": 31},
+    "guard": {"guard": True},
+}
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What one replay leaves: the index, the remembered steps and their vectors, the held
+    out queries, their vectors, and which have a reported tool."""
+
+    index: RouterIndex
+    config: RouterConfig
+    steps: list[RememberedStep]
+    step_vectors: np.ndarray
+    held: list[Query]
+    vectors: list[np.ndarray]
+    seen: list[bool]
+    trust_keys: int
+
+
+def replay(
+    data: Path, fraction: float, seed: int, poisoned: float, silent: float, cache: Path
+) -> Replay:
+    """The replay of ``data`` (kept in ``cache`` by its arguments)."""
+    name = f"{data.resolve()}|{fraction}|{seed}|{poisoned}|{silent}"
+    path = cache / f"replay-{hashlib.sha256(name.encode()).hexdigest()[:16]}.pkl"
+    if path.is_file():
+        found: Replay = pickle.loads(path.read_bytes())
+        return found
+    settings = Settings()
+    tools, queries = load_dataset(data, None)
+    with throwaway_services(settings, None) as services:
+        loaded = _load(services, tools, data / "tools.jsonl")
+        playable = [Query(q.text, q.relevant & loaded) for q in queries if q.relevant & loaded]
+        fed, held = split(playable, fraction, seed)
+        quiet = unreported_tools(loaded, silent, seed)
+        fed = [q for q in fed if not q.relevant & quiet]
+        vectors = encode_queries(services.encoder, held)
+        wrong = poison(fed, sorted(loaded), poisoned, seed)
+        replay_feedback(services, fed, wrong)
+        assert services.memory is not None
+        services.memory.refresh()
+        steps = services.memory.steps(NAMESPACE)
+        with unit_of_work(services.session_factory) as session:
+            step_vectors = text_vectors(session, services.encoder, [s.text for s in steps])
+        snapshot = services.index.get(NAMESPACE)
+        assert snapshot is not None
+        reported = {n for i, q in enumerate(fed) if i not in wrong for n in q.relevant}
+        made = Replay(
+            snapshot.index,
+            services.index.config,
+            list(steps),
+            np.asarray(step_vectors, dtype=np.float32),
+            held,
+            vectors,
+            [bool(q.relevant & reported) for q in held],
+            settings.trust_keys,
+        )
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(made))
+    return made
+
+
+def scored(made: Replay, learned: Learned | None) -> dict[str, Any]:
+    """hit@1 (all, seen, unseen) and the top candidate's calibration error."""
+    router = Router(made.config)
+    view = NamespaceView(made.index, learned=learned)
+    hits, confidence = [], []
+    for query, vector in zip(made.held, made.vectors, strict=True):
+        answer = router.route(view, query.text, vector, RouteOptions(k=10))
+        hits.append(bool(answer) and answer[0].name in query.relevant)
+        confidence.append(answer[0].confidence if answer else 0.0)
+
+    def part(pick: list[bool]) -> float | None:
+        chosen = [h for h, p in zip(hits, pick, strict=True) if p]
+        return round(sum(chosen) / len(chosen), 4) if chosen else None
+
+    unseen = [not s for s in made.seen]
+    return {
+        "all": part([True] * len(hits)),
+        "seen": part(made.seen),
+        "unseen": part(unseen),
+        "ece": round(expected_calibration_error(confidence, hits), 4),
+    }
+
+
+def run(made: Replay, design: dict[str, Any]) -> dict[str, Any]:
+    began = time.perf_counter()
+    if design.get("guard"):
+        learned, verdict = challenge(
+            made.index, made.steps, made.step_vectors, made.trust_keys, made.config, None
+        )
+        served = learned if verdict.promoted else None
+        out = scored(made, served)
+        summary = verdict.summary()
+        return {
+            **out,
+            "promoted": verdict.promoted,
+            "gain_lower": summary["gain_lower"],
+            "delta": summary["delta"],
+            "reason": verdict.reason,
+            "seconds": round(time.perf_counter() - began, 1),
+        }
+    trees = Trees(**{k: v for k, v in design.items() if k in Trees.__dataclass_fields__})
+    bank = bank_of(made.steps, made.step_vectors, made.trust_keys)
+    depth = design.get("depth", 20)
+    ranker = train_reranker(made.index, made.config, bank, made.step_vectors, trees, depth)
+    seconds = round(time.perf_counter() - began, 1)
+    return {**scored(made, Learned(ranker)), "delta": ranker.delta, "seconds": seconds}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     cli = parser(__doc__)
     add_data(cli)
     cli.add_argument("--fraction", type=float, default=0.5)
-    cli.add_argument("--designs", nargs="*", help="names of DESIGNS to run (default all)")
-    cli.add_argument("--json", action="store_true")
-    cli.add_argument(
-        "--reports",
-        type=Path,
-        help="replay this queries file's queries (a --fraction share, minus any of the held-out "
-        "texts) as the reports, and hold out the dataset's whole queries.jsonl",
-    )
+    cli.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    cli.add_argument("--poison", type=float, default=0.0, help="share of wrong reports")
+    cli.add_argument("--unreported", type=float, default=0.0, help="share of tools never reported")
+    cli.add_argument("--designs", nargs="*", default=["default", "guard"], choices=list(DESIGNS))
+    cli.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_replays"))
     args = cli.parse_args(argv)
-    settings = Settings()
-    tools, queries = load_dataset(args.data, None)
-    out = []
-    with throwaway_services(settings, None) as services:
-        loaded = _load(services, tools, args.data / "tools.jsonl")
-        playable = [Query(q.text, q.relevant & loaded) for q in queries if q.relevant & loaded]
-        if args.reports:
-            held = playable
-            texts = {q.text for q in held}
-            extra = [
-                Query(q.text, q.relevant & loaded)
-                for q in load_queries(args.reports, tools)
-                if q.text not in texts and q.relevant & loaded
-            ]
-            fed = split(extra, args.fraction, 0)[0]
-        else:
-            fed, held = split(playable, args.fraction, 0)
-        vectors = encode_queries(services.encoder, held)
-        replay_feedback(services, fed)
-        services.prior.refresh()
-        assert services.memory is not None
-        services.memory.refresh()
-        reported = {n for q in fed for n in q.relevant}
-        seen = [bool(q.relevant & reported) for q in held]
-        index = services.index.get(NAMESPACE).index  # type: ignore[union-attr]
-        steps = services.memory.steps(NAMESPACE)
-        with unit_of_work(services.session_factory) as session:
-            step_vectors = text_vectors(session, services.encoder, [s.text for s in steps])
-        base = grouped(score_queries(services, held, vectors, None), seen)
-        out.append({"design": "none", **summary(base)})
-        print(json.dumps(out[-1]), flush=True)
-        for design in DESIGNS:
-            if args.designs and design["name"] not in args.designs:
-                continue
-            use = list(range(len(steps)))
-            if design.get("older"):
-                use = time_split(steps)[0]
-            if design.get("fit_held"):  # not a design: the held-out queries are fitted too
-                held_rows = np.asarray([v[0] for v in vectors], dtype=np.float32)
-                from app.routing.adapter import Pairs
-                from app.routing.adapter import joined as join
-
-                labels = np.array([index.positions[sorted(q.relevant)[0]] for q in held])
-                base_pairs, reported_tools = training_pairs(
-                    index, [steps[i] for i in use], step_vectors[use], settings.trust_keys
-                )
-                pairs = join(
-                    base_pairs,
-                    Pairs(
-                        held_rows / np.linalg.norm(held_rows, axis=1, keepdims=True),
-                        labels,
-                        np.full(len(held), 1 / 3, np.float32),
-                    ),
-                )
-                reported_tools = reported_tools | {sorted(q.relevant)[0] for q in held}
-            else:
-                pairs, reported_tools = training_pairs(
-                    index, [steps[i] for i in use], step_vectors[use], settings.trust_keys
-                )
-            fields = {f.name for f in dataclasses.fields(Training)}
-            training = Training(**{k: v for k, v in design.items() if k in fields})
-            began = time.perf_counter()
-            adapter = train(pairs, index.embeddings, sorted(reported_tools), training)
-            seconds = time.perf_counter() - began
-            learned: Learned | None = Learned(
-                adapter, weight=design.get("weight", 3.0), pool=design.get("pool", 50)
-            )
-            memory = None
-            config = services.index.config
-            if "memory_floor" in design:
-                memory = services.memory.get(NAMESPACE)
-                config = dataclasses.replace(config, memory_floor=design["memory_floor"])
-            if design.get("no_adapter"):
-                learned = None
-            rows = score_queries(services, held, vectors, None, memory, learned, config=config)
-            out.append(
-                {
-                    "design": design["name"],
-                    "train_s": round(seconds, 1),
-                    **summary(grouped(rows, seen)),
-                }
-            )
-            print(json.dumps(out[-1]), flush=True)
-
-
-def summary(groups: dict[str, Any]) -> dict[str, Any]:
-    return {g: groups[g]["hit@1"] for g in ("all", "seen", "unseen")} | {
-        "n_seen": groups["seen"]["queries"],
-        "n_unseen": groups["unseen"]["queries"],
-    }
+    rows = []
+    for seed in args.seeds:
+        made = replay(args.data, args.fraction, seed, args.poison, args.unreported, args.cache)
+        cold = scored(made, None)
+        base = {"seed": seed, "steps": len(made.steps), "held": len(made.held)}
+        counts = {"n_seen": sum(made.seen), "n_unseen": len(made.seen) - sum(made.seen)}
+        rows.append({**base, **counts, "design": "cold", **cold})
+        print(json.dumps(rows[-1]), flush=True)
+        for name in args.designs:
+            found = run(made, DESIGNS[name])
+            gain = {
+                f"d_{g}": None
+                if found[g] is None or cold[g] is None
+                else round(found[g] - cold[g], 4)
+                for g in ("seen", "unseen", "all")
+            }
+            rows.append({**base, "design": name, **found, **gain})
+            print(json.dumps(rows[-1]), flush=True)
+    for name in args.designs:
+        mine = [r for r in rows if r["design"] == name]
+        means = {
+            g: round(float(np.mean([r[g] for r in mine if r[g] is not None])), 4)
+            for g in ("d_seen", "d_unseen", "d_all", "ece")
+            if any(r[g] is not None for r in mine)
+        }
+        print(json.dumps({"design": name, "mean_over_seeds": means}), flush=True)
 
 
 if __name__ == "__main__":

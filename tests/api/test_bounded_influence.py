@@ -1,5 +1,6 @@
-"""Bounded influence (app/loop/trust.py) through the service: one key's reports steer its own
-routes, and other keys' only as far as other keys agree.
+"""Bounded influence (app/loop/trust.py) through the service: reports weigh in the usage prior
+and query memory as far as other keys agree, and move no route without a promoted model
+(a model's bounds: tests/api/test_learning_trust.py).
 
 The probe of issue 27 item 11: one key routes 20 steps and reports a wrong tool for each
 with ``success``; another key routes the same steps. Real Postgres and SQLite, the HTTP
@@ -80,39 +81,32 @@ def firsts(client: TestClient, key: dict[str, str]) -> list[str]:
     return [first(client, step, key)[1] for step in STEPS]
 
 
-def test_one_key_steers_every_key_without_the_bound(unbounded: TestClient) -> None:
+def test_without_a_model_reports_steer_no_route_even_unbounded(unbounded: TestClient) -> None:
+    """Before issue 41 this moved 19 of 20 of another key's routes (memory and the prior were
+    stages of their own); now they reach routes only through a promoted model."""
     before = firsts(unbounded, VICTIM)
     poison(unbounded, POISONER)
     refresh(unbounded)
-    after = firsts(unbounded, VICTIM)
     assert WRONG not in before
-    assert sum(a == b for a, b in zip(after, before, strict=True)) == 1  # the defect: 1/20
+    assert firsts(unbounded, VICTIM) == before
+    assert "memory" not in first(unbounded, STEPS[0], VICTIM)[2]
 
 
-def test_one_key_steers_only_its_own_routes(bounded: TestClient) -> None:
+def test_one_keys_flood_moves_no_route_without_a_model(bounded: TestClient) -> None:
     before = firsts(bounded, VICTIM)
     assert WRONG not in before
     poison(bounded, POISONER, flood=3)  # a flood: each step reported three times
     refresh(bounded)
     assert firsts(bounded, VICTIM) == before  # another key's routes hold
-    _, _, stages = first(bounded, STEPS[0], VICTIM)
-    assert 0 < stages["memory"] <= 1 / 3 + 1e-6  # memory_weight / trust_keys at most
-    assert firsts(bounded, POISONER).count(WRONG) == 19  # its own routes: full weight
-    _, _, own = first(bounded, STEPS[0], POISONER)
-    assert own["memory"] == pytest.approx(1.0)
+    assert firsts(bounded, POISONER) == before  # and its own: no model was promoted
 
 
-def test_what_enough_keys_agree_on_counts_for_every_key(bounded: TestClient) -> None:
-    poison(bounded, POISONER)
-    poison(bounded, SECOND)
+def test_what_enough_keys_agree_on_still_needs_the_guard(bounded: TestClient) -> None:
+    before = firsts(bounded, VICTIM)
+    for key in (POISONER, SECOND, THIRD):
+        poison(bounded, key)
     refresh(bounded)
-    _, _, two = first(bounded, STEPS[0], VICTIM)
-    assert two["memory"] == pytest.approx(2 / 3, abs=1e-3)  # two keys of three
-    poison(bounded, THIRD)
-    refresh(bounded)
-    _, _, three = first(bounded, STEPS[0], VICTIM)
-    assert three["memory"] == pytest.approx(1.0, abs=1e-3)  # confirmed: full weight
-    assert firsts(bounded, VICTIM) == [WRONG] * 20  # and the three keys' prior
+    assert firsts(bounded, VICTIM) == before  # confirmed, but no model: the cold ranking
 
 
 def test_the_prior_counts_a_flood_once_and_other_keys_shares(bounded: TestClient) -> None:

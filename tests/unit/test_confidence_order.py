@@ -1,5 +1,6 @@
 """Confidence never rises down an answer (issue 29 item 5), whatever the evidence: a property
-test over random tools, steps, vectors, priors and memories through the pure pipeline."""
+test over random tools, steps, vectors, priors, memories and served rerankers through the
+pure pipeline."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
-from app.routing.adapter import Adapter, Learned
 from app.routing.calibration import MIN_LABELS, Calibration
 from app.routing.memory import QueryMemory
+from app.routing.reranker import FEATURES, Bank, Learned, Reranker
+from tests.unit.test_reranker import stump
 
 WORDS = ["weather", "rain", "email", "send", "music", "play", "city", "pay", "file", "remind"]
 CONFIG = RouterConfig()
@@ -37,14 +39,15 @@ def cases(draw: st.DrawFn) -> tuple:  # type: ignore[type-arg]
         weights = np.array([draw(st.floats(0, 1)) for _ in range(n)], dtype=np.float32)
         memory = QueryMemory.build([f"t{i}" for i in range(n)], rows, weights)
     learned = None
-    if draw(st.booleans()):  # a served adapter of reports, with its namespace's calibration
-        matrix = np.eye(DIM, dtype=np.float32) + np.array(
-            [draw(vectors) for _ in range(DIM)], dtype=np.float32
-        )
-        reported = frozenset(f"t{i}" for i in draw(st.sets(st.integers(0, n - 1))))
+    if draw(st.booleans()):  # a served reranker of reports, with its namespace's calibration
+        reported = sorted(f"t{i}" for i in draw(st.sets(st.integers(0, n - 1), min_size=1)))
+        rows = np.array([draw(vectors) for _ in reported], dtype=np.float32)
+        bank = Bank.build(rows, reported, [1.0] * len(reported), [draw(words) for _ in reported])
+        feature = draw(st.integers(0, len(FEATURES) - 1))
+        forest = stump(feature, draw(st.floats(-1, 1)), draw(st.floats(-3, 3)), 1.0)
         outcomes = [draw(st.booleans()) for _ in range(MIN_LABELS)]
         calibration = Calibration.fit([i / MIN_LABELS for i in range(MIN_LABELS)], outcomes)
-        learned = Learned(Adapter(matrix, reported), calibration=calibration)
+        learned = Learned(Reranker(forest, bank, draw(st.floats(0, 0.5))), calibration=calibration)
     return index, " ".join(step), query, prior, memory, draw(st.integers(1, 10)), learned
 
 

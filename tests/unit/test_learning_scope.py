@@ -1,6 +1,6 @@
 """Bounded influence over learning, without a server: the exam's per-key cap (hand-computed),
 the scope of a model (app/learning/scope.py), whose routes a served model moves
-(``Learned.movable``), and the guard's verdict on one key's reports and on several keys'
+(``Learned.moves``), and the guard's verdict on one key's reports and on several keys'
 (app/learning/guard.py, fake encoder)."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from app.learning.scope import scope_of
 from app.loop.memory import RememberedStep
 from app.loop.trust import key_capped
 from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
-from app.routing.adapter import Adapter, Learned
+from app.routing.reranker import Bank, Learned, Reranker
 from tests.api.test_learning import PHRASES, WORDS
+from tests.unit.test_reranker import stump
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 
@@ -51,17 +52,16 @@ def test_a_tool_moves_for_all_when_enough_keys_report_it_for_one_when_it_alone_d
 
 
 def test_a_served_model_moves_the_confirmed_tools_and_the_keys_own() -> None:
-    adapter = Adapter(np.eye(4, dtype=np.float32), frozenset({"t0", "t1", "t2", "t3"}))
-    names = ("t0", "t1", "t2", "t3", "t4")
-    model = Learned(adapter, confirmed=frozenset({"t1"}), own={"a": frozenset({"t2"})})
-    assert model.for_key(None).movable(names).tolist() == [False, True, False, False, False]
-    assert model.for_key("a").movable(names).tolist() == [False, True, True, False, False]
-    assert model.for_key("b").movable(names).tolist() == [False, True, False, False, False]
+    tools = ["t0", "t1", "t2", "t3"]
+    bank = Bank.build(np.eye(4, dtype=np.float32), tools, [1.0] * 4, tools)
+    ranker = Reranker(stump(0, 0.0, 0.0, 0.0), bank, 0.1)
+    model = Learned(ranker, confirmed=frozenset({"t1"}), own={"a": frozenset({"t2"})})
+    assert model.for_key(None).moves() == {"t1"}
     assert model.for_key("a").moves() == {"t1", "t2"}
-    assert Learned(adapter).movable(names).tolist() == [True, True, True, True, False]
-    alone = dataclasses.replace(model, confirmed=frozenset())  # shares the cache slot
-    assert alone.for_key(None).movable(names).tolist() == [False] * 5
-    assert model.for_key(None).movable(names).tolist() == [False, True, False, False, False]
+    assert model.for_key("b").moves() == {"t1"}
+    assert Learned(ranker).moves() == set(tools)
+    alone = dataclasses.replace(model, confirmed=frozenset())
+    assert alone.for_key(None).moves() == set() and alone.for_key("a").moves() == {"t2"}
 
 
 def steps_of(keys: list[str], rounds: int = 16) -> list[RememberedStep]:

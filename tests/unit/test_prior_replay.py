@@ -1,4 +1,5 @@
-"""The usage prior on a replay (fake encoder): it helps once feedback exists, never before."""
+"""Reports on a replay (fake encoder): without a promoted model they move no route (the usage
+prior and query memory are only a reranker's features); a guarded reranker learns from them."""
 
 from __future__ import annotations
 
@@ -54,38 +55,32 @@ def write_dataset(folder: Path, label: str) -> Path:
     return folder
 
 
-def test_the_prior_breaks_ties_but_cannot_crowd_out_a_better_match() -> None:
+def test_the_prior_alone_can_no_longer_move_a_route() -> None:
     tie = ranked("current weather in Paris")[:2]
     assert sorted(tie) == ["weather_live", "weather_local"]
-    assert ranked("current weather in Paris", {tie[1]: 0.5})[:2] == [tie[1], tie[0]]
-    assert ranked("send an email to Ann", {tie[1]: 1.0})[0] == "send_email"
+    assert ranked("current weather in Paris", {tie[1]: 1.0}) == ranked("current weather in Paris")
     assert ranked("current weather in Paris", {}) == ranked("current weather in Paris")
 
 
-def test_replayed_feedback_raises_quality_and_cold_start_is_unchanged(tmp_path: Path) -> None:
+def test_replayed_feedback_without_a_model_changes_no_route(tmp_path: Path) -> None:
     loser = ranked("current weather in Paris")[1]  # the agents always use the other twin
     data = write_dataset(tmp_path, loser)
     settings = make_settings(f"sqlite:///{tmp_path}/unused.db")
     report = replay_prior(data, settings, 0.5, encoder=make_encoder("fake"))
     results = report["results"]
     assert report["feedback_queries"] == 6 and report["held_out_queries"] == 6
-    assert report["tools_with_prior"] >= 1
+    assert report["tools_with_prior"] >= 1 and report["remembered_steps"] >= 1
     assert results["cold_start"] == results["no_prior"]
-    assert results["no_prior"]["seen"]["hit@1"] < results["with_prior"]["seen"]["hit@1"] == 1.0
-    assert results["with_prior"]["all"]["hit@1"] > results["no_prior"]["all"]["hit@1"]
-    for metric in ("recall@3", "ndcg@10"):
-        assert results["with_prior"]["all"][metric] >= results["no_prior"]["all"][metric]
     table = format_replay(report)
-    assert (
-        table.count("\n") == 13 and "with_prior    seen" in table and "with_memory   seen" in table
-    )
+    assert table.count("\n") == 7 and "no_prior      seen" in table
 
 
-def test_a_replay_with_learning_trains_a_guarded_adapter_the_reports_agree_with(
+def test_a_replay_with_learning_trains_a_guarded_reranker_the_reports_agree_with(
     tmp_path: Path,
 ) -> None:
     """Two weather cards worded apart among 33; the agents' weather steps all use the one the
-    router puts second: the guard promotes an adapter that puts it first."""
+    router puts second (the other is reported for rain radar steps): the guard promotes a
+    reranker that puts it first."""
     tools = [
         {"name": "weather_now", "description": "Current weather in a city: temperature and rain."},
         {
@@ -111,7 +106,15 @@ def test_a_replay_with_learning_trains_a_guarded_adapter_the_reports_agree_with(
             NamespaceView(index), steps[0], vector, RouteOptions(k=3)
         )
     ][1]
+    first = "weather_town" if second == "weather_now" else "weather_now"
     queries = [{"query": step, "relevant": [second]} for step in steps]
+    # The first twin has reports too, of another kind of step: a model never puts a tool
+    # over a cold first nobody reported (it may be the right tool of an unreported kind).
+    queries += [
+        {"query": f"is it raining in {city} radar {n}", "relevant": [first]}
+        for n in range(2)
+        for city in CITIES
+    ]
     (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in tools) + "\n")
     (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
     settings = make_settings(f"sqlite:///{tmp_path}/unused.db")

@@ -23,7 +23,6 @@ from app.routing import (
 from app.routing.memory import (
     QueryMemory,
     agreement,
-    memory_contribution,
     memory_votes,
     principal_basis,
     segment_rows,
@@ -79,24 +78,14 @@ def test_no_memory_routes_exactly_as_before_without_a_memory_stage() -> None:
         assert all("memory" not in stages for _, _, stages in before)
 
 
-def test_a_remembered_step_lifts_its_tool_and_is_shown_in_stages() -> None:
+def test_a_remembered_step_alone_moves_no_route() -> None:
+    """Query memory is a feature of a promoted reranker now (app/routing/reranker.py), never
+    a vote of its own: a namespace's reports change its routes only through the guard."""
     query = "current weather in Paris"
-    second = ranked(query, None)[1][0]  # twins: one of them wins a tie
-    lifted = ranked(query, memory_of({second: "current weather in Paris"}))
-    assert lifted[0][0] == second
-    assert lifted[0][2]["memory"] > 0
-    assert lifted[0][1] == pytest.approx(sum(lifted[0][2].values()), abs=1e-5)
-
-
-def test_a_step_unlike_every_remembered_one_ranks_as_before() -> None:
-    memory = memory_of({"weather_local": "current weather in Paris"})
-    query = "send an email to Ann about the invoice"
-    unit = vector(query) / np.linalg.norm(vector(query))
-    assert float(memory.vectors[0] @ unit) <= CONFIG.memory_floor  # unlike: no vote
     before = ranked(query, None)
-    after = ranked(query, memory)
-    assert [(n, s) for n, s, _ in after] == [(n, s) for n, s, _ in before]
-    assert all(stages["memory"] == 0.0 for _, _, stages in after)
+    second = before[1][0]
+    after = ranked(query, memory_of({second: "current weather in Paris"}))
+    assert after == before and all("memory" not in stages for _, _, stages in after)
 
 
 def test_agreement_rises_from_the_floor_and_votes_take_each_tools_best_step() -> None:
@@ -162,76 +151,6 @@ def test_memory_holds_since_the_cards_current_substance_began() -> None:
     since = {"send_email": NOW - timedelta(days=4)}
     kept = remembered_steps(reports, NOW, 14.0, bool, since=since)
     assert [s.text for s in kept] == ["mail Bob"]
-
-
-def straightforward_part(
-    memory: QueryMemory,
-    names: tuple[str, ...],
-    cols: np.ndarray,
-    total: np.ndarray,
-    query: np.ndarray,
-    config: RouterConfig,
-) -> np.ndarray:
-    """memory_contribution as the formula reads, tool by tool and step by step (module doc)."""
-    unit = query / np.linalg.norm(query)
-    projected = unit if memory.basis is None else memory.basis @ unit
-    part = np.zeros(total.size, dtype=np.float32)
-    for c in np.argsort(-total, kind="stable")[: config.memory_pool]:
-        name = names[cols[c]]
-        if name not in memory.positions:
-            continue
-        i = memory.positions[name]
-        best = 0.0
-        for row in range(int(memory.offsets[i]), int(memory.offsets[i + 1])):
-            cos = float(memory.vectors[row] @ projected)
-            fit = min(max((cos - config.memory_floor) / (1 - config.memory_floor), 0.0), 1.0)
-            best = max(best, float(memory.weights[row]) * fit)
-        part[c] = config.memory_weight * best
-    return part
-
-
-@pytest.mark.parametrize("dims", [0, 8])
-def test_the_fast_memory_part_agrees_with_the_formula_on_random_data(dims: int) -> None:
-    rng = np.random.default_rng(dims)
-    d, n_tools = 16, 300
-    names = tuple(f"t{i}" for i in range(n_tools))
-    config = RouterConfig(memory_pool=20, memory_floor=0.1, memory_weight=0.7)
-    base = rng.standard_normal((n_tools, d)).astype(np.float32)
-    owners = rng.integers(0, n_tools // 3, 2_000)  # a third of the tools have memory
-    steps = base[owners] + rng.standard_normal((owners.size, d)).astype(np.float32)
-    weights = rng.uniform(0.0, 1.0, owners.size)
-    memory = QueryMemory.build([names[o] for o in owners], steps, weights, dims)
-    assert memory is not None
-    for trial in range(50):
-        cols = np.sort(rng.choice(n_tools, 120 if trial % 2 else n_tools, replace=False))
-        total = rng.random(cols.size)  # distinct: the pool is the same however it is found
-        query = base[rng.integers(0, n_tools)] + rng.standard_normal(d).astype(np.float32)
-        rows = np.stack([query, -query]) if trial % 3 == 0 else query  # whole step, an ask
-        fast = memory_contribution(memory, names, cols, total, rows, config)
-        slow = straightforward_part(memory, names, cols, total, query, config)
-        assert np.count_nonzero(slow) > 0 or trial % 2
-        np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6)
-    other = tuple(reversed(names))  # another index's columns: aligned anew, not reused
-    cols = np.arange(n_tools)
-    total = rng.random(n_tools)
-    query = rng.standard_normal(d).astype(np.float32)
-    np.testing.assert_allclose(
-        memory_contribution(memory, other, cols, total, query, config),
-        straightforward_part(memory, other, cols, total, query, config),
-        rtol=1e-5,
-        atol=1e-6,
-    )
-    unseen = tuple(f"u{i}" for i in range(n_tools))  # no tool with memory: all zeros
-    assert not memory_contribution(memory, unseen, cols, total, query, config).any()
-    huge = query * np.float32(1e30)  # its square overflows float32: normalised as before
-    np.testing.assert_allclose(
-        memory_contribution(memory, names, cols, total, huge, config),
-        memory_contribution(memory, names, cols, total, query, config),
-        rtol=1e-5,
-        atol=1e-6,
-    )
-    broken = np.full(d, np.nan, dtype=np.float32)
-    assert not memory_contribution(memory, names, cols, total, broken, config).any()
 
 
 def whole_build(tools: list[str], vectors: np.ndarray, dims: int) -> QueryMemory:

@@ -146,12 +146,14 @@ def test_min_score_filters_even_the_fallback() -> None:
     )
 
 
-def test_no_keyword_match_and_no_vector_falls_back_to_pinned_then_most_used() -> None:
+def test_no_keyword_match_and_no_vector_falls_back_to_the_pinned_tools_only() -> None:
+    """The usage prior no longer orders a fallback: it moves a route only as a feature of a
+    model the guard promoted (app/routing/reranker.py)."""
     out = Router(CONFIG).route(
         NamespaceView(INDEX, prior={"get_weather": 0.9}), "zzqx vvbn", None, RouteOptions(k=3)
     )
-    assert [c.name for c in out] == ["search_web", "get_weather"]
-    assert out[1].stages["prior"] == pytest.approx(CONFIG.prior_weight * 0.9)
+    assert [c.name for c in out] == ["search_web"]
+    assert out[0].stages["prior"] == pytest.approx(CONFIG.pinned_boost)  # the pin alone
 
 
 def test_no_keyword_match_uses_the_embedding() -> None:
@@ -173,12 +175,13 @@ def test_odd_queries_never_raise(query: str) -> None:
     assert Router(CONFIG).route(NamespaceView(INDEX), query, None) is not None
 
 
-def test_prior_boost_is_weighted_and_capped() -> None:
+def test_the_prior_alone_moves_no_route() -> None:
     config = RouterConfig(prior_weight=0.2, prior_cap=0.5)
+    plain = Router(config).route(NamespaceView(INDEX), "web search", None, RouteOptions(k=5))
     out = Router(config).route(
         NamespaceView(INDEX, prior={"search_web": 7.0}), "web search", None, RouteOptions(k=5)
     )
-    assert {c.name: c for c in out}["search_web"].stages["prior"] == pytest.approx(0.1)
+    assert out == plain and {c.name: c for c in out}["search_web"].stages["prior"] == 0.0
 
 
 @pytest.mark.parametrize(

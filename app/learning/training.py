@@ -1,0 +1,313 @@
+"""Training a namespace's reranker (app/routing/reranker.py) from its remembered steps.
+
+Each remembered step is routed cold (the service's own pipeline, no model) for its top
+``DEPTH`` candidates; each candidate is a row of the reranker's features, label 1 for the
+step's reported tool. A step's report features never see its own report (leave one out:
+its row of the bank is left out), so training reads what a new step of that tool would. A
+step whose tool is not among its cold candidates teaches nothing and is skipped.
+
+A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all its
+reports hidden), for the gates to be chosen on steps of tools without reports too.
+
+The trees are scikit-learn's HistGradientBoostingClassifier (binary, each row weighted by
+its step's shared weight: bounded influence), read back into a plain ``Forest``. The gate
+``delta`` is chosen out of fold on the same steps (``FOLDS`` folds in time order): the one
+that keeps the most of them first, the largest among equals; never on the held-out steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier
+
+from app.loop.memory import RememberedStep
+from app.routing.index import RouterIndex
+from app.routing.pipeline import Router
+from app.routing.reranker import (
+    DEPTH,
+    FEATURES,
+    Bank,
+    Forest,
+    Reranker,
+    features,
+    passed_over,
+    unit,
+)
+from app.routing.text import stems
+from app.routing.types import RouteOptions, RouterConfig
+from app.routing.view import NamespaceView
+
+FOLDS = 3
+# At most this many steps are routed into training rows (a seeded sample of the bank; the
+# bank keeps every step for the features): each costs a cold route.
+MAX_TRAINING_STEPS = 4000
+# This share of the training steps (seeded) may read their tool as never reported: every
+# report of it hidden, not only their own. 0: since the model never lifts over a cold first
+# without reports (COLD_DELTAS), 0.3 only cost hit@1 where reports are (docs/ROUTING.md).
+HIDDEN_SHARE = 0.0
+HIDDEN_LOSS = 0.005  # the out-of-fold hit@1 the gates may cost those steps
+DELTAS = (*(round(0.05 * i, 2) for i in range(20)), 1.0)
+# Over a cold first without reports the model never lifts: chosen out of fold among DELTAS
+# too, this gate kept the out-of-fold loss of the steps whose tool read as unreported within
+# HIDDEN_LOSS and still lost 0.053 of hit@1 on held-out MetaTool queries of tools never
+# reported (docs/ROUTING.md, "Learning from reports"); never lifting loses none by design.
+COLD_DELTAS = (1.0,)
+
+
+@dataclass(frozen=True, slots=True)
+class Trees:
+    """How the trees are fitted."""
+
+    iterations: int = 100
+    learning_rate: float = 0.1
+    leaves: int = 15
+    min_leaf: int = 20
+    l2: float = 1.0
+    seed: int = 0
+
+
+DEFAULT_TREES = Trees()
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """The training rows: ``x`` (rows, features), ``y``, ``weight``, each row's ``step``
+    (an index into the steps) and where each step's rows start (``starts``, one past)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    weight: np.ndarray
+    step: np.ndarray
+    starts: np.ndarray
+    hidden: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # per step
+    known: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # per step: its
+    # cold first has reports, or other reported steps passed it over
+    passed: dict[str, np.ndarray] = field(default_factory=dict)  # Reranker.passed
+
+    @property
+    def steps(self) -> int:
+        return int(self.starts.size - 1)
+
+
+def bank_of(steps: Sequence[RememberedStep], vectors: np.ndarray, needed: int) -> Bank:
+    """The bank of ``steps`` (one vector row each), at the weight every key sees."""
+    return Bank.build(
+        vectors,
+        [s.tool for s in steps],
+        [s.shared(needed) for s in steps],
+        [s.text for s in steps],
+    )
+
+
+def training_rows(
+    index: RouterIndex,
+    config: RouterConfig,
+    bank: Bank,
+    vectors: np.ndarray,
+    depth: int = DEPTH,
+    limit: int = MAX_TRAINING_STEPS,
+    hidden: float = HIDDEN_SHARE,
+) -> Rows:
+    """The rows of the bank's steps (at most ``limit`` of them) whose tool is among their
+    cold candidates (module doc)."""
+    router = Router(config)
+    view = NamespaceView(index)
+    xs, ys, weights, owners, starts, hid = [], [], [], [], [0], []
+    known: list[bool | None] = []
+    chosen = np.flatnonzero(bank.weights > 0)
+    if chosen.size > limit:
+        chosen = np.sort(np.random.default_rng(0).choice(chosen, limit, replace=False))
+    hide = np.random.default_rng(1).random(len(bank)) < hidden
+    everything = frozenset(bank.tools)
+    answers = {
+        i: router.cold(view, bank.texts[i], vectors[i], RouteOptions(k=depth))
+        for i in chosen.tolist()
+    }
+    passing: dict[str, list[int]] = {}  # the cold first → the steps that passed it over
+    for i, answer in answers.items():
+        if answer and answer[0].name != bank.tools[i]:
+            passing.setdefault(answer[0].name, []).append(i)
+    passed = {t: np.asarray(at, dtype=np.int64) for t, at in passing.items()}
+    for i in chosen.tolist():
+        text, tool = bank.texts[i], bank.tools[i]
+        answer = answers[i]
+        names = [c.name for c in answer]
+        if tool not in names:
+            continue
+        first = names[0]
+        over = passed_over(bank, passed.get(first), unit(vectors[i]), None, own_row=i)
+        known.append(over or None)
+        visible = everything - {tool} if hide[i] else None
+        x = features(answer, unit(vectors[i]), stems(text), bank, visible, own_row=i)
+        xs.append(x)
+        ys.append(np.asarray([n == tool for n in names], dtype=np.float64))
+        weights.append(np.full(len(names), float(bank.weights[i])))
+        owners.append(np.full(len(names), i))
+        starts.append(starts[-1] + len(names))
+        hid.append(bool(hide[i]))
+        if not known[-1]:
+            known[-1] = bool(x[0, FEATURES.index("report_count")] > 0)
+    if not xs:
+        empty = np.zeros((0, len(FEATURES)))
+        return Rows(empty, np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros(1, np.int64))
+    return Rows(
+        np.concatenate(xs),
+        np.concatenate(ys),
+        np.concatenate(weights),
+        np.concatenate(owners),
+        np.asarray(starts, dtype=np.int64),
+        np.asarray(hid, dtype=bool),
+        np.asarray(known, dtype=bool),
+        passed,
+    )
+
+
+def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
+    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``."""
+    model = HistGradientBoostingClassifier(
+        max_iter=trees.iterations,
+        learning_rate=trees.learning_rate,
+        max_leaf_nodes=trees.leaves,
+        min_samples_leaf=trees.min_leaf,
+        l2_regularization=trees.l2,
+        early_stopping=False,
+        random_state=trees.seed,
+    )
+    if np.unique(y).size < 2:  # one class: a constant model
+        p = float(np.clip(y.mean() if y.size else 0.5, 1e-6, 1 - 1e-6))
+        return flat([], float(np.log(p / (1 - p))))
+    model.fit(x, y, sample_weight=weight)
+    return fit_flat(model)
+
+
+def fit_flat(model: HistGradientBoostingClassifier) -> Forest:
+    """A fitted binary classifier's trees as one ``Forest`` (its private predictors)."""
+    trees = [round_[0].nodes for round_ in model._predictors]
+    return flat(trees, float(np.ravel(model._baseline_prediction)[0]))
+
+
+def flat(trees: Sequence[np.ndarray], baseline: float) -> Forest:
+    """Trees' node arrays (scikit-learn's ``TreePredictor.nodes``) as one ``Forest``."""
+    if not trees:
+        zero = np.zeros((0, 1))
+        return Forest(
+            zero.astype(np.int64),
+            zero,
+            zero.astype(np.int64),
+            zero.astype(np.int64),
+            zero,
+            zero.astype(bool),
+            baseline,
+            0,
+        )
+    width = max(len(t) for t in trees)
+    shape = (len(trees), width)
+    feature = np.zeros(shape, np.int64)
+    threshold = np.zeros(shape)
+    left = np.zeros(shape, np.int64)
+    right = np.zeros(shape, np.int64)
+    value = np.zeros(shape)
+    leaf = np.ones(shape, bool)
+    for i, nodes in enumerate(trees):
+        n = len(nodes)
+        feature[i, :n] = nodes["feature_idx"]
+        threshold[i, :n] = nodes["num_threshold"]
+        left[i, :n] = nodes["left"]
+        right[i, :n] = nodes["right"]
+        value[i, :n] = nodes["value"]
+        leaf[i, :n] = nodes["is_leaf"]
+    depth = int(max(int(t["depth"].max()) for t in trees)) + 1
+    return Forest(feature, threshold, left, right, value, leaf, baseline, depth)
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """Per step, what a gate decides between: the model's best against the cold first
+    (``gap``), whether each is the step's tool, and whether the cold first has reports."""
+
+    gap: np.ndarray
+    best_right: np.ndarray
+    cold_right: np.ndarray
+    cold_reported: np.ndarray
+    hidden: np.ndarray
+
+    @classmethod
+    def of(cls, chance: np.ndarray, rows: Rows) -> Choices:
+        gap, best_right, cold_right = [], [], []
+        for s in range(rows.steps):
+            a, b = int(rows.starts[s]), int(rows.starts[s + 1])
+            p = chance[a:b]
+            best = int(np.argmax(p))
+            gap.append(p[best] - p[0] if best != 0 else -1.0)
+            best_right.append(bool(rows.y[a + best]))
+            cold_right.append(bool(rows.y[a]))
+        return cls(
+            np.asarray(gap),
+            np.asarray(best_right),
+            np.asarray(cold_right),
+            rows.known if rows.known.size == rows.steps else np.ones(rows.steps, bool),
+            rows.hidden if rows.hidden.size == rows.steps else np.zeros(rows.steps, bool),
+        )
+
+    def hits(self, delta: float, delta_cold: float) -> np.ndarray:
+        """Per step, whether its tool is first with these gates."""
+        gate = np.where(self.cold_reported, delta, delta_cold)
+        lifted = self.gap > gate
+        return np.where(lifted, self.best_right, self.cold_right)
+
+
+def first_hits(chance: np.ndarray, rows: Rows, delta: float, delta_cold: float = -1) -> int:
+    """How many steps keep their tool first with the gates (``delta_cold``: for a cold first
+    without reports; -1: ``delta``)."""
+    cold = delta if delta_cold < 0 else delta_cold
+    return int(Choices.of(chance, rows).hits(delta, cold).sum())
+
+
+def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
+    """Each row's probability from trees fitted without its fold (folds of steps, in order)."""
+    chance = np.zeros(rows.y.size)
+    cuts = np.linspace(0, rows.steps, folds + 1).round().astype(int)
+    for f in range(folds):
+        lo, hi = rows.starts[cuts[f]], rows.starts[cuts[f + 1]]
+        if hi <= lo:
+            continue
+        mask = np.zeros(rows.y.size, bool)
+        mask[lo:hi] = True
+        forest = fit_forest(rows.x[~mask], rows.y[~mask], rows.weight[~mask], trees)
+        chance[mask] = forest.probability(rows.x[mask])
+    return chance
+
+
+def choose_delta(chance: np.ndarray, rows: Rows) -> tuple[float, float]:
+    """The gates (``delta``, ``delta_cold``) keeping the most steps' tool first out of fold,
+    among those that lose at most ``HIDDEN_LOSS`` of hit@1 on the steps whose tool read as
+    never reported (the largest among equals); (1, 1), never lifting, when none does."""
+    choices = Choices.of(chance, rows)
+    hidden = choices.hidden
+    cold = choices.cold_right[hidden].mean() if hidden.any() else 0.0
+    best: tuple[int, float, float] = (-1, 1.0, 1.0)
+    for delta in DELTAS:
+        for delta_cold in COLD_DELTAS:
+            hits = choices.hits(delta, delta_cold)
+            if hidden.any() and hits[hidden].mean() < cold - HIDDEN_LOSS:
+                continue
+            best = max(best, (int(hits.sum()), delta, delta_cold))
+    return best[1], best[2]
+
+
+def train_reranker(
+    index: RouterIndex,
+    config: RouterConfig,
+    bank: Bank,
+    vectors: np.ndarray,
+    trees: Trees = DEFAULT_TREES,
+    depth: int = DEPTH,
+) -> Reranker:
+    """A reranker trained on the steps of ``bank`` (``vectors``: one row each)."""
+    rows = training_rows(index, config, bank, vectors, depth)
+    gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
+    forest = fit_forest(rows.x, rows.y, rows.weight, trees)
+    return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)

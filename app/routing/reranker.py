@@ -1,0 +1,460 @@
+"""The learned layer: a namespace's reranker of its cold top candidates, trained from its
+reports (issue 41; docs/ROUTING.md "Learning from reports").
+
+A route first ranks cold (keyword, embedding, the cards' evidence: ``pipeline.py``); a
+namespace whose guard promoted a model (app/learning/guard.py) then reads each of the cold
+top ``depth`` candidates as a row of ``FEATURES``:
+
+- the cold ones: its score, its score less the top's, its rank, its confidence, each
+  stage's part, its cosine, BM25 and coverage;
+- the report ones, from the reported steps the model was trained with (its ``Bank``): the
+  best and mean cosine of the step to the tool's reported steps, how many there are and
+  their weight (the usage prior's evidence), the step's best cosine to any candidate's
+  reports, the tool's margin over the best other candidate, a vote of the ``NEAREST``
+  nearest reports (query memory's evidence), and the share of the step's words the tool's
+  reported steps hold, with its margin.
+
+A gradient-boosted tree ensemble (``Forest``, fitted by scikit-learn's
+HistGradientBoosting in app/learning/training.py, read here by plain numpy) gives each
+candidate the probability that it is the step's tool. The cold first candidate keeps its
+place unless the model's best beats it by a gate — ``delta``, or ``delta_cold`` when the
+cold first is unknown: no reports of it the key may read, and no reported step like this
+one (cosine ≥ ``PASSED_OVER``, of a tool the key may read) that agents chose another tool
+for while it was the cold first (a right
+tool nobody reported looks like that) — chosen out of fold on the reports, never on the
+held-out ones; and only a tool the routing key may move (bounded influence,
+``Learned.moves``) can take it. Each candidate's confidence is the model's probability,
+calibrated on the held-out reports, never rising down the list.
+
+A tool whose reports a key may not see (``moves``) reads as a tool without reports. Pure
+numpy: no model, no database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.routing.calibration import Calibration
+from app.routing.text import stems
+from app.routing.types import Candidate
+
+COLD_FEATURES = (
+    "score",
+    "score_gap",  # score less the top candidate's
+    "rank",
+    "confidence",
+    "keyword",
+    "embedding",
+    "evidence",  # the cold votes' sum (values, action, resource, examples)
+    "penalty",
+    "cosine",
+    "bm25",
+    "coverage",
+)
+REPORT_FEATURES = (
+    "report_max",  # best cosine of the step to the tool's reported steps
+    "report_mean",
+    "report_count",  # log(1 + reported steps of the tool)
+    "report_weight",  # log(1 + their summed weight): the usage prior's evidence
+    "any_max",  # the step's best cosine to any candidate's reports
+    "report_margin",  # report_max less the best other candidate's
+    "nearest_vote",  # the tool's share of the NEAREST nearest reports (query memory's)
+    "words",  # share of the step's words the tool's reported steps hold
+    "words_margin",
+)
+FEATURES = COLD_FEATURES + REPORT_FEATURES
+NEAREST = 5
+DEPTH = 20  # cold candidates a model reorders
+LIFT = 1e-4  # how far above the cold first the model's first is shown
+COLD_STAGES = ("keyword", "embedding", "prior", "penalty")
+
+
+@dataclass(frozen=True, eq=False)
+class Forest:
+    """Regression trees, flattened to (trees, nodes) arrays: at a node, row ``x`` goes left
+    when ``x[feature] <= threshold``; a leaf's ``value`` is added; the sum, plus
+    ``baseline``, is a log-odds."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    leaf: np.ndarray
+    baseline: float
+    depth: int
+
+    def log_odds(self, rows: np.ndarray) -> np.ndarray:
+        """Each row's summed log-odds ((n,) float64)."""
+        n = len(rows)
+        trees = self.feature.shape[0]
+        if n == 0 or trees == 0:
+            return np.full(n, self.baseline)
+        node = np.zeros((trees, n), dtype=np.int64)
+        tree = np.arange(trees)[:, None]
+        cols = np.arange(n)[None, :]
+        for _ in range(self.depth):
+            at_leaf = self.leaf[tree, node]
+            if at_leaf.all():
+                break
+            goes_left = rows[cols, self.feature[tree, node]] <= self.threshold[tree, node]
+            step = np.where(goes_left, self.left[tree, node], self.right[tree, node])
+            node = np.where(at_leaf, node, step)
+        return self.baseline + self.value[tree, node].sum(axis=0)
+
+    def probability(self, rows: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-self.log_odds(rows)))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "feature": self.feature,
+            "threshold": self.threshold,
+            "left": self.left,
+            "right": self.right,
+            "value": self.value,
+            "leaf": self.leaf,
+            "baseline": np.array([self.baseline]),
+            "depth": np.array([self.depth]),
+        }
+
+    @classmethod
+    def of_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Forest:
+        return cls(
+            arrays["feature"].astype(np.int64),
+            arrays["threshold"].astype(np.float64),
+            arrays["left"].astype(np.int64),
+            arrays["right"].astype(np.int64),
+            arrays["value"].astype(np.float64),
+            arrays["leaf"].astype(bool),
+            float(arrays["baseline"][0]),
+            int(arrays["depth"][0]),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Bank:
+    """The reported steps a model reads its report features from: unit ``vectors`` (n, d),
+    each row's ``tools``, ``weights`` (bounded influence's shared weight) and ``texts``."""
+
+    vectors: np.ndarray
+    tools: tuple[str, ...]
+    weights: np.ndarray
+    texts: tuple[str, ...]
+    rows_of: Mapping[str, np.ndarray] = field(default_factory=dict)
+    words_of: Mapping[str, Counter[str]] = field(default_factory=dict)
+    stems_of: tuple[frozenset[str], ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        vectors: np.ndarray,
+        tools: Sequence[str],
+        weights: Sequence[float],
+        texts: Sequence[str],
+    ) -> Bank:
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(tools), -1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.where(norms > 0, norms, np.float32(1.0))
+        rows: dict[str, list[int]] = {}
+        words: dict[str, Counter[str]] = {}
+        per_row = tuple(stems(t) for t in texts)
+        for i, tool in enumerate(tools):
+            rows.setdefault(tool, []).append(i)
+            words.setdefault(tool, Counter()).update(per_row[i])
+        return cls(
+            np.ascontiguousarray(vectors),
+            tuple(tools),
+            np.asarray(weights, dtype=np.float32),
+            tuple(texts),
+            {t: np.asarray(r, dtype=np.int64) for t, r in rows.items()},
+            words,
+            per_row,
+        )
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
+
+    def without(self, texts: frozenset[str]) -> Bank:
+        """The bank less the steps of ``texts`` (the exam's held-out steps)."""
+        keep = [i for i, t in enumerate(self.texts) if t not in texts]
+        if len(keep) == len(self.texts):
+            return self
+        return Bank.build(
+            self.vectors[keep],
+            [self.tools[i] for i in keep],
+            self.weights[keep].tolist(),
+            [self.texts[i] for i in keep],
+        )
+
+
+def unit(vector: np.ndarray | None) -> np.ndarray | None:
+    """A step's first row (the whole step), unit length; None without one."""
+    if vector is None:
+        return None
+    row = np.asarray(vector, dtype=np.float32).reshape(-1, np.asarray(vector).shape[-1])[0]
+    norm = float(np.linalg.norm(row))
+    return row / norm if norm > 0 else row
+
+
+def features(
+    answer: Sequence[Candidate],
+    step: np.ndarray | None,
+    words: frozenset[str],
+    bank: Bank,
+    visible: frozenset[str] | None,
+    own_row: int = -1,
+) -> np.ndarray:
+    """One row of ``FEATURES`` per candidate of a cold ``answer``. ``step``: the step's unit
+    vector; ``words``: its stems; ``visible``: the tools whose reports count (None: all);
+    ``own_row``: a bank row left out (the step's own report, in training)."""
+    n = len(answer)
+    out = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    if n == 0:
+        return out
+    top = answer[0].score
+    for j, c in enumerate(answer):
+        stages = c.stages
+        extra = sum(v for s, v in stages.items() if s not in COLD_STAGES and s != "learned")
+        ev = c.evidence
+        out[j, :11] = (
+            c.score,
+            c.score - top,
+            j,
+            c.confidence,
+            stages.get("keyword", 0.0),
+            stages.get("embedding", 0.0),
+            extra,
+            stages.get("penalty", 0.0),
+            ev.cosine,
+            ev.bm25,
+            ev.coverage,
+        )
+    base = len(COLD_FEATURES)
+    rows: list[np.ndarray] = []
+    owner: list[int] = []
+    for j, c in enumerate(answer):
+        found = bank.rows_of.get(c.name)
+        if found is None or (visible is not None and c.name not in visible):
+            continue
+        if own_row >= 0:
+            found = found[found != own_row]
+        if found.size:
+            rows.append(found)
+            owner.extend([j] * found.size)
+    if rows and step is not None and bank.dim == step.size:
+        at = np.concatenate(rows)
+        who = np.asarray(owner)
+        sims = bank.vectors[at] @ step
+        weights = bank.weights[at]
+        best = np.full(n, -1.0)
+        np.maximum.at(best, who, sims)
+        total = np.bincount(who, weights=sims, minlength=n)
+        count = np.bincount(who, minlength=n)
+        weight = np.bincount(who, weights=weights, minlength=n)
+        has = count > 0
+        out[:, base] = np.where(has, best, 0.0)
+        out[:, base + 1] = np.where(has, total / np.maximum(count, 1), 0.0)
+        out[:, base + 2] = np.log1p(count)
+        out[:, base + 3] = np.log1p(weight)
+        out[:, base + 4] = float(sims.max())
+        out[:, base + 5] = margins(np.where(has, best, 0.0))
+        near = np.argsort(-sims, kind="stable")[:NEAREST]
+        vote = np.bincount(who[near], weights=np.maximum(sims[near], 0.0), minlength=n)
+        out[:, base + 6] = vote / max(float(vote.sum()), 1e-9)
+    if words:
+        share = np.zeros(n)
+        for j, c in enumerate(answer):
+            bag = bank.words_of.get(c.name)
+            if bag is None or (visible is not None and c.name not in visible):
+                continue
+            own = bank.stems_of[own_row] if 0 <= own_row < len(bank) else frozenset()
+            mine = own if own_row >= 0 and bank.tools[own_row] == c.name else frozenset()
+            held = sum(1 for w in words if bag.get(w, 0) - (w in mine) > 0)
+            share[j] = held / len(words)
+        out[:, base + 7] = share
+        out[:, base + 8] = margins(share)
+    return out
+
+
+PASSED_OVER = 0.7  # how like the step a reported step that passed a tool over must be
+
+
+def passed_over(
+    bank: Bank,
+    rows: np.ndarray | None,
+    step: np.ndarray | None,
+    visible: frozenset[str] | None,
+    own_row: int = -1,
+) -> bool:
+    """Whether a reported step like ``step`` (cosine ≥ ``PASSED_OVER``), of a tool whose
+    reports count (``visible``; None: all), passed over a tool (``rows``: the bank rows of
+    the steps that did) — agents chose another tool where this one was the cold first."""
+    if rows is None or step is None or bank.dim != step.size:
+        return False
+    at = rows[rows != own_row]
+    if visible is not None:
+        at = at[[bank.tools[r] in visible for r in at.tolist()]]
+    return bool(at.size) and float((bank.vectors[at] @ step).max()) >= PASSED_OVER
+
+
+def margins(values: np.ndarray) -> np.ndarray:
+    """Each value less the best of the others."""
+    if values.size < 2:
+        return values.copy()
+    order = np.argsort(-values, kind="stable")
+    first, second = values[order[0]], values[order[1]]
+    return values - np.where(np.arange(values.size) == order[0], second, first)
+
+
+@dataclass(frozen=True, eq=False)
+class Reranker:
+    """A trained reranker: its ``forest``, the gate ``delta`` and its ``bank``."""
+
+    forest: Forest
+    bank: Bank
+    delta: float
+    depth: int = DEPTH
+    delta_cold: float = 1.0  # the gate when the cold first has no reports the key may read
+    # tool → the bank rows of the reported steps it was the cold first of, whose agents chose
+    # another tool (it was passed over)
+    passed: Mapping[str, np.ndarray] = field(default_factory=dict)
+    _digest: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def tools(self) -> frozenset[str]:
+        """The tools it has reports of."""
+        return frozenset(self.bank.tools)
+
+    @property
+    def dim(self) -> int:
+        return self.bank.dim
+
+    def to_bytes(self) -> bytes:
+        """The forest, the gate and the bank's steps (texts, tools, weights; not their
+        vectors, which the service's embedding store keeps) as .npz bytes."""
+        buffer = io.BytesIO()
+        arrays = self.forest.arrays() | {
+            "delta": np.array([self.delta, self.delta_cold]),
+            "rerank_depth": np.array([self.depth]),
+            "weights": self.bank.weights,
+            "texts": np.array(self.bank.texts, dtype=str),
+            "tools": np.array(self.bank.tools, dtype=str),
+            "passed": np.array([t for t, at in self.passed.items() for _ in at], dtype=str),
+            "passed_row": np.array([r for at in self.passed.values() for r in at], np.int64),
+        }
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, vectors_of: Callable[[list[str]], np.ndarray]) -> Reranker:
+        """The stored reranker, its bank's vectors from ``vectors_of`` (texts → rows);
+        ValueError for bytes that are not a reranker's (an adapter's from before)."""
+        try:
+            arrays = dict(np.load(io.BytesIO(raw), allow_pickle=False))
+        except (OSError, ValueError, EOFError) as exc:
+            raise ValueError("not a reranker's weights") from exc
+        if "delta" not in arrays:
+            raise ValueError("not a reranker's weights")
+        texts = [str(t) for t in arrays["texts"].tolist()]
+        tools = [str(t) for t in arrays["tools"].tolist()]
+        weights = arrays["weights"]
+        if not len(texts) == len(tools) == len(weights):
+            raise ValueError("a reranker's bank does not match its weights")
+        vectors = vectors_of(texts) if texts else np.zeros((0, 1), np.float32)
+        bank = Bank.build(vectors, tools, weights.tolist(), texts)
+        forest = Forest.of_arrays(arrays)
+        delta = arrays["delta"]
+        depth = int(arrays["rerank_depth"][0])
+        passed: dict[str, list[int]] = {}
+        for tool, row in zip(arrays["passed"].tolist(), arrays["passed_row"].tolist(), strict=True):
+            passed.setdefault(str(tool), []).append(int(row))
+        known = {t: np.asarray(at, dtype=np.int64) for t, at in passed.items()}
+        return cls(forest, bank, float(delta[0]), depth, float(delta[-1]), known)
+
+    def digest(self) -> str:
+        if not self._digest:
+            self._digest.append(hashlib.sha256(self.to_bytes()).hexdigest()[:16])
+        return self._digest[0]
+
+
+@dataclass(frozen=True, eq=False)
+class Learned:
+    """A namespace's serving reranker as one key's routes read it.
+
+    Bounded influence (app/loop/trust.py, app/learning/scope.py): a tool's reports count,
+    and the tool may be put first, in a route only if every key may be moved by them
+    (``confirmed``: enough keys reported it) or the routing key (``key``) alone reported
+    it (``own``: key → those tools). ``confirmed`` None: every tool it has reports of;
+    ``key`` None: a key that reported nothing."""
+
+    ranker: Reranker
+    version: int = 0
+    # The namespace's calibration of the model's probability (``calibration.py``); None:
+    # the probability as it is.
+    calibration: Calibration | None = None
+    confirmed: frozenset[str] | None = None
+    own: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    key: str | None = None
+
+    def for_key(self, key: str | None) -> Learned:
+        """This model as ``key``'s routes read it (a shallow copy: one per route)."""
+        if key == self.key:
+            return self
+        view = object.__new__(Learned)  # dataclasses.replace re-runs __init__: 10x slower
+        view.__dict__.update(self.__dict__, key=key)
+        return view
+
+    def moves(self) -> frozenset[str]:
+        """The tools this view's routes may move (and whose reports they read)."""
+        confirmed = self.ranker.tools if self.confirmed is None else self.confirmed
+        mine = frozenset() if self.key is None else self.own.get(self.key, frozenset())
+        return confirmed | mine
+
+    def rerank(
+        self, answer: Sequence[Candidate], vector: np.ndarray | None, text: str
+    ) -> list[Candidate]:
+        """A cold ``answer`` (best first) as this model serves it: its first replaced by the
+        model's best when that beats it by ``delta`` and may be moved; every confidence the
+        model's, calibrated (not yet made non-increasing)."""
+        if not answer:
+            return list(answer)
+        ranker = self.ranker
+        moves = self.moves()
+        rows = features(answer, unit(vector), stems(text), ranker.bank, moves)
+        chance = ranker.forest.probability(rows)
+        best = int(np.argmax(chance))
+        step = unit(vector)
+        known = rows[0, FEATURES.index("report_count")] > 0 or passed_over(
+            ranker.bank, ranker.passed.get(answer[0].name), step, moves
+        )
+        gate = ranker.delta if known else ranker.delta_cold
+        lifted = best != 0 and answer[best].name in moves and chance[best] - chance[0] > gate
+        calibrate = self.calibration
+        out = []
+        for j, c in enumerate(answer):
+            p = float(chance[j])
+            lift = 0.0
+            if lifted and j == best:
+                lift = answer[0].score - c.score + LIFT
+            out.append(
+                dataclasses.replace(
+                    c,
+                    score=c.score + lift,
+                    stages={**c.stages, "learned": lift},
+                    confidence=calibrate(p) if calibrate is not None else p,
+                )
+            )
+        if lifted:
+            out.insert(0, out.pop(best))
+        return out

@@ -1,0 +1,157 @@
+"""The reranker (app/routing/reranker.py) without a server: its trees read as scikit-learn
+reads them, report features that never see a step's own report, the gate, bounded
+influence over what it may move and read, and its stored form."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
+
+from app.learning.training import fit_flat, flat
+from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
+from app.routing.reranker import (
+    FEATURES,
+    REPORT_FEATURES,
+    Bank,
+    Forest,
+    Learned,
+    Reranker,
+    features,
+)
+from app.routing.text import stems
+
+
+def stump(feature: int, threshold: float, below: float, above: float) -> Forest:
+    """One tree of one split: ``below`` when ``x[feature] <= threshold``, else ``above``."""
+    return Forest(
+        np.array([[feature, 0, 0]]),
+        np.array([[threshold, 0.0, 0.0]]),
+        np.array([[1, 0, 0]]),
+        np.array([[2, 0, 0]]),
+        np.array([[0.0, below, above]]),
+        np.array([[False, True, True]]),
+        0.0,
+        2,
+    )
+
+
+def test_the_flattened_trees_read_as_scikit_learn_reads_them() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2000, 6))
+    y = (x[:, 0] + x[:, 1] * x[:, 2] + rng.normal(scale=0.3, size=2000) > 0).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=40, max_leaf_nodes=15, random_state=0)
+    model.fit(x, y)
+    forest = fit_flat(model)
+    test = rng.normal(size=(300, 6))
+    assert forest.probability(test) == pytest.approx(model.predict_proba(test)[:, 1], abs=1e-9)
+    assert flat([], 0.0).probability(test) == pytest.approx(np.full(300, 0.5))
+
+
+WEATHER = "Current weather in a city: temperature and rain."
+DOCS = [
+    ToolDoc("weather_now", WEATHER, WEATHER),
+    ToolDoc("weather_town", WEATHER, WEATHER),
+    ToolDoc("send_email", "Send an email.", "Send an email to someone."),
+]
+DIM = 4
+
+
+def index() -> RouterIndex:
+    vectors = np.array([[1, 0, 0, 0], [1, 0.01, 0, 0], [0, 0, 1, 0]], dtype=np.float32)
+    return RouterIndex.build(DOCS, vectors, RouterConfig())
+
+
+STEP = np.array([[1.0, 0.2, 0.0, 0.0]], dtype=np.float32)
+TEXT = "current weather in Oslo"
+
+
+def cold() -> list[str]:
+    return [c.name for c in Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP)]
+
+
+def bank_for(tool: str, other: str | None = None) -> Bank:
+    """Two reports of ``tool`` with the step's own words and direction (and one of
+    ``other``, unlike the step)."""
+    rows = [[1.0, 0.2, 0.0, 0.0], [1.0, 0.25, 0.0, 0.0]]
+    texts = ["current weather in Oslo", "the weather in Oslo now"]
+    tools = [tool, tool]
+    if other is not None:
+        rows, texts, tools = [*rows, [0.0, 0.0, 0.0, 1.0]], [*texts, "forecast"], [*tools, other]
+    return Bank.build(np.array(rows, dtype=np.float32), tools, [1.0] * len(tools), texts)
+
+
+def by_report_max(delta: float = 0.1) -> Forest:
+    """A model that believes a candidate with a close report (report_max above 0.9)."""
+    return stump(FEATURES.index("report_max"), 0.9, -4.0, 4.0)
+
+
+def test_report_features_never_see_the_steps_own_report() -> None:
+    second = cold()[1]
+    answer = Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP, RouteOptions(k=3))
+    bank = bank_for(second)
+    unit = STEP[0] / np.linalg.norm(STEP[0])
+    seen = features(answer, unit, stems(TEXT), bank, None)
+    alone = features(answer, unit, stems(TEXT), bank, None, own_row=0)
+    at = [c.name for c in answer].index(second)
+    count, words = FEATURES.index("report_count"), FEATURES.index("words")
+    assert seen[at, count] == pytest.approx(np.log1p(2)) and alone[at, count] == np.log1p(1)
+    assert seen[at, words] == 1.0 and alone[at, words] < 1.0  # "current" was its own only
+    assert not features(answer, unit, stems(TEXT), bank, frozenset())[
+        :, -len(REPORT_FEATURES) :
+    ].any()
+
+
+def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -> None:
+    first, second = cold()[:2]
+    view = NamespaceView(index())
+    for delta, moves, expected in [
+        (0.1, None, second),  # confirmed for all: it moves
+        (0.999, None, first),  # not past its gate
+        (0.1, frozenset(), first),  # nobody's to move: its reports are not even read
+    ]:
+        ranker = Reranker(by_report_max(), bank_for(second, first), delta)
+        learned = Learned(ranker, confirmed=moves, own={"a": frozenset({second})})
+        served = view.__class__(view.index, learned=learned)
+        answer = Router(RouterConfig()).route(served, TEXT, STEP, RouteOptions(k=3))
+        assert answer[0].name == expected
+        assert "learned" in answer[0].stages
+        assert all(b.confidence <= a.confidence for a, b in itertools.pairwise(answer))
+        own = Router(RouterConfig()).route(served, TEXT, STEP, RouteOptions(k=3, key="a"))
+        assert own[0].name == (first if delta > 0.9 or moves == frozenset() else second)
+    # A cold first without reports (it may be the right tool nobody reported) stays first.
+    unreported = Learned(Reranker(by_report_max(), bank_for(second), 0.1))
+    answer = Router(RouterConfig()).route(
+        NamespaceView(index(), learned=unreported), TEXT, STEP, RouteOptions(k=3)
+    )
+    assert answer[0].name == first
+
+
+def test_no_model_routes_the_cold_ranking_whatever_the_prior_and_memory() -> None:
+    """The usage prior alone can no longer move a route: only a promoted model may."""
+    view = NamespaceView(index())
+    plain = Router(RouterConfig()).route(view, TEXT, STEP, RouteOptions(k=3))
+    second = plain[1].name
+    pushed = NamespaceView(view.index, prior={second: 1.0}, own_priors={"a": {second: 1.0}})
+    for key in (None, "a"):
+        again = Router(RouterConfig()).route(pushed, TEXT, STEP, RouteOptions(k=3, key=key))
+        assert again == plain
+
+
+def test_a_stored_reranker_reads_back_the_same() -> None:
+    bank = bank_for("weather_town")
+    ranker = Reranker(by_report_max(), bank, 0.25, 12)
+    back = Reranker.from_bytes(ranker.to_bytes(), lambda texts: bank.vectors[: len(texts)])
+    assert (back.delta, back.depth, back.bank.texts, back.bank.tools) == (
+        0.25,
+        12,
+        bank.texts,
+        bank.tools,
+    )
+    assert back.digest() == ranker.digest()
+    rows = np.random.default_rng(0).normal(size=(5, len(FEATURES)))
+    assert back.forest.probability(rows) == pytest.approx(ranker.forest.probability(rows))
+    with pytest.raises(ValueError, match="not a reranker"):
+        Reranker.from_bytes(np.eye(DIM, dtype="<f4").tobytes(), lambda texts: bank.vectors)
