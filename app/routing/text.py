@@ -102,15 +102,15 @@ def _join(parts: Iterable[str]) -> str:
     return " ".join(p.strip() for p in parts if p and p.strip())
 
 
-FEW_PARAMETERS = 4  # a card with at most this many parameters embeds every one's description
+FEW_PARAMETERS = 2  # a card with at most this many parameters embeds every description
 
 
 def embedding_text(doc: ToolDoc) -> str:
     """The exact text embedded for a tool: readable name, summary, description, parameters,
     tags and examples, e.g. ``"get film details: Retrieve … Parameters: film id: The id …
     language."``: each required parameter with its description, the others by name alone, so
-    a long list of options does not drown what the tool does (docs/ROUTING.md, "The text
-    each side sees").
+    a long list of options does not drown what the tool does; a card of at most
+    ``FEW_PARAMETERS`` keeps every description (docs/ROUTING.md, "The text each side sees").
 
     The service hashes this string to decide whether a stored vector is still valid.
     """

@@ -59,6 +59,7 @@ def test_embedding_text_reads_like_a_card() -> None:
             "properties": {
                 "city_name": {"type": "string", "description": "A city"},
                 "units": {"type": "string", "description": "metric or imperial"},
+                "lang": {"type": "string", "description": "the answer's language"},
             },
             "required": ["city_name"],
         },
@@ -66,7 +67,15 @@ def test_embedding_text_reads_like_a_card() -> None:
     )
     assert embedding_text(doc) == (
         "get weather: Current weather Current weather for a city. "
-        "Parameters: city name: A city. units. Tags: weather. Examples: Is it raining in Oslo?"
-    )  # a required parameter with its description, an optional one by its name alone
+        "Parameters: city name: A city. units. lang. "
+        "Tags: weather. Examples: Is it raining in Oslo?"
+    )  # of more than two: a required parameter with its description, optional ones by name
+    two = ToolDoc(
+        name="x",
+        summary="",
+        description="X",
+        parameters={"properties": {"a": {"description": "first"}, "b": {"description": "second"}}},
+    )
+    assert embedding_text(two) == "x: X. Parameters: a: first. b: second."
     same = ToolDoc(name="x", summary="Same text", description="Same text")
     assert embedding_text(same) == "x: Same text."
