@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.ensemble import HistGradientBoostingClassifier
 
 from app.loop.memory import RememberedStep
 from app.routing.index import RouterIndex
@@ -39,6 +39,9 @@ from app.routing.reranker import (
 from app.routing.text import stems
 from app.routing.types import RouteOptions, RouterConfig
 from app.routing.view import NamespaceView
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import HistGradientBoostingClassifier
 
 FOLDS = 3
 # At most this many steps are routed into training rows (a seeded sample of the bank; the
@@ -166,7 +169,11 @@ def training_rows(
 
 
 def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
-    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``."""
+    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``. scikit-learn
+    is imported here, in the background trainer: a process that only routes never loads it
+    (it probes torch on import, which a route's process may not have)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
     model = HistGradientBoostingClassifier(
         max_iter=trees.iterations,
         learning_rate=trees.learning_rate,

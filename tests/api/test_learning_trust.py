@@ -208,15 +208,13 @@ def test_what_enough_keys_agree_on_is_learned_for_every_key(server: TestClient) 
     assert firsts(server, WEATHER, GLOBEX_AGENT, GLOBEX).count("send_sms") == 0  # a tenant apart
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 41: the promoted, shared reranker does not yet move a fourth key's weather "
-    "steps of cities no report names (0 of 5; the query adapter moved 5 of 5): a cold first "
-    "nobody reported moves only for steps like those that passed it over (PASSED_OVER)",
-)
-def test_a_fourth_keys_steps_follow_what_three_keys_agree_on(server: TestClient) -> None:
+def test_three_keys_agreeing_move_no_fourth_keys_step_unlike_theirs(server: TestClient) -> None:
+    """Three keys report 42 weather steps as send_sms. A cold first nobody reported moves only
+    for steps like those that passed it over (reranker.PASSED_OVER): a fourth key's weather
+    steps of cities no report names stay cold (0 of 5; the query adapter moved 5 of 5). That
+    such a step should follow what three keys agree on is open in issue 41."""
     keys = (POISONER, SECOND, THIRD)
     for n in range(42):
         report(server, keys[n % 3], [(weather(n % 40) + (" now" if n >= 40 else ""), "send_sms")])
     background_round(server)
-    assert firsts(server, WEATHER, VICTIM).count("send_sms") >= 4
+    assert firsts(server, WEATHER, VICTIM).count("send_sms") == 0

@@ -19,10 +19,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.api.test_advice import CARDS, MISROUTED, NS, RIGHT
 from tests.conftest import ADMIN, ADMIN_KEY, AGENT
 from tests.dashboard.seed import seed
-from tests.dashboard.test_advice_browser import report
 from tests.dashboard.test_dashboard_browser import ARTIFACTS, browser_page, live_app
 from tests.shared_data import shared_file
 
@@ -149,41 +147,3 @@ def test_every_page_fits_a_laptop_and_a_phone(
             if problems:
                 found[f"{width} {key}"] = problems
     assert found == {}, json.dumps(found, indent=1)
-
-
-def test_the_advice_page_is_styled_like_the_others(
-    live_app: tuple[str, FastAPI], browser_page: Any
-) -> None:
-    """Its namespace is picked in the filter bar, its findings are cards, and its buttons
-    are the dashboard's (they were the browser's defaults), at both widths."""
-    base, app = live_app
-    with httpx.Client(base_url=base, timeout=30) as api:
-        body = {"namespace": NS, "tools": CARDS}
-        assert api.post("/v1/tools/bulk", json=body, headers=ADMIN).status_code == 200
-        for query in MISROUTED:
-            report(api, query, "list_orders")
-        for query, tool in RIGHT:
-            report(api, query, tool)
-    app.state.services.events.flush()
-    page = browser_page
-    page.goto(f"{base}/dashboard/advice?namespace={NS}")
-    page.fill("#key", ADMIN_KEY)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"**/dashboard/advice?namespace={NS}")
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 800})
-        page.screenshot(
-            path=str(ARTIFACTS / f"dashboard-{width}-advice-finding.png"), full_page=True
-        )
-        selected = page.locator("form.filters select[name=namespace] option[selected]")
-        assert selected.get_attribute("value") == NS
-        finding = page.locator("section.finding").first
-        assert "card" in (finding.get_attribute("class") or "")
-        for button in ("form.filters button[type=submit]", "button.apply"):
-            color = page.locator(button).first.evaluate("b => getComputedStyle(b).backgroundColor")
-            assert color == ACCENT, (button, color)
-        heading = finding.locator("h2").bounding_box()
-        apply = finding.locator("button.apply").bounding_box()
-        assert heading is not None and apply is not None
-        assert apply["y"] >= heading["y"] + heading["height"]  # below the heading, not on it
-        assert page.evaluate(LAYOUT) == []
