@@ -18,11 +18,12 @@ strongest agreement of all.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from app.routing.text import analyse, split_identifier, words
 
+Spell = Callable[[str, str], str]  # (a word, its stem) → the stem meant
 ACTIONS = ("create", "read", "list", "update", "delete")
 
 # English verbs (and question words) by the action they ask for, as stems; a verb that can
@@ -106,6 +107,7 @@ def _stem_table() -> dict[str, tuple[str, ...]]:
 
 
 _STEMS = _stem_table()
+VERB_STEMS = frozenset(_STEMS)  # the English verbs (stems) a step's action is read from
 # Question words the analyser drops as stop words.
 _QUESTIONS: dict[str, tuple[str, ...]] = {
     "what": ("read",),
@@ -121,6 +123,8 @@ _PREFIXES = tuple(
     for action, text in _OTHER.items()
     for prefix in text.split()
 )
+# The beginnings of other languages' verbs in Latin script ("escrib", "lösch", "erstell").
+ABROAD = tuple(sorted({p for p, _, cjk in _PREFIXES if not cjk}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,27 +134,29 @@ class StepAction:
     weights: Mapping[str, float] = field(default_factory=dict)
 
 
-def _actions_of(word: str) -> tuple[str, ...]:
-    """The actions a step's word asks for (``word``: lower-case, as written)."""
+def _actions_of(word: str, spell: Spell | None = None) -> tuple[str, ...]:
+    """The actions a step's word asks for (``word``: lower-case, as written; ``spell``: a
+    misspelt word's stem → the one meant, ``spelling.Speller.fix``)."""
     if word in _QUESTIONS:
         return _QUESTIONS[word]
     stems = analyse(word)
-    if stems and stems[0] in _STEMS:
-        return _STEMS[stems[0]]
+    stem = "" if not stems else stems[0] if spell is None else spell(word, stems[0])
+    if stem in _STEMS:
+        return _STEMS[stem]
     return tuple(
         dict.fromkeys(a for p, a, cjk in _PREFIXES if (p in word if cjk else word.startswith(p)))
     )
 
 
-def step_action(text: str) -> StepAction:
+def step_action(text: str, spell: Spell | None = None) -> StepAction:
     """The actions ``text`` (a step, its values masked) asks for: the first word that asks
     for an action decides (an agent's step starts with what it wants done, or with a
-    question word); later ones weigh ``_LATER`` each."""
+    question word); later ones weigh ``_LATER`` each. ``spell`` reads a misspelt verb."""
     weights: dict[str, float] = {}
     text = _PHRASES.sub(lambda m: _PHRASE_VERB[" ".join(m.group().lower().split())], text)
     said = [w.lower() for w in words(text)[:40]]
     for word in said:
-        actions = _actions_of(word)
+        actions = _actions_of(word, spell)
         if not actions:
             continue
         share = (1.0 if not weights else _LATER) / len(actions)

@@ -18,15 +18,19 @@ import dataclasses
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 
 import numpy as np
 
+from app.routing.actions import ABROAD, VERB_STEMS
 from app.routing.bm25 import KeywordIndex
+from app.routing.lexicon import english_words
 from app.routing.penalty import ParamRule
 from app.routing.postings import Postings, merge, postings_of, weigh
 from app.routing.segments import IndexSegment, MergePlan, doc_tokens, unit_rows
 from app.routing.slots import ToolProfile, gathered_ids
+from app.routing.spelling import Speller, foreign_beginnings
 from app.routing.types import RouterConfig, ToolDoc
 from app.routing.values import ValueCheck
 
@@ -182,6 +186,20 @@ class RouterIndex:
             in_name_order=True,  # a merge's plan keeps names in order (build checks its own)
             value_check=old.value_check,
         )
+
+    @cached_property
+    def speller(self) -> Speller:
+        """The namespace's words (each weighted by how many cards use it) and the verbs the
+        action reader knows: what a misspelt step word is read as (``spelling.py``); English
+        words and other languages' verbs are never read as misspelt. Built at the first
+        route that reads it."""
+        keyword = self.keyword
+        used = np.diff(keyword.indptr)
+        known = {term: int(used[i]) for term, i in keyword.vocab.items()}
+        for verb in VERB_STEMS:
+            known.setdefault(verb, 0)
+        english = english_words()
+        return Speller.of(known, english, foreign_beginnings(ABROAD, english))
 
     @property
     def postings(self) -> Postings:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from app.routing.reading import read_step
-from app.routing.text import analyse
+from app.routing.text import analyse, words
 from app.routing.window import step_window
 
 # Words that open a request after "and"/"but"/"then": modals, question words, pronouns…
@@ -157,6 +157,19 @@ def query_texts(query: str, *, split: bool = True) -> list[str]:
     text = step_window(query)
     parts = step_parts(text) if split else [text]
     return [text] if len(parts) < 2 else [text, *parts]
+
+
+_NAME = re.compile(r"(?<![.!?:;]\s)(?<!^)(?<=\s)[A-Z][\w'-]*")
+
+
+def as_written(text: str) -> frozenset[str]:
+    """The words of ``text`` that are names or the user's own text, which the keyword stage
+    reads as written, never as misspelt (``spelling.py``): what it quotes, and the words it
+    capitalises inside a sentence ("tweets from Elon Musk"), lower-cased."""
+    values = read_step(text).values
+    quoted = [w for v in values if v.shape == "quoted" for w in words(v.text)]
+    named = [w for found in _NAME.findall(text.strip()) for w in words(found)]
+    return frozenset(quoted + named)
 
 
 def keyword_text(text: str) -> str:

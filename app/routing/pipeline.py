@@ -150,7 +150,7 @@ class Router:
             depth,
         )
         reading = read_step(rows.text)
-        asks = step_action(reading.model_text)
+        asks = step_action(reading.model_text, index.speller.fix)
         ballot = Ballot(
             view, vectors, options.key, self.config, self.enabled, reading, asks,
             tuple(rows.texts[1:]),

@@ -18,8 +18,7 @@ import numpy as np
 
 from app.routing.bm25 import bm25_row, bm25_scores
 from app.routing.index import RouterIndex
-from app.routing.parts import keyword_text, step_parts
-from app.routing.text import analyse
+from app.routing.parts import as_written, keyword_text, step_parts
 from app.routing.types import RouterConfig
 from app.routing.window import step_window
 
@@ -59,7 +58,7 @@ def analyse_query(
         parts = step_parts(text) if split else [text]
         texts = [text] if len(parts) < 2 else [text, *parts]
     texts = list(texts) or [text]
-    tokens = [analyse(keyword_text(t)) for t in texts]
+    tokens = [index.speller.analyse(keyword_text(t), as_written(t)) for t in texts]
     whole, touched = bm25_row(index.keyword, tokens[0])
     rows = (
         whole[None]

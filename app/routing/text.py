@@ -65,7 +65,16 @@ def words(text: str) -> list[str]:
 
 def analyse(text: str) -> list[str]:
     """The index/query tokens of ``text``: words minus stop words, stemmed (CJK kept as is)."""
-    kept = [w for w in words(text[:_MAX_QUERY_CHARS]) if w not in STOPWORDS]
+    return stem_words(kept_words(text))
+
+
+def kept_words(text: str) -> list[str]:
+    """The words of ``text`` that ``analyse`` stems: stop words left out."""
+    return [w for w in words(text[:_MAX_QUERY_CHARS]) if w not in STOPWORDS]
+
+
+def stem_words(kept: list[str]) -> list[str]:
+    """Each word's stem (CJK kept as is)."""
     return _stemmer().stemWords(kept) if kept else []
 
 
