@@ -155,14 +155,17 @@ def step_action(text: str, spell: Spell | None = None) -> StepAction:
     weights: dict[str, float] = {}
     text = _PHRASES.sub(lambda m: _PHRASE_VERB[" ".join(m.group().lower().split())], text)
     said = [w.lower() for w in words(text)[:40]]
-    for word in said:
+    first = -1
+    for at, word in enumerate(said):
         actions = _actions_of(word, spell)
         if not actions:
             continue
+        first = at if first < 0 else first
         share = (1.0 if not weights else _LATER) / len(actions)
         for action in actions:
             weights[action] = weights.get(action, 0.0) + share
-    if "read" in weights and _EVERY.intersection(said):
+    many = _EVERY.intersection(said) or _plural_object(said, first)
+    if "read" in weights and many:
         weights["list"] = weights.get("list", 0.0) + weights.pop("read")
     total = sum(weights.values())
     if total <= 0:
@@ -171,6 +174,28 @@ def step_action(text: str, spell: Spell | None = None) -> StepAction:
 
 
 _LATER = 0.25
+# Words between a verb and its object ("show me the messages", "get all my files").
+_BEFORE_OBJECT = frozenset("me us the my our your his her their its these those some any".split())  # noqa: SIM905
+# Plural nouns that name one thing's parts ("get the details of PR 88" reads one).
+_ONE_THINGS = frozenset(["details", "contents", "settings", "stats", "news", "specs"])
+
+
+def _plural_object(said: list[str], verb: int) -> bool:
+    """Whether the first verb's object is a plural noun ("show me the messages": a list),
+    as the stemmer reads one: a word in -s whose stem is its singular's."""
+    if verb < 0:
+        return False
+    for word in said[verb + 1 : verb + 4]:
+        if word in _BEFORE_OBJECT:
+            continue
+        return (
+            word not in _ONE_THINGS
+            and len(word) > 3
+            and word.endswith("s")
+            and not word.endswith(("ss", "us", "is"))
+            and analyse(word) == analyse(word[:-1])
+        )
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,9 +54,8 @@ def test_applied_advice_fixes_half_and_breaks_nothing(encoder: Encoder) -> None:
              (("reported", reported), ("unseen", unseen), ("right", right))}  # fmt: skip
     fixed = sum(not b and a for b, a in zip(before["reported"], after["reported"], strict=True))
     fixed_unseen = sum(not b and a for b, a in zip(before["unseen"], after["unseen"], strict=True))
-    # The aim is half; the bounded doctor (words vetted, examples cut to 10 words, issue 38)
-    # on today's ranking (values and action votes) reaches 9 of 20: docs/ROUTING.md says so.
-    assert fixed >= 9 and fixed >= misroutes / 2 - 1, (fixed, misroutes)
+    # The aim is half (docs/ROUTING.md, "The card doctor": 11 of 20).
+    assert fixed >= misroutes / 2, (fixed, misroutes)
     assert fixed_unseen >= before["unseen"].count(False) / 2, (fixed_unseen, after["unseen"])
     assert all(after["right"])
     broken = sum(b and not a for b, a in zip(before["reported"], after["reported"], strict=True))
@@ -93,10 +92,11 @@ def test_an_edit_that_only_wins_usage_is_refused(encoder: Encoder) -> None:
 
 def test_a_handful_of_misroutes_from_several_keys(encoder: Encoder) -> None:
     """Issue 42 item 17: ten cards, two overlapping customer tools, fourteen reports from
-    three keys, five of them misroutes. With the ranking the issue ran on (no values, action
-    parts) the doctor proposes a checked edit that fixes some and breaks none;
-    with today's, where get_customer's name gives it an action part no card text
-    moves, it proposes none and says why."""
+    three keys, five of them misroutes ("show the orders of customer 1042" to get_customer).
+    With the ranking the issue ran on (no values or action votes) and with today's, the
+    doctor proposes a checked edit that fixes some of the five and breaks none. (Before a
+    plural object made a step a list, get_customer's "get" agreed with "show the orders"
+    better than any card text could answer, and the doctor proposed nothing.)"""
     from app.advice.service import Budget, compute
     from app.tools.live_index import Snapshot
 
@@ -125,12 +125,6 @@ def test_a_handful_of_misroutes_from_several_keys(encoder: Encoder) -> None:
             for i, (r, f) in enumerate(zip(reports, firsts_now, strict=True))
         ]
         advice = compute(Snapshot(index, cards), encoder, "shop", (cases, {}), 3, Budget(120))
-        if config is plain:
-            [finding] = advice.findings
-            assert finding.tools == ("get_customer", "customer_purchases"), finding
-            assert finding.replay["fixed"] >= 2 and finding.replay["broken"] == 0
-        else:
-            assert advice.misroutes == 5 and not advice.findings
-            [note] = [n for n in advice.notes if n.tools[1] == "customer_purchases"]
-            assert note.reason.startswith("refused: the edit fixed none of the 5 misroute(s)")
-            assert "kept out by" in note.reason
+        [finding] = advice.findings
+        assert finding.tools == ("get_customer", "customer_purchases"), finding
+        assert finding.replay["fixed"] >= 1 and finding.replay["broken"] == 0, finding.replay

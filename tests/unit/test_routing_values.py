@@ -91,6 +91,11 @@ def test_an_id_of_another_resource_does_not_supply_a_required_id() -> None:
         ("provision a new messaging service for the spring promo", "create"),
         ("get rid of conversation CH123, it is spam", "delete"),
         ("show me all my messaging services", "list"),
+        ("show me the messages of conversation CH123", "list"),  # a plural object lists
+        ("what steps did run run_abc123 take?", "list"),
+        ("show me the message MB123", "read"),
+        ("get the details of pull request 88", "read"),  # one thing's details
+        ("what is the status of the build", "read"),
         ("lösche die Unterhaltung CH123", "delete"),
         ("crea un nuevo servicio de mensajería", "create"),
         ("删除这个会话", "delete"),
