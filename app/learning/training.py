@@ -1,7 +1,7 @@
 """Training a namespace's reranker (app/routing/reranker.py) from its remembered steps.
 
-Each remembered step is routed cold (the service's own pipeline, no model) for its top
-``DEPTH`` candidates; each candidate is a row of the reranker's features, label 1 for the
+Each remembered step is routed cold (the service's own pipeline, no model; the cosines of
+a batch of steps in one matrix product: ``cold_answers``) for its top ``DEPTH`` candidates; each candidate is a row of the reranker's features, label 1 for the
 step's reported tool. A step's report features never see its own report (leave one out:
 its row of the bank is left out), so training reads what a new step of that tool would. A
 step whose tool is not among its cold candidates teaches nothing and is skipped.
@@ -10,13 +10,15 @@ A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all
 reports hidden), for the gates to be chosen on steps of tools without reports too.
 
 The trees are scikit-learn's HistGradientBoostingClassifier (binary, each row weighted by
-its step's shared weight: bounded influence), read back into a plain ``Forest``. The gate
+its step's shared weight: bounded influence), fitted on the rows binned once (``Binned``)
+and read back into a plain ``Forest`` that splits on the features' values. The gate
 ``delta`` is chosen out of fold on the same steps (``FOLDS`` folds in time order): the one
 that keeps the most of them first, the largest among equals; never on the held-out steps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -36,8 +38,9 @@ from app.routing.reranker import (
     passed_over,
     unit,
 )
+from app.routing.signals import Cosines, gemv_rows, unit_rows
 from app.routing.text import stems
-from app.routing.types import RouteOptions, RouterConfig
+from app.routing.types import Candidate, RouteOptions, RouterConfig
 from app.routing.view import NamespaceView
 
 if TYPE_CHECKING:
@@ -105,6 +108,43 @@ def bank_of(steps: Sequence[RememberedStep], vectors: np.ndarray, needed: int) -
     )
 
 
+COSINE_BATCH = 256  # steps whose cosines with every tool are one matrix product
+
+
+def cold_answers(
+    router: Router,
+    view: NamespaceView,
+    texts: Sequence[str],
+    vectors: np.ndarray,
+    steps: Sequence[int],
+    depth: int,
+) -> dict[int, list[Candidate]]:
+    """Each of ``steps`` routed cold for its top ``depth``: one route each, as a serving
+    process routes it, but their cosines with every tool computed ``COSINE_BATCH`` steps
+    at a time (one matrix product, not one matrix-vector product a step: at 10,000 tools
+    each of those reads the whole tool matrix)."""
+    tools = view.index.embeddings
+    options = RouteOptions(k=depth)
+    out: dict[int, list[Candidate]] = {}
+    for start in range(0, len(steps), COSINE_BATCH):
+        batch = steps[start : start + COSINE_BATCH]
+        units = [(i, unit_rows(vectors[i], 1, tools.shape[1])) for i in batch if tools.shape[1]]
+        known = [(i, u) for i, u in units if u is not None]
+        given: dict[int, Cosines] = {}
+        if known:
+            product = np.concatenate([u for _, u in known]) @ tools.T
+            given = {i: _given(product[j : j + 1]) for j, (i, _) in enumerate(known)}
+        for i in batch:
+            cosines = given.get(i, gemv_rows)
+            out[i] = router.cold(view, texts[i], vectors[i], options, cosines=cosines)
+    return out
+
+
+def _given(row: np.ndarray) -> Cosines:
+    """A cosine product that answers with ``row``, computed before."""
+    return lambda _matrix, _unit: row
+
+
 def training_rows(
     index: RouterIndex,
     config: RouterConfig,
@@ -125,10 +165,7 @@ def training_rows(
         chosen = np.sort(np.random.default_rng(0).choice(chosen, limit, replace=False))
     hide = np.random.default_rng(1).random(len(bank)) < hidden
     everything = frozenset(bank.tools)
-    answers = {
-        i: router.cold(view, bank.texts[i], vectors[i], RouteOptions(k=depth))
-        for i in chosen.tolist()
-    }
+    answers = cold_answers(router, view, bank.texts, vectors, chosen.tolist(), depth)
     passing: dict[str, list[int]] = {}  # the cold first → the steps that passed it over
     for i, answer in answers.items():
         if answer and answer[0].name != bank.tools[i]:
@@ -168,11 +205,71 @@ def training_rows(
     )
 
 
+BINS = 255  # the histogram bins of a feature (scikit-learn's most)
+
+
+def bin_edges(column: np.ndarray, weight: np.ndarray, bins: int = BINS) -> np.ndarray:
+    """Where ``column`` is cut into at most ``bins`` bins: between its distinct values when
+    it has that few, else at its weighted quantiles (one sort: scikit-learn's own weighted
+    binning sorts the column once per edge, 254 sorts a feature). A value ``x`` is in bin
+    ``k`` when ``edges[k - 1] < x <= edges[k]``."""
+    values, inverse = np.unique(column, return_inverse=True)
+    if values.size <= bins:
+        return (values[:-1] + values[1:]) / 2
+    cumulative = np.cumsum(np.bincount(inverse.ravel(), weights=weight, minlength=values.size))
+    wanted = cumulative[-1] * np.arange(1, bins) / bins
+    at = np.minimum(np.searchsorted(cumulative, wanted), values.size - 2)
+    return np.unique((values[at] + values[at + 1]) / 2)
+
+
+@dataclass(frozen=True, slots=True)
+class Binned:
+    """Rows as their features' bin numbers (``codes``), and each feature's ``edges``
+    (features, BINS - 1; padded with +inf) to read a split on bin numbers back as one on
+    the features' values."""
+
+    codes: np.ndarray
+    edges: np.ndarray
+
+    @classmethod
+    def of(cls, x: np.ndarray, weight: np.ndarray) -> Binned:
+        codes = np.zeros(x.shape, dtype=np.float64)
+        edges = np.full((x.shape[1], BINS - 1), np.inf)
+        for j in range(x.shape[1]):
+            cut = bin_edges(x[:, j], weight)
+            edges[j, : cut.size] = cut
+            codes[:, j] = np.searchsorted(cut, x[:, j], side="left")
+        return cls(codes, edges)
+
+    def take(self, mask: np.ndarray) -> Binned:
+        return Binned(self.codes[mask], self.edges)
+
+    def on_values(self, forest: Forest) -> Forest:
+        """``forest`` (fitted on the codes) with its splits on the features' values: a split
+        between bins k and k + 1 is one at ``edges[k]``."""
+        if forest.feature.size == 0:
+            return forest
+        k = np.clip(np.floor(forest.threshold), 0, BINS - 2).astype(np.int64)
+        threshold = np.where(forest.leaf, 0.0, self.edges[forest.feature, k])
+        return dataclasses.replace(forest, threshold=threshold)
+
+
 def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
-    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``. scikit-learn
-    is imported here, in the background trainer: a process that only routes never loads it
+    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``."""
+    return fit_binned(Binned.of(x, weight), y, weight, trees)
+
+
+def fit_binned(binned: Binned, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
+    """The trees fitted on binned rows, as a plain ``Forest`` on the features' values.
+
+    The rows are binned here (``Binned``), so scikit-learn's binning, which sorts a weighted
+    feature once for each of its 254 edges, finds each feature already in bins. The trees
+    are fitted on one OpenMP thread: on a machine whose cores serve routes, two threads
+    waiting on each other's barrier cost several times one thread's work. scikit-learn is
+    imported here, in the background trainer: a process that only routes never loads it
     (it probes torch on import, which a route's process may not have)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_limits
 
     model = HistGradientBoostingClassifier(
         max_iter=trees.iterations,
@@ -186,8 +283,9 @@ def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -
     if np.unique(y).size < 2:  # one class: a constant model
         p = float(np.clip(y.mean() if y.size else 0.5, 1e-6, 1 - 1e-6))
         return flat([], float(np.log(p / (1 - p))))
-    model.fit(x, y, sample_weight=weight)
-    return fit_flat(model)
+    with threadpool_limits(limits=1, user_api="openmp"):
+        model.fit(binned.codes, y, sample_weight=weight)
+    return binned.on_values(fit_flat(model))
 
 
 def fit_flat(model: HistGradientBoostingClassifier) -> Forest:
@@ -273,9 +371,13 @@ def first_hits(chance: np.ndarray, rows: Rows, delta: float, delta_cold: float =
     return int(Choices.of(chance, rows).hits(delta, cold).sum())
 
 
-def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
-    """Each row's probability from trees fitted without its fold (folds of steps, in order)."""
+def out_of_fold(
+    rows: Rows, trees: Trees, folds: int = FOLDS, binned: Binned | None = None
+) -> np.ndarray:
+    """Each row's probability from trees fitted without its fold (folds of steps, in order;
+    ``binned``: the rows binned, if they are already)."""
     chance = np.zeros(rows.y.size)
+    binned = Binned.of(rows.x, rows.weight) if binned is None else binned
     cuts = np.linspace(0, rows.steps, folds + 1).round().astype(int)
     for f in range(folds):
         lo, hi = rows.starts[cuts[f]], rows.starts[cuts[f + 1]]
@@ -283,7 +385,7 @@ def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
             continue
         mask = np.zeros(rows.y.size, bool)
         mask[lo:hi] = True
-        forest = fit_forest(rows.x[~mask], rows.y[~mask], rows.weight[~mask], trees)
+        forest = fit_binned(binned.take(~mask), rows.y[~mask], rows.weight[~mask], trees)
         chance[mask] = forest.probability(rows.x[mask])
     return chance
 
@@ -315,6 +417,9 @@ def train_reranker(
 ) -> Reranker:
     """A reranker trained on the steps of ``bank`` (``vectors``: one row each)."""
     rows = training_rows(index, config, bank, vectors, depth)
-    gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
-    forest = fit_forest(rows.x, rows.y, rows.weight, trees)
+    binned = Binned.of(rows.x, rows.weight)
+    gates = (1.0, 1.0)
+    if rows.steps >= FOLDS:
+        gates = choose_delta(out_of_fold(rows, trees, binned=binned), rows)
+    forest = fit_binned(binned, rows.y, rows.weight, trees)
     return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from app.learning.training import fit_flat, flat
+from app.learning.training import (
+    DEFAULT_TREES,
+    Binned,
+    bin_edges,
+    cold_answers,
+    fit_binned,
+    fit_flat,
+    flat,
+)
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.reranker import (
     FEATURES,
@@ -50,6 +58,31 @@ def test_the_flattened_trees_read_as_scikit_learn_reads_them() -> None:
     assert flat([], 0.0).probability(test) == pytest.approx(np.full(300, 0.5))
 
 
+def test_trees_fitted_on_bins_read_the_features_values_as_on_the_bins() -> None:
+    """Binned before scikit-learn sees them (its weighted binning sorts a feature once per
+    edge), the trees split on the features' values where the bins part."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3000, 4))
+    x[:, 3] = rng.integers(0, 7, 3000)  # few distinct values: cut between them
+    y = (x[:, 0] + x[:, 1] * x[:, 3] + rng.normal(scale=0.5, size=3000) > 0).astype(float)
+    weight = np.where(np.arange(3000) % 3 == 0, 0.5, 1.0)
+    binned = Binned.of(x, weight)
+    assert bin_edges(x[:, 3], weight).tolist() == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
+    assert int(binned.codes[:, 0].max()) == 254  # at most 255 bins
+    forest = fit_binned(binned, y, weight, DEFAULT_TREES)
+    model = HistGradientBoostingClassifier(
+        max_iter=DEFAULT_TREES.iterations,
+        learning_rate=DEFAULT_TREES.learning_rate,
+        max_leaf_nodes=DEFAULT_TREES.leaves,
+        min_samples_leaf=DEFAULT_TREES.min_leaf,
+        l2_regularization=DEFAULT_TREES.l2,
+        early_stopping=False,
+        random_state=DEFAULT_TREES.seed,
+    ).fit(binned.codes, y, sample_weight=weight)
+    expected = model.predict_proba(binned.codes)[:, 1]
+    assert forest.probability(x) == pytest.approx(expected, abs=1e-9)
+
+
 WEATHER = "Current weather in a city: temperature and rain."
 DOCS = [
     ToolDoc("weather_now", WEATHER, WEATHER),
@@ -70,6 +103,19 @@ TEXT = "current weather in Oslo"
 
 def cold() -> list[str]:
     return [c.name for c in Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP)]
+
+
+def test_training_routes_its_steps_as_a_route_does_with_their_cosines_in_one_product() -> None:
+    texts = [TEXT, "send an email to Ann", "rain tomorrow?", "weather"]
+    vectors = np.array(
+        [[1, 0.2, 0, 0], [0, 0.1, 1, 0], [0.9, 0, 0.1, 0.2], [0, 0, 0, 0]], dtype=np.float32
+    )
+    router, view = Router(RouterConfig()), NamespaceView(index())
+    found = cold_answers(router, view, texts, vectors, [0, 1, 2, 3], 3)
+    for i, text in enumerate(texts):
+        alone = router.cold(view, text, vectors[i], RouteOptions(k=3))
+        assert [c.name for c in found[i]] == [c.name for c in alone]
+        assert [c.score for c in found[i]] == pytest.approx([c.score for c in alone], abs=1e-6)
 
 
 def bank_for(tool: str, other: str | None = None) -> Bank:
