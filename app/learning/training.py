@@ -1,10 +1,11 @@
 """Training a namespace's reranker (app/routing/reranker.py) from its remembered steps.
 
 Each remembered step is routed cold (the service's own pipeline, no model; the cosines of
-a batch of steps in one matrix product: ``cold_answers``) for its top ``DEPTH`` candidates; each candidate is a row of the reranker's features, label 1 for the
-step's reported tool. A step's report features never see its own report (leave one out:
-its row of the bank is left out), so training reads what a new step of that tool would. A
-step whose tool is not among its cold candidates teaches nothing and is skipped.
+a batch of steps in one matrix product: ``cold_answers``) for its top ``DEPTH`` candidates;
+each candidate is a row of the reranker's features, label 1 for the step's reported tool.
+A step's report features never see its own report (leave one out: its row of the bank is
+left out), so training reads what a new step of that tool would. A step whose tool is not
+among its cold candidates teaches nothing and is skipped.
 
 A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all its
 reports hidden), for the gates to be chosen on steps of tools without reports too.
