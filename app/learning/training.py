@@ -210,17 +210,27 @@ BINS = 255  # the histogram bins of a feature (scikit-learn's most)
 
 
 def bin_edges(column: np.ndarray, weight: np.ndarray, bins: int = BINS) -> np.ndarray:
-    """Where ``column`` is cut into at most ``bins`` bins: between its distinct values when
-    it has that few, else at its weighted quantiles (one sort: scikit-learn's own weighted
-    binning sorts the column once per edge, 254 sorts a feature). A value ``x`` is in bin
+    """Where scikit-learn's HistGradientBoosting cuts ``column`` into at most ``bins`` bins
+    (``_find_binning_thresholds``, as of 1.9): between its distinct values when it has that
+    few, else at its weighted percentiles ("averaged inverted CDF"), here with one sort a
+    feature (scikit-learn sorts it again for each of its 254 edges). A value ``x`` is in bin
     ``k`` when ``edges[k - 1] < x <= edges[k]``."""
-    values, inverse = np.unique(column, return_inverse=True)
-    if values.size <= bins:
-        return (values[:-1] + values[1:]) / 2
-    cumulative = np.cumsum(np.bincount(inverse.ravel(), weights=weight, minlength=values.size))
-    wanted = cumulative[-1] * np.arange(1, bins) / bins
-    at = np.minimum(np.searchsorted(cumulative, wanted), values.size - 2)
-    return np.unique((values[at] + values[at + 1]) / 2)
+    kept = weight != 0
+    column, weight = column[kept], weight[kept]
+    distinct = np.unique(column)
+    if distinct.size <= 1:
+        return np.zeros(0)
+    if distinct.size <= bins:
+        return (distinct[:-1] + distinct[1:]) / 2
+    order = np.argsort(column)
+    values, cdf = column[order], np.cumsum(weight[order])
+    wanted = np.linspace(0, 100, bins + 1)[1:-1] / 100 * cdf[-1]
+    at = np.minimum(np.searchsorted(cdf, wanted), values.size - 1)
+    exact = cdf[at] - wanted <= np.finfo(np.float64).eps  # on a point: average with the next
+    found = np.where(
+        exact, (values[at] + values[np.minimum(at + 1, values.size - 1)]) / 2, values[at]
+    )
+    return np.unique(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,9 +251,6 @@ class Binned:
             edges[j, : cut.size] = cut
             codes[:, j] = np.searchsorted(cut, x[:, j], side="left")
         return cls(codes, edges)
-
-    def take(self, mask: np.ndarray) -> Binned:
-        return Binned(self.codes[mask], self.edges)
 
     def on_values(self, forest: Forest) -> Forest:
         """``forest`` (fitted on the codes) with its splits on the features' values: a split
@@ -372,13 +379,10 @@ def first_hits(chance: np.ndarray, rows: Rows, delta: float, delta_cold: float =
     return int(Choices.of(chance, rows).hits(delta, cold).sum())
 
 
-def out_of_fold(
-    rows: Rows, trees: Trees, folds: int = FOLDS, binned: Binned | None = None
-) -> np.ndarray:
+def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
     """Each row's probability from trees fitted without its fold (folds of steps, in order;
-    ``binned``: the rows binned, if they are already)."""
+    each fit's rows binned on their own, as scikit-learn bins them)."""
     chance = np.zeros(rows.y.size)
-    binned = Binned.of(rows.x, rows.weight) if binned is None else binned
     cuts = np.linspace(0, rows.steps, folds + 1).round().astype(int)
     for f in range(folds):
         lo, hi = rows.starts[cuts[f]], rows.starts[cuts[f + 1]]
@@ -386,7 +390,8 @@ def out_of_fold(
             continue
         mask = np.zeros(rows.y.size, bool)
         mask[lo:hi] = True
-        forest = fit_binned(binned.take(~mask), rows.y[~mask], rows.weight[~mask], trees)
+        weight = rows.weight[~mask]
+        forest = fit_binned(Binned.of(rows.x[~mask], weight), rows.y[~mask], weight, trees)
         chance[mask] = forest.probability(rows.x[mask])
     return chance
 
@@ -418,9 +423,6 @@ def train_reranker(
 ) -> Reranker:
     """A reranker trained on the steps of ``bank`` (``vectors``: one row each)."""
     rows = training_rows(index, config, bank, vectors, depth)
-    binned = Binned.of(rows.x, rows.weight)
-    gates = (1.0, 1.0)
-    if rows.steps >= FOLDS:
-        gates = choose_delta(out_of_fold(rows, trees, binned=binned), rows)
-    forest = fit_binned(binned, rows.y, rows.weight, trees)
+    gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
+    forest = fit_forest(rows.x, rows.y, rows.weight, trees)
     return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)
