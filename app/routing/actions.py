@@ -17,6 +17,7 @@ strongest agreement of all.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -130,8 +131,10 @@ class StepAction:
     weights: Mapping[str, float] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _actions_of(word: str) -> tuple[str, ...]:
-    """The actions a step's word asks for (``word``: lower-case, as written)."""
+    """The actions a step's word asks for (``word``: lower-case, as written). Kept per word:
+    most words ask for none, and finding that reads every prefix of ``_PREFIXES``."""
     if word in _QUESTIONS:
         return _QUESTIONS[word]
     stems = analyse(word)
