@@ -4,6 +4,7 @@ influence over what it may move and read, and its stored form."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -175,15 +176,19 @@ def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -
     assert answer[0].name == first
 
 
-def test_no_model_routes_the_cold_ranking_whatever_the_prior_and_memory() -> None:
-    """The usage prior alone can no longer move a route: only a promoted model may."""
-    view = NamespaceView(index())
-    plain = Router(RouterConfig()).route(view, TEXT, STEP, RouteOptions(k=3))
-    second = plain[1].name
-    pushed = NamespaceView(view.index, prior={second: 1.0}, own_priors={"a": {second: 1.0}})
-    for key in (None, "a"):
-        again = Router(RouterConfig()).route(pushed, TEXT, STEP, RouteOptions(k=3, key=key))
-        assert again == plain
+def test_a_route_reads_no_prior_and_no_memory_but_through_a_model() -> None:
+    """The usage prior and query memory can no longer move a route by themselves: a route
+    reads the index, the cards' examples and the model the guard promoted, nothing else,
+    and no weight of the router applies them."""
+    assert [f.name for f in dataclasses.fields(NamespaceView)] == ["index", "examples", "learned"]
+    weights = {f.name for f in dataclasses.fields(RouterConfig)}
+    assert not weights & {"prior_weight", "prior_cap", "memory_weight", "memory_floor"}
+    plain = Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP, RouteOptions(k=3))
+    for key in ("", "a"):
+        again = Router(RouterConfig()).route(
+            NamespaceView(index()), TEXT, STEP, RouteOptions(k=3, key=key)
+        )
+        assert again == plain and all(c.stages["prior"] == 0.0 for c in again)
 
 
 def test_a_stored_reranker_reads_back_the_same() -> None:
