@@ -1,8 +1,9 @@
 """Training a namespace's reranker (app/routing/reranker.py) from its remembered steps.
 
-Each remembered step is routed cold (the service's own pipeline, no model; the cosines of
-a batch of steps in one matrix product: ``cold_answers``) for its top ``DEPTH`` candidates;
-each candidate is a row of the reranker's features, label 1 for the step's reported tool.
+Each remembered step is routed cold (the service's own pipeline, no model; a batch of
+steps' cosines a block of tools at a time: ``cold_answers``) for its top ``DEPTH``
+candidates; each candidate is a row of the reranker's features, label 1 for the step's
+reported tool.
 A step's report features never see its own report (leave one out: its row of the bank is
 left out), so training reads what a new step of that tool would. A step whose tool is not
 among its cold candidates teaches nothing and is skipped.
@@ -109,7 +110,8 @@ def bank_of(steps: Sequence[RememberedStep], vectors: np.ndarray, needed: int) -
     )
 
 
-COSINE_BATCH = 256  # steps whose cosines with every tool are one matrix product
+COSINE_BATCH = 256  # steps whose cosines with every tool are computed together
+COSINE_BLOCK_BYTES = 1 << 21  # a block of the tool matrix that stays in a core's cache
 
 
 def cold_answers(
@@ -121,9 +123,8 @@ def cold_answers(
     depth: int,
 ) -> dict[int, list[Candidate]]:
     """Each of ``steps`` routed cold for its top ``depth``: one route each, as a serving
-    process routes it, but their cosines with every tool computed ``COSINE_BATCH`` steps
-    at a time (one matrix product, not one matrix-vector product a step: at 10,000 tools
-    each of those reads the whole tool matrix)."""
+    process routes it, but their cosines with every tool computed ``COSINE_BATCH`` steps at
+    a time (``batch_cosines``)."""
     tools = view.index.embeddings
     options = RouteOptions(k=depth)
     out: dict[int, list[Candidate]] = {}
@@ -133,11 +134,26 @@ def cold_answers(
         known = [(i, u) for i, u in units if u is not None]
         given: dict[int, Cosines] = {}
         if known:
-            product = np.concatenate([u for _, u in known]) @ tools.T
+            product = batch_cosines(tools, np.concatenate([u for _, u in known]))
             given = {i: _given(product[j : j + 1]) for j, (i, _) in enumerate(known)}
         for i in batch:
             cosines = given.get(i, gemv_rows)
             out[i] = router.cold(view, texts[i], vectors[i], options, cosines=cosines)
+    return out
+
+
+def batch_cosines(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``gemv_rows(matrix, units)``, the same numbers, a block of tools at a time: each block
+    is read from memory once for every step instead of the whole matrix once a step (at
+    10,000 tools that read was most of a route). Still a matrix-vector product a step and a
+    block: one matrix product would sum in another order and move the features by ~1e-7,
+    enough to change the gate chosen out of fold where two gates tie."""
+    rows = max(1, COSINE_BLOCK_BYTES // max(matrix.shape[1] * matrix.itemsize, 1))
+    out = np.empty((len(units), len(matrix)), dtype=np.result_type(matrix, units))
+    for start in range(0, len(matrix), rows):
+        block = matrix[start : start + rows]
+        for j, row in enumerate(units):
+            out[j, start : start + rows] = block @ row
     return out
 
 
