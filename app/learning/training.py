@@ -112,6 +112,7 @@ def bank_of(steps: Sequence[RememberedStep], vectors: np.ndarray, needed: int) -
 
 COSINE_BATCH = 256  # steps whose cosines with every tool are computed together
 COSINE_BLOCK_BYTES = 1 << 21  # a block of the tool matrix that stays in a core's cache
+ALIGN = 64  # a block's rows: a multiple of the rows BLAS takes at once in a matrix-vector product
 
 
 def cold_answers(
@@ -148,7 +149,8 @@ def batch_cosines(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
     10,000 tools that read was most of a route). Still a matrix-vector product a step and a
     block: one matrix product would sum in another order and move the features by ~1e-7,
     enough to change the gate chosen out of fold where two gates tie."""
-    rows = max(1, COSINE_BLOCK_BYTES // max(matrix.shape[1] * matrix.itemsize, 1))
+    fits = COSINE_BLOCK_BYTES // max(matrix.shape[1] * matrix.itemsize, 1)
+    rows = max(ALIGN, fits // ALIGN * ALIGN)  # where the whole product's row groups begin
     out = np.empty((len(units), len(matrix)), dtype=np.result_type(matrix, units))
     for start in range(0, len(matrix), rows):
         block = matrix[start : start + rows]
