@@ -282,7 +282,7 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     routing = Routing(
         index=index,
         encoder=batching,
-        views=NamespaceViews(index, prior, memory, examples, learning),
+        views=NamespaceViews(index, examples, learning),
         router=Router(settings.router, cosines=cosines),
         cosines=cosines,
         events=events,

@@ -482,9 +482,15 @@ class Settings(BaseSettings):
                     for k in sorted(unknown)
                     if k in RENAMED_ROUTER_KEYS
                 ]
+                gone = sorted(k for k in unknown if k in REMOVED_ROUTER_KEYS)
                 raise ValueError(
                     f"unknown router setting(s): {', '.join(sorted(unknown))}"
                     + (f"; renamed: {', '.join(hints)}" if hints else "")
+                    + (
+                        f"; removed: {', '.join(gone)} ({REMOVED_ROUTER_KEYS[gone[0]]})"
+                        if gone
+                        else ""
+                    )
                 )
         return value
 
@@ -561,6 +567,12 @@ def parse_key_entry(entry: str) -> tuple[str, frozenset[str] | None]:
 
 # Router settings that were renamed: the old name is refused with the new one named.
 RENAMED_ROUTER_KEYS = {"segment_weight": "part_weight", "mmr_multi_ask_only": "mmr_multi_part_only"}
+# Router settings that were removed: the name is refused with the reason. Since issue 41 the
+# usage prior and query memory move a route only as features of a promoted reranker.
+REMOVED_ROUTER_KEYS = dict.fromkeys(
+    ("prior_weight", "prior_cap", "memory_weight", "memory_floor", "memory_pool"),
+    "the usage prior and query memory are features of the learned reranker, not stages",
+)
 
 
 def _unknown_keys(values: dict[str, Any], cls: type, prefix: str = "") -> list[str]:
@@ -601,9 +613,8 @@ def check_router_config(config: RouterConfig) -> RouterConfig:
     for share in ("mmr_lambda", "mention_softening"):
         if not 0 <= getattr(config, share) <= 1:
             raise ValueError(f"TOOLREACH_ROUTER__{share.upper()} must be within [0, 1]")
-    for floor in ("memory_floor", "examples_floor"):
-        if not 0 <= getattr(config, floor) < 1:
-            raise ValueError(f"TOOLREACH_ROUTER__{floor.upper()} must be within [0, 1)")
+    if not 0 <= config.examples_floor < 1:
+        raise ValueError("TOOLREACH_ROUTER__EXAMPLES_FLOOR must be within [0, 1)")
     return config
 
 

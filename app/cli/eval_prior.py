@@ -1,13 +1,13 @@
-"""`toolreach eval --replay-feedback F`: does the usage prior help once feedback exists?
+"""`toolreach eval --replay-feedback F`: what a namespace learns from its reports.
 
 The queries are split by a seeded shuffle. A share ``F`` of them is replayed as an agent
 would: routed through the service's own path (the event writer records each route) and
-reported as feedback (the labelled tool, outcome success). :class:`app.loop.prior.PriorCache`
-then computes the prior from those rows exactly as a serving process does, and the held-out
-queries are scored by the full pipeline with and without it — overall, and split into
-queries whose tool was reported in the feedback ("seen") and those whose tool never was
-("unseen": there the prior must not hurt). "cold start" scores the held-out queries with
-the prior computed before any feedback existed, which must equal no prior at all.
+reported as feedback (the labelled tool, outcome success). The held-out queries are scored
+by the full pipeline before the reports ("cold start") and after them with no model
+("no_prior": the usage prior and query memory move no route by themselves since issue 41,
+so the two are equal), and with ``--learn`` with the reranker the guard trains from them
+(app/learning/guard.py) — overall, and split into queries whose tool was reported in the
+feedback ("seen") and those whose tool never was ("unseen": there it must not hurt).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from app.loop.feedback import record_feedback
 from app.route.service import route_step
 from app.routing import NamespaceView, RouteOptions, Router, query_texts
 from app.routing.calibration import expected_calibration_error
-from app.routing.memory import QueryMemory
 from app.routing.reranker import Learned
 from app.routing.types import RouterConfig
 from app.schemas import FeedbackRequest, RouteRequest
@@ -125,8 +124,6 @@ def score_queries(
     services: Services,
     queries: Sequence[Query],
     vectors: Sequence[np.ndarray],
-    prior: Mapping[str, float] | None = None,
-    memory: QueryMemory | None = None,
     learned: Learned | None = None,
     config: RouterConfig | None = None,
 ) -> list[dict[str, float]]:
@@ -136,7 +133,7 @@ def score_queries(
     assert snapshot is not None
     rows = []
     router = Router(config or services.index.config)
-    view = NamespaceView(snapshot.index, prior=prior, memory=memory, learned=learned)
+    view = NamespaceView(snapshot.index, learned=learned)
     for query, vector in zip(queries, vectors, strict=True):
         ranked = router.route(view, query.text, vector, RouteOptions(k=10))
         row = score([c.name for c in ranked], query.relevant)
@@ -229,7 +226,7 @@ def replay_prior(
         memories.refresh()
         prior = services.prior.get(NAMESPACE) or {}
         memory = memories.get(NAMESPACE)
-        after = score_queries(services, held, vectors, prior, memory)
+        after = score_queries(services, held, vectors)
         learning: dict[str, Any] = {}
         if learn:
             learning = learned_variants(services, settings, held, vectors)

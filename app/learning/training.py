@@ -1,22 +1,26 @@
 """Training a namespace's reranker (app/routing/reranker.py) from its remembered steps.
 
-Each remembered step is routed cold (the service's own pipeline, no model) for its top
-``DEPTH`` candidates; each candidate is a row of the reranker's features, label 1 for the
-step's reported tool. A step's report features never see its own report (leave one out:
-its row of the bank is left out), so training reads what a new step of that tool would. A
-step whose tool is not among its cold candidates teaches nothing and is skipped.
+Each remembered step is routed cold (the service's own pipeline, no model; a batch of
+steps' cosines a block of tools at a time: ``cold_answers``) for its top ``DEPTH``
+candidates; each candidate is a row of the reranker's features, label 1 for the step's
+reported tool.
+A step's report features never see its own report (leave one out: its row of the bank is
+left out), so training reads what a new step of that tool would. A step whose tool is not
+among its cold candidates teaches nothing and is skipped.
 
 A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all its
 reports hidden), for the gates to be chosen on steps of tools without reports too.
 
 The trees are scikit-learn's HistGradientBoostingClassifier (binary, each row weighted by
-its step's shared weight: bounded influence), read back into a plain ``Forest``. The gate
+its step's shared weight: bounded influence), fitted on the rows binned once (``Binned``)
+and read back into a plain ``Forest`` that splits on the features' values. The gate
 ``delta`` is chosen out of fold on the same steps (``FOLDS`` folds in time order): the one
 that keeps the most of them first, the largest among equals; never on the held-out steps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -36,8 +40,9 @@ from app.routing.reranker import (
     passed_over,
     unit,
 )
+from app.routing.signals import Cosines, gemv_rows, unit_rows
 from app.routing.text import stems
-from app.routing.types import RouteOptions, RouterConfig
+from app.routing.types import Candidate, RouteOptions, RouterConfig
 from app.routing.view import NamespaceView
 
 if TYPE_CHECKING:
@@ -105,6 +110,60 @@ def bank_of(steps: Sequence[RememberedStep], vectors: np.ndarray, needed: int) -
     )
 
 
+COSINE_BATCH = 256  # steps whose cosines with every tool are computed together
+COSINE_BLOCK_BYTES = 1 << 21  # a block of the tool matrix that stays in a core's cache
+ALIGN = 64  # a block's rows: a multiple of the rows BLAS takes at once in a matrix-vector product
+
+
+def cold_answers(
+    router: Router,
+    view: NamespaceView,
+    texts: Sequence[str],
+    vectors: np.ndarray,
+    steps: Sequence[int],
+    depth: int,
+) -> dict[int, list[Candidate]]:
+    """Each of ``steps`` routed cold for its top ``depth``: one route each, as a serving
+    process routes it, but their cosines with every tool computed ``COSINE_BATCH`` steps at
+    a time (``batch_cosines``)."""
+    tools = view.index.embeddings
+    options = RouteOptions(k=depth)
+    out: dict[int, list[Candidate]] = {}
+    for start in range(0, len(steps), COSINE_BATCH):
+        batch = steps[start : start + COSINE_BATCH]
+        units = [(i, unit_rows(vectors[i], 1, tools.shape[1])) for i in batch if tools.shape[1]]
+        known = [(i, u) for i, u in units if u is not None]
+        given: dict[int, Cosines] = {}
+        if known:
+            product = batch_cosines(tools, np.concatenate([u for _, u in known]))
+            given = {i: _given(product[j : j + 1]) for j, (i, _) in enumerate(known)}
+        for i in batch:
+            cosines = given.get(i, gemv_rows)
+            out[i] = router.cold(view, texts[i], vectors[i], options, cosines=cosines)
+    return out
+
+
+def batch_cosines(matrix: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """``gemv_rows(matrix, units)``, the same numbers, a block of tools at a time: each block
+    is read from memory once for every step instead of the whole matrix once a step (at
+    10,000 tools that read was most of a route). Still a matrix-vector product a step and a
+    block: one matrix product would sum in another order and move the features by ~1e-7,
+    enough to change the gate chosen out of fold where two gates tie."""
+    fits = COSINE_BLOCK_BYTES // max(matrix.shape[1] * matrix.itemsize, 1)
+    rows = max(ALIGN, fits // ALIGN * ALIGN)  # where the whole product's row groups begin
+    out = np.empty((len(units), len(matrix)), dtype=np.result_type(matrix, units))
+    for start in range(0, len(matrix), rows):
+        block = matrix[start : start + rows]
+        for j, row in enumerate(units):
+            out[j, start : start + rows] = block @ row
+    return out
+
+
+def _given(row: np.ndarray) -> Cosines:
+    """A cosine product that answers with ``row``, computed before."""
+    return lambda _matrix, _unit: row
+
+
 def training_rows(
     index: RouterIndex,
     config: RouterConfig,
@@ -125,10 +184,7 @@ def training_rows(
         chosen = np.sort(np.random.default_rng(0).choice(chosen, limit, replace=False))
     hide = np.random.default_rng(1).random(len(bank)) < hidden
     everything = frozenset(bank.tools)
-    answers = {
-        i: router.cold(view, bank.texts[i], vectors[i], RouteOptions(k=depth))
-        for i in chosen.tolist()
-    }
+    answers = cold_answers(router, view, bank.texts, vectors, chosen.tolist(), depth)
     passing: dict[str, list[int]] = {}  # the cold first → the steps that passed it over
     for i, answer in answers.items():
         if answer and answer[0].name != bank.tools[i]:
@@ -168,11 +224,78 @@ def training_rows(
     )
 
 
+BINS = 255  # the histogram bins of a feature (scikit-learn's most)
+
+
+def bin_edges(column: np.ndarray, weight: np.ndarray, bins: int = BINS) -> np.ndarray:
+    """Where scikit-learn's HistGradientBoosting cuts ``column`` into at most ``bins`` bins
+    (``_find_binning_thresholds``, as of 1.9): between its distinct values when it has that
+    few, else at its weighted percentiles ("averaged inverted CDF"), here with one sort a
+    feature (scikit-learn sorts it again for each of its 254 edges). A value ``x`` is in bin
+    ``k`` when ``edges[k - 1] < x <= edges[k]``."""
+    kept = weight != 0
+    column, weight = column[kept], weight[kept]
+    distinct = np.unique(column)
+    if distinct.size <= 1:
+        return np.zeros(0)
+    if distinct.size <= bins:
+        return (distinct[:-1] + distinct[1:]) / 2
+    order = np.argsort(column)
+    values, cdf = column[order], np.cumsum(weight[order])
+    wanted = np.linspace(0, 100, bins + 1)[1:-1] / 100 * cdf[-1]
+    at = np.minimum(np.searchsorted(cdf, wanted), values.size - 1)
+    exact = cdf[at] - wanted <= np.finfo(np.float64).eps  # on a point: average with the next
+    found = np.where(
+        exact, (values[at] + values[np.minimum(at + 1, values.size - 1)]) / 2, values[at]
+    )
+    return np.unique(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Binned:
+    """Rows as their features' bin numbers (``codes``), and each feature's ``edges``
+    (features, BINS - 1; padded with +inf) to read a split on bin numbers back as one on
+    the features' values."""
+
+    codes: np.ndarray
+    edges: np.ndarray
+
+    @classmethod
+    def of(cls, x: np.ndarray, weight: np.ndarray) -> Binned:
+        codes = np.zeros(x.shape, dtype=np.float64)
+        edges = np.full((x.shape[1], BINS - 1), np.inf)
+        for j in range(x.shape[1]):
+            cut = bin_edges(x[:, j], weight)
+            edges[j, : cut.size] = cut
+            codes[:, j] = np.searchsorted(cut, x[:, j], side="left")
+        return cls(codes, edges)
+
+    def on_values(self, forest: Forest) -> Forest:
+        """``forest`` (fitted on the codes) with its splits on the features' values: a split
+        between bins k and k + 1 is one at ``edges[k]``."""
+        if forest.feature.size == 0:
+            return forest
+        k = np.clip(np.floor(forest.threshold), 0, BINS - 2).astype(np.int64)
+        threshold = np.where(forest.leaf, 0.0, self.edges[forest.feature, k])
+        return dataclasses.replace(forest, threshold=threshold)
+
+
 def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
-    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``. scikit-learn
-    is imported here, in the background trainer: a process that only routes never loads it
+    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``."""
+    return fit_binned(Binned.of(x, weight), y, weight, trees)
+
+
+def fit_binned(binned: Binned, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
+    """The trees fitted on binned rows, as a plain ``Forest`` on the features' values.
+
+    The rows are binned here (``Binned``), so scikit-learn's binning, which sorts a weighted
+    feature once for each of its 254 edges, finds each feature already in bins. The trees
+    are fitted on one OpenMP thread: on a machine whose cores serve routes, two threads
+    waiting on each other's barrier cost several times one thread's work. scikit-learn is
+    imported here, in the background trainer: a process that only routes never loads it
     (it probes torch on import, which a route's process may not have)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_limits
 
     model = HistGradientBoostingClassifier(
         max_iter=trees.iterations,
@@ -186,8 +309,9 @@ def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -
     if np.unique(y).size < 2:  # one class: a constant model
         p = float(np.clip(y.mean() if y.size else 0.5, 1e-6, 1 - 1e-6))
         return flat([], float(np.log(p / (1 - p))))
-    model.fit(x, y, sample_weight=weight)
-    return fit_flat(model)
+    with threadpool_limits(limits=1, user_api="openmp"):
+        model.fit(binned.codes, y, sample_weight=weight)
+    return binned.on_values(fit_flat(model))
 
 
 def fit_flat(model: HistGradientBoostingClassifier) -> Forest:
@@ -274,7 +398,8 @@ def first_hits(chance: np.ndarray, rows: Rows, delta: float, delta_cold: float =
 
 
 def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
-    """Each row's probability from trees fitted without its fold (folds of steps, in order)."""
+    """Each row's probability from trees fitted without its fold (folds of steps, in order;
+    each fit's rows binned on their own, as scikit-learn bins them)."""
     chance = np.zeros(rows.y.size)
     cuts = np.linspace(0, rows.steps, folds + 1).round().astype(int)
     for f in range(folds):
@@ -283,7 +408,8 @@ def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
             continue
         mask = np.zeros(rows.y.size, bool)
         mask[lo:hi] = True
-        forest = fit_forest(rows.x[~mask], rows.y[~mask], rows.weight[~mask], trees)
+        weight = rows.weight[~mask]
+        forest = fit_binned(Binned.of(rows.x[~mask], weight), rows.y[~mask], weight, trees)
         chance[mask] = forest.probability(rows.x[mask])
     return chance
 

@@ -1,8 +1,9 @@
 """Each namespace's ``NamespaceView`` (app/routing/view.py), built once per change.
 
-A route reads a namespace's snapshot and the evidence its caches gathered: the usage prior
-(app/loop/prior.py), query memory (app/loop/memory.py), the cards' examples
-(app/tools/examples.py) and the serving learned model (app/learning/service.py). Each cache
+A route reads a namespace's snapshot and the evidence its caches gathered: the cards'
+examples (app/tools/examples.py) and the serving learned model (app/learning/service.py),
+whose features read the namespace's reports (the usage prior and query memory reach a route
+only through it). Each cache
 swaps what it holds whole when it refreshes, so a view is still current while every one of
 those objects is the one it was built from; ``get`` checks that by identity and builds a new
 view only when one of them changed.
@@ -13,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.learning.service import LearningCache
-from app.loop.memory import MemoryCache
-from app.loop.prior import PriorCache
 from app.routing import NamespaceView
 from app.tools.examples import ExampleCache
 from app.tools.live_index import IndexManager, Snapshot
@@ -34,14 +33,10 @@ class NamespaceViews:
     def __init__(
         self,
         index: IndexManager,
-        prior: PriorCache,
-        memory: MemoryCache,
         examples: ExampleCache,
         learning: LearningCache,
     ) -> None:
         self._index = index
-        self._prior = prior
-        self._memory = memory
         self._examples = examples
         self._learning = learning
         self._views: dict[str, tuple[tuple[object, ...], Current]] = {}
@@ -52,12 +47,8 @@ class NamespaceViews:
         if snapshot is None or not len(snapshot.cards):
             self._views.pop(namespace, None)
             return None
-        remembered = self._memory.held(namespace)
         sources = (
             snapshot,
-            self._prior.get(namespace),
-            self._prior.own_priors(namespace),
-            remembered,
             self._examples.get(namespace),
             self._learning.get(namespace),
         )
@@ -68,12 +59,8 @@ class NamespaceViews:
             snapshot,
             NamespaceView(
                 snapshot.index,
-                prior=self._prior.get(namespace),
-                memory=None if remembered is None else remembered.memory,
                 examples=self._examples.get(namespace),
                 learned=self._learning.get(namespace),
-                own_priors=self._prior.own_priors(namespace),
-                own_memories={} if remembered is None else remembered.own,
             ),
         )
         self._views[namespace] = (sources, current)  # one assignment: readers see old or new

@@ -17,6 +17,7 @@ strongest agreement of all.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -134,18 +135,27 @@ class StepAction:
     weights: Mapping[str, float] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _word_actions(word: str) -> tuple[str, tuple[str, ...]]:
+    """(``word``'s stem, the actions that stem or the word's beginning asks for). Kept per
+    word: most words ask for none, and finding that reads every prefix of ``_PREFIXES``."""
+    stems = analyse(word)
+    stem = stems[0] if stems else ""
+    if stem in _STEMS:
+        return stem, _STEMS[stem]
+    matched = (a for p, a, cjk in _PREFIXES if (p in word if cjk else word.startswith(p)))
+    return stem, tuple(dict.fromkeys(matched))
+
+
 def _actions_of(word: str, spell: Spell | None = None) -> tuple[str, ...]:
     """The actions a step's word asks for (``word``: lower-case, as written; ``spell``: a
     misspelt word's stem → the one meant, ``spelling.Speller.fix``)."""
     if word in _QUESTIONS:
         return _QUESTIONS[word]
-    stems = analyse(word)
-    stem = "" if not stems else stems[0] if spell is None else spell(word, stems[0])
-    if stem in _STEMS:
-        return _STEMS[stem]
-    return tuple(
-        dict.fromkeys(a for p, a, cjk in _PREFIXES if (p in word if cjk else word.startswith(p)))
-    )
+    stem, actions = _word_actions(word)
+    if not stem or stem in _STEMS or spell is None:
+        return actions
+    return _STEMS.get(spell(word, stem), actions)
 
 
 def step_action(text: str, spell: Spell | None = None) -> StepAction:

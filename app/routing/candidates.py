@@ -47,11 +47,9 @@ class ConfidenceBasis:
 
 
 def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray:
-    """Positions of the pinned tools, then of the most used ones, best prior first."""
-    pinned = np.isin(scores.tool_ids, index.pinned)
-    kept = np.flatnonzero(pinned | (scores.prior > 0))
-    order = np.lexsort((kept, -scores.prior[kept], ~pinned[kept]))
-    return kept[order][:k]
+    """Positions of the first ``k`` pinned tools (the usage prior orders no fallback: it
+    moves a route only as a feature of a promoted reranker)."""
+    return np.flatnonzero(np.isin(scores.tool_ids, index.pinned))[:k]
 
 
 def evidence(
@@ -125,7 +123,7 @@ def candidates(
         stages = {
             "keyword": float(scores.keyword[p]),
             "embedding": float(scores.embedding[p]),
-            "prior": float(scores.prior[p]),
+            "prior": float(scores.pinned[p]),  # the stage's name in answers: the pin
             "penalty": float(pen[j]),
         }
         for name, vote in scores.votes:
@@ -149,7 +147,7 @@ def candidates(
 def with_leaders(pool: np.ndarray, scores: Scores, total: np.ndarray) -> np.ndarray:
     """The pool and each part's ``PART_LEADERS`` best tools, best ``total`` first."""
     assert scores.parts is not None
-    extra = np.setdiff1d(part_leaders(scores.parts, scores.prior, PART_LEADERS), pool)
+    extra = np.setdiff1d(part_leaders(scores.parts, scores.pinned, PART_LEADERS), pool)
     if not extra.size:
         return pool
     both = np.concatenate([pool, extra])
@@ -167,11 +165,11 @@ def covering_answer(
     lam: float,
 ) -> Cover:
     """The covering order of the checked ``positions`` (``cover.py``). A tool's score for a
-    part is its relevance to that part (the part's best is 1.0) plus its prior and its
+    part is its relevance to that part (the part's best is 1.0) plus its pin and its
     penalty, as the whole step's; each part's leader is ranked by its confidence as the
     tool for that part (``part_evidence.py``)."""
     assert scores.parts is not None
-    part_scores = relative_rows(scores.parts)[:, positions] + scores.prior[positions] + pen
+    part_scores = relative_rows(scores.parts)[:, positions] + scores.pinned[positions] + pen
     best = leaders(part_scores)
     seen = part_evidence(index, scores, basis, positions[best], pen[best], range(best.size))
     confidence = [basis.confidence(e) for e in seen]

@@ -143,7 +143,6 @@ class Router:
             rows,
             vectors,
             eligible,
-            None,
             self.config,
             self.enabled,
             self.cosines if cosines is None else cosines,
@@ -162,7 +161,7 @@ class Router:
             pool = top_indices(total, depth)
             if covering:
                 pool = with_leaders(pool, scores, total)
-        else:  # nothing to go on: the pinned defaults and the most used tools only
+        else:  # nothing to go on: the pinned defaults only
             pool = top_indices(total, k)
             pool = pool[total[pool] > 0]
         tools = len(index) if eligible is None else eligible.size

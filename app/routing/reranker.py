@@ -32,7 +32,7 @@ numpy: no model, no database.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import hashlib
 import io
 from collections import Counter
@@ -331,9 +331,9 @@ class Reranker:
     passed: Mapping[str, np.ndarray] = field(default_factory=dict)
     _digest: list[str] = field(default_factory=list, repr=False)
 
-    @property
+    @functools.cached_property
     def tools(self) -> frozenset[str]:
-        """The tools it has reports of."""
+        """The tools it has reports of (kept: every route of a key reads them)."""
         return frozenset(self.bank.tools)
 
     @property
@@ -418,8 +418,8 @@ class Learned:
     def moves(self) -> frozenset[str]:
         """The tools this view's routes may move (and whose reports they read)."""
         confirmed = self.ranker.tools if self.confirmed is None else self.confirmed
-        mine = frozenset() if self.key is None else self.own.get(self.key, frozenset())
-        return confirmed | mine
+        mine = None if self.key is None else self.own.get(self.key)
+        return confirmed | mine if mine else confirmed  # no copy of a large set per route
 
     def rerank(
         self, answer: Sequence[Candidate], vector: np.ndarray | None, text: str
@@ -447,12 +447,16 @@ class Learned:
             lift = 0.0
             if lifted and j == best:
                 lift = answer[0].score - c.score + LIFT
-            out.append(
-                dataclasses.replace(
-                    c,
-                    score=c.score + lift,
-                    stages={**c.stages, "learned": lift},
-                    confidence=calibrate(p) if calibrate is not None else p,
+            out.append(  # not dataclasses.replace: it re-runs __init__, 20 times a route
+                Candidate(
+                    c.name,
+                    c.score + lift,
+                    {**c.stages, "learned": lift},
+                    c.missing_required,
+                    calibrate(p) if calibrate is not None else p,
+                    c.evidence,
+                    c.invalid_context,
+                    c.part,
                 )
             )
         if lifted:

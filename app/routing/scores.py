@@ -1,8 +1,11 @@
-"""Stages 1 and 2 of a route: each eligible tool's keyword, embedding and prior contribution.
+"""Stages 1 and 2 of a route: each eligible tool's keyword and embedding contribution, and
+the pinned tools' (the answer's ``prior`` stage).
 
 BM25 of the whole step and of each of its parts (``parts.py``) and the cosines of their
 vectors with every tool's are fused (``fusion.fuse_parts``) and rescaled so that the best
-tool's fused score is 1.0; the usage prior is added. When the step or a card is in CJK
+tool's fused score is 1.0; when the step matches no keyword, the pinned default tools get
+``pinned_boost``. The usage prior is no part of it: since issue 41 it moves a route only as
+a feature of a reranker the guard promoted (``reranker.py``). When the step or a card is in CJK
 script and the encoder has a multilingual part, the weights are per step–card pair
 (``language.py``). ``candidate_scores`` scores only the tools that can reach the pool, with
 the same result, where that applies.
@@ -14,7 +17,6 @@ an index into those arrays.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +39,6 @@ from app.routing.signals import (
     cosine_rows,
     exact_where_it_counts,
     multilingual_rows,
-    prior_contribution,
 )
 from app.routing.types import RouterConfig
 
@@ -46,14 +47,13 @@ from app.routing.types import RouterConfig
 class Scoring:
     """What stages 1–2 read for one route: the namespace's index, the analysed step and its
     vectors (one row per text; ``None``: no embedding), the eligible tools (``None``: all),
-    the usage prior the routing key sees, the router's config, enabled stages and cosine
-    product, and how deep the pool goes (``depth``)."""
+    the router's config, enabled stages and cosine product, and how deep the pool goes
+    (``depth``)."""
 
     index: RouterIndex
     query: QueryRows
     vectors: np.ndarray | None
     eligible: np.ndarray | None
-    prior: Mapping[str, float] | None
     config: RouterConfig
     enabled: frozenset[str]
     cosines: Cosines
@@ -72,7 +72,7 @@ class Scores:
     tool_ids: np.ndarray
     keyword: np.ndarray
     embedding: np.ndarray
-    prior: np.ndarray
+    pinned: np.ndarray  # pinned_boost for a pinned tool when no keyword matched (``prior``)
     signal: bool
     bm25: np.ndarray
     cosine: np.ndarray | None
@@ -82,7 +82,7 @@ class Scores:
 
     def total(self) -> np.ndarray:
         """Score before the rule check."""
-        total = self.keyword + self.embedding + self.prior
+        total = self.keyword + self.embedding + self.pinned
         for _, vote in self.votes:
             total = total + vote
         return total
@@ -114,7 +114,7 @@ def language_view(
 
 
 def stage_scores(scoring: Scoring) -> Scores:
-    """Keyword, embedding and prior contributions of the eligible tools that can reach the
+    """Keyword, embedding and pinned contributions of the eligible tools that can reach the
     top ``depth`` (all of them unless ``candidate_scores`` applies)."""
     shares = query_shares(scoring)
     if shares is None:
@@ -155,13 +155,16 @@ def stage_scores(scoring: Scoring) -> Scores:
         keyword, embedding, parts = fuse_parts(kw_rows, emb_rows, config, moments, languages)
         scale = best_fused(keyword, embedding)
         keyword, embedding = relative_to_best(keyword, embedding, scale)
-    boost = np.zeros(tool_ids.size)
-    if "prior" in enabled:
-        boost = prior_contribution(index, scoring.prior, config)[select]
-        if not keyword_hit and index.pinned.size:
-            boost = boost + config.pinned_boost * np.isin(tool_ids, index.pinned)
+    boost = pins(index, tool_ids, config) if "prior" in enabled and not keyword_hit else None
+    boost = np.zeros(tool_ids.size) if boost is None else boost
     bm25 = query.keyword[0, select]
     return Scores(tool_ids, keyword, embedding, boost, signal, bm25, emb_rows, scale, parts)
+
+
+def pins(index: RouterIndex, tool_ids: np.ndarray, config: RouterConfig) -> np.ndarray:
+    """``pinned_boost`` for each of ``tool_ids`` that is pinned, else 0 (the answer's
+    ``prior`` stage: what a step that matches no keyword gives the default tools)."""
+    return np.where(np.isin(tool_ids, index.pinned), config.pinned_boost, 0.0)
 
 
 def fast_path_applies(scoring: Scoring) -> bool:
@@ -189,7 +192,7 @@ def candidate_scores(scoring: Scoring) -> Scores | None:
     non-negative weights, BM25 without a non-occurrence constant. A tool that no query term
     touches then has the keyword contribution every such tool has, so it is outscored by
     each of the ``depth`` best by cosine unless it is one of them; the candidates are those,
-    every keyword hit, and the tools with a prior or a pin (the fallback's). The z-score's
+    every keyword hit, and the pinned tools (the fallback's). The z-score's
     mean and spread are those of every eligible tool.
 
     Approximate cosines (a large namespace's int8 first pass, app/embedding/cosines.py) widen
@@ -211,20 +214,15 @@ def candidate_scores(scoring: Scoring) -> Scores | None:
     keyword, embedding = scoring.query.keyword[0, select], rows[0, select]
     chosen = keyword != 0  # the keyword hits
     keyword_hit = bool(chosen.any())
-    prior = scoring.prior
-    boost = prior_contribution(index, prior, config)[select] if prior else np.zeros(keyword.size)
-    if not keyword_hit and index.pinned.size:
-        every = np.arange(len(index)) if eligible is None else eligible
-        boost = boost + config.pinned_boost * np.isin(every, index.pinned)
+    every = np.arange(len(index)) if eligible is None else eligible
+    boost = np.zeros(keyword.size) if keyword_hit else pins(index, every, config)
     wide = max(depth, EXACT_TOP) if approximate else depth
     if wide < keyword.size:
         chosen[np.argpartition(embedding, keyword.size - wide)[keyword.size - wide :]] = True
     else:
         chosen[:] = True
-    if prior or not keyword_hit:
-        chosen |= boost > 0
     if index.pinned.size:
-        chosen |= np.isin(np.arange(len(index)) if eligible is None else eligible, index.pinned)
+        chosen |= np.isin(every, index.pinned)
     positions = np.flatnonzero(chosen)
     kw_mean, kw_scale = sparse_zscore_stats(keyword)
     if found.moments is not None and eligible is None:  # over every tool, not a subset

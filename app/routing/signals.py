@@ -1,4 +1,4 @@
-"""The raw per-tool signals of one query: BM25 rows, cosine rows, usage prior.
+"""The raw per-tool signals of one query: BM25 rows and cosine rows.
 
 Rows cover every tool of the index (tag filtering selects columns afterwards): row 0 is the
 whole step, rows 1… its parts when ``parts.step_parts`` reads several.
@@ -6,20 +6,14 @@ whole step, rows 1… its parts when ``parts.step_parts`` reads several.
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 
 from app.routing.bm25 import bm25_row, bm25_scores
 from app.routing.index import RouterIndex
 from app.routing.parts import as_written, keyword_text, step_parts
-from app.routing.types import RouterConfig
 from app.routing.window import step_window
 
 # When a service's cosine rows are approximate (app/embedding/cosines.py), each row's best this many
@@ -197,63 +191,3 @@ def exact_where_it_counts(
     tools = decisive_tools(rows, keyword, eligible, keyword_top)
     if tools.size:
         rows[:, tools] = (matrix[tools] @ unit.T).T
-
-
-def prior_contribution(
-    index: RouterIndex, prior: Mapping[str, float] | None, config: RouterConfig
-) -> np.ndarray:
-    """``prior_weight · min(prior, prior_cap)`` per tool (prior clipped to [0, 1]).
-
-    A read-only prior (``MappingProxyType``: the caches swap their priors whole, never
-    change one) is turned into positions and values once per index, then placed in one
-    step: a loop over a large prior cost every route (bench/perf/key_views.py)."""
-    boost = np.zeros(len(index))
-    if not prior:
-        return boost
-    if isinstance(prior, MappingProxyType):
-        positions, values = _prior_entries(index, prior, config.prior_weight, config.prior_cap)
-    else:
-        positions, values = _prior_arrays(index, prior, config.prior_weight, config.prior_cap)
-    boost[positions] = values
-    return boost
-
-
-def _prior_arrays(
-    index: RouterIndex, prior: Mapping[str, float], weight: float, cap: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """The prior's tools in ``index`` (positions) and their parts, in the prior's order."""
-    positions, values = [], []
-    for name, value in prior.items():
-        position = index.positions.get(name)
-        if position is not None and np.isfinite(value):
-            positions.append(position)
-            values.append(weight * min(max(float(value), 0.0), cap))
-    return np.array(positions, dtype=np.int64), np.array(values, dtype=np.float64)
-
-
-# index → (id(prior), weight, cap) → (prior, positions, values): an index's entries go with
-# it (a swapped snapshot's too); the entry holds its prior, so the id is not reused meanwhile.
-_PRIOR_MEMO: weakref.WeakKeyDictionary[RouterIndex, OrderedDict[tuple[int, float, float], Any]] = (
-    weakref.WeakKeyDictionary()
-)
-_PRIOR_MEMO_SIZE = 1024  # priors per index: one per key with its own, and the shared one
-_PRIOR_LOCK = threading.Lock()
-
-
-def _prior_entries(
-    index: RouterIndex, prior: Mapping[str, float], weight: float, cap: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """``_prior_arrays``, kept for the last ``_PRIOR_MEMO_SIZE`` priors of each index."""
-    at = (id(prior), weight, cap)
-    with _PRIOR_LOCK:
-        kept = _PRIOR_MEMO.setdefault(index, OrderedDict())
-        found = kept.get(at)
-        if found is not None:
-            kept.move_to_end(at)
-            return found[1], found[2]
-    positions, values = _prior_arrays(index, prior, weight, cap)
-    with _PRIOR_LOCK:
-        kept[at] = (prior, positions, values)
-        while len(kept) > _PRIOR_MEMO_SIZE:
-            kept.popitem(last=False)
-    return positions, values

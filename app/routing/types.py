@@ -64,15 +64,6 @@ class RouterConfig:
     embedding_weight: float = 0.8
     part_weight: float = 1.0
     rrf_k: float = 60.0
-    # Usage prior: weight * min(prior, cap) added to the fused score.
-    prior_weight: float = 0.1
-    prior_cap: float = 1.0
-    # Query memory (memory.py): memory_weight * the best vote of a remembered step of the
-    # tool, for the best memory_pool tools by fused score; a step whose cosine with the
-    # remembered one is at or below memory_floor gets no vote.
-    memory_weight: float = 1.0
-    memory_floor: float = 0.8
-    memory_pool: int = 20
     # Remembered steps are kept projected on this many principal directions (0: all).
     memory_dims: int = 128
     # Card examples (examples.py): examples_weight * the best vote of a card's example, read
@@ -87,7 +78,8 @@ class RouterConfig:
     values_weight: float = 0.2
     action_weight: float = 0.2
     evidence_pool: int = 50
-    # Added to the prior part of pinned default tools when the query matches no keyword.
+    # Added to pinned default tools when the query matches no keyword (the answer's "prior"
+    # stage: since issue 41 the usage prior moves a route only as a reranker's feature).
     pinned_boost: float = 0.5
     # Stage 3: rule check.
     missing_param_penalty: float = 0.1

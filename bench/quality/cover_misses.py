@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 continue
             rows = analyse_query(index, step.text, texts)
             # every tool scored (depth 0): where each needed tool stands in each part
-            scoring = Scoring(index, rows, vectors, None, None, config, ALL_STAGES, cosines, 0)
+            scoring = Scoring(index, rows, vectors, None, config, ALL_STAGES, cosines, 0)
             scores = stage_scores(scoring)
             assert scores.parts is not None
             rel = relative_rows(scores.parts)

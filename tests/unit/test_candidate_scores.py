@@ -78,7 +78,6 @@ QUERIES = (
     "send the invoice by email to ana@example.com",
     "translate the meeting report",
 )
-PRIOR = {f"tool_{i}": 0.9 for i in (3, 44, 1200)}
 
 
 def _vector(query: str) -> np.ndarray:
@@ -121,18 +120,18 @@ def _full_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     "options",
     [
         {"k": 3},
-        {"k": 1, "prior": PRIOR},
+        {"k": 1},
         {"k": 10, "context": {"order_id": "A1"}},
         {"k": 60},  # deeper than the pool
         {"k": 5, "min_score": 0.8},
         {"k": 5, "tags": ["weather"]},
-        {"k": 3, "prior": PRIOR, "tags": ["refund"]},
+        {"k": 3, "tags": ["refund"]},
     ],
 )
 def test_the_same_answer_as_scoring_every_tool(
     query: str, options: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    view = NamespaceView(INDEX, prior=options.pop("prior", None))
+    view = NamespaceView(INDEX)
     fast = Router(CONFIG).route(view, query, _vector(query), RouteOptions(**options))
     with monkeypatch.context() as patched:
         _full_scoring(patched)
@@ -152,13 +151,11 @@ def test_it_scores_a_few_candidates_not_every_tool(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(scores_module, "candidate_scores", spy)
     query = "weather in the city tomorrow"
-    Router(CONFIG).route(
-        NamespaceView(INDEX, prior=PRIOR), query, _vector(query), RouteOptions(k=3)
-    )
+    Router(CONFIG).route(NamespaceView(INDEX), query, _vector(query), RouteOptions(k=3))
     (scores,) = seen
     touched = np.flatnonzero(bm25_scores(INDEX.keyword, analyse(query)))
     cosine = (MATRIX @ _vector(query)[0]).argsort()[-CONFIG.pool_size :]
-    # the pinned tools; the prior's no longer (it moves no route by itself)
+    # the pinned tools (a route reads no usage prior)
     named = [INDEX.positions[n] for n in ("tool_7", "tool_700")]
     expected = set(touched) | set(cosine) | set(named)
     assert set(scores.tool_ids) == expected

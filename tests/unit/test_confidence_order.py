@@ -1,6 +1,5 @@
 """Confidence never rises down an answer (issue 29 item 5), whatever the evidence: a property
-test over random tools, steps, vectors, priors, memories and served rerankers through the
-pure pipeline."""
+test over random tools, steps, vectors and served rerankers through the pure pipeline."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from hypothesis import strategies as st
 
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.calibration import MIN_LABELS, Calibration
-from app.routing.memory import QueryMemory
 from app.routing.reranker import FEATURES, Bank, Learned, Reranker
 from tests.unit.test_reranker import stump
 
@@ -32,12 +30,6 @@ def cases(draw: st.DrawFn) -> tuple:  # type: ignore[type-arg]
     index = RouterIndex.build(tools, matrix, CONFIG)
     step = draw(st.lists(st.sampled_from([*WORDS, "and", "then"]), min_size=1, max_size=12))
     query = np.array([draw(vectors)], dtype=np.float32)
-    prior = {f"t{i}": draw(st.floats(0, 1)) for i in draw(st.sets(st.integers(0, n - 1)))}
-    memory = None
-    if draw(st.booleans()):
-        rows = np.array([draw(vectors) for _ in range(n)], dtype=np.float32)
-        weights = np.array([draw(st.floats(0, 1)) for _ in range(n)], dtype=np.float32)
-        memory = QueryMemory.build([f"t{i}" for i in range(n)], rows, weights)
     learned = None
     if draw(st.booleans()):  # a served reranker of reports, with its namespace's calibration
         reported = sorted(f"t{i}" for i in draw(st.sets(st.integers(0, n - 1), min_size=1)))
@@ -48,15 +40,15 @@ def cases(draw: st.DrawFn) -> tuple:  # type: ignore[type-arg]
         outcomes = [draw(st.booleans()) for _ in range(MIN_LABELS)]
         calibration = Calibration.fit([i / MIN_LABELS for i in range(MIN_LABELS)], outcomes)
         learned = Learned(Reranker(forest, bank, draw(st.floats(0, 0.5))), calibration=calibration)
-    return index, " ".join(step), query, prior, memory, draw(st.integers(1, 10)), learned
+    return index, " ".join(step), query, draw(st.integers(1, 10)), learned
 
 
 @settings(max_examples=200, deadline=None)
 @given(cases(), st.booleans())
 def test_confidence_never_rises_down_an_answer(case: tuple, split: bool) -> None:  # type: ignore[type-arg]
-    index, step, query, prior, memory, k, learned = case
+    index, step, query, k, learned = case
     answer = Router(CONFIG).route(
-        NamespaceView(index, prior=prior, memory=memory, learned=learned),
+        NamespaceView(index, learned=learned),
         step,
         query,
         RouteOptions(k=k, split=split),

@@ -1,4 +1,5 @@
-"""Query memory: remembered steps lift their tool, safely (fake encoder, pure parts)."""
+"""Query memory: the steps remembered from reports (what the reranker trains and reads its
+report features from) and the votes the cards' examples cast (pure parts)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from app.embedding.encoders import make_encoder
 from app.loop.memory import KEY_STEPS, remembered_steps, step_hash, substance_since
 from app.loop.repository import ForgetMark, MemoryReport
-from app.routing import (
-    NamespaceView,
-    RouteOptions,
-    Router,
-    RouterConfig,
-    RouterIndex,
-    ToolDoc,
-    embedding_text,
-)
 from app.routing.memory import (
     QueryMemory,
     agreement,
@@ -28,64 +19,13 @@ from app.routing.memory import (
     segment_rows,
 )
 
-SAME = "Current weather in a city, right now: temperature, wind and rain."
-DOCS = [
-    ToolDoc("weather_live", SAME, SAME),
-    ToolDoc("weather_local", SAME, SAME),
-    ToolDoc("send_email", "Send an email.", "Send an email to someone."),
-    ToolDoc("translate_text", "Translate.", "Translate a text into another language."),
-]
-ENCODER = make_encoder("fake")
-CONFIG = RouterConfig()
-INDEX = RouterIndex.build(DOCS, ENCODER.encode([embedding_text(d) for d in DOCS]), CONFIG)
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
-
-
-def vector(text: str) -> np.ndarray:
-    return np.asarray(ENCODER.encode([text])[0], dtype=np.float32)
-
-
-def memory_of(steps: dict[str, str]) -> QueryMemory:
-    """A memory holding one step text per tool, weight 1."""
-    tools, texts = list(steps), list(steps.values())
-    built = QueryMemory.build(tools, np.stack([vector(t) for t in texts]), np.ones(len(texts)))
-    assert built is not None
-    return built
-
-
-def ranked(query: str, memory: QueryMemory | None) -> list[tuple[str, float, dict[str, float]]]:
-    found = Router(CONFIG).route(
-        NamespaceView(INDEX, memory=memory), query, vector(query), RouteOptions(k=4)
-    )
-    return [(c.name, c.score, c.stages) for c in found]
 
 
 def report(
     tool: str, text: str, *, key: str | None = "a", days: float = 0.0, n: int = 0
 ) -> MemoryReport:
     return MemoryReport("ns", tool, text, key, f"r{n}", NOW - timedelta(days=days))
-
-
-def test_no_memory_routes_exactly_as_before_without_a_memory_stage() -> None:
-    for query in ("current weather in Paris", "send an email to Ann", "translate this"):
-        before = [
-            (c.name, c.score, c.stages)
-            for c in Router(CONFIG).route(
-                NamespaceView(INDEX), query, vector(query), RouteOptions(k=4)
-            )
-        ]
-        assert ranked(query, None) == before
-        assert all("memory" not in stages for _, _, stages in before)
-
-
-def test_a_remembered_step_alone_moves_no_route() -> None:
-    """Query memory is a feature of a promoted reranker now (app/routing/reranker.py), never
-    a vote of its own: a namespace's reports change its routes only through the guard."""
-    query = "current weather in Paris"
-    before = ranked(query, None)
-    second = before[1][0]
-    after = ranked(query, memory_of({second: "current weather in Paris"}))
-    assert after == before and all("memory" not in stages for _, _, stages in after)
 
 
 def test_agreement_rises_from_the_floor_and_votes_take_each_tools_best_step() -> None:

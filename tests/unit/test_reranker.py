@@ -4,13 +4,24 @@ influence over what it may move and read, and its stored form."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from app.learning.training import fit_flat, flat
+from app.learning import training
+from app.learning.training import (
+    DEFAULT_TREES,
+    Binned,
+    batch_cosines,
+    bin_edges,
+    cold_answers,
+    fit_binned,
+    fit_flat,
+    flat,
+)
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.reranker import (
     FEATURES,
@@ -21,6 +32,7 @@ from app.routing.reranker import (
     Reranker,
     features,
 )
+from app.routing.signals import gemv_rows
 from app.routing.text import stems
 
 
@@ -50,6 +62,31 @@ def test_the_flattened_trees_read_as_scikit_learn_reads_them() -> None:
     assert flat([], 0.0).probability(test) == pytest.approx(np.full(300, 0.5))
 
 
+def test_trees_fitted_on_bins_read_the_features_values_as_on_the_bins() -> None:
+    """Binned before scikit-learn sees them (its weighted binning sorts a feature once per
+    edge), the trees split on the features' values where the bins part."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3000, 4))
+    x[:, 3] = rng.integers(0, 7, 3000)  # few distinct values: cut between them
+    y = (x[:, 0] + x[:, 1] * x[:, 3] + rng.normal(scale=0.5, size=3000) > 0).astype(float)
+    weight = np.where(np.arange(3000) % 3 == 0, 0.5, 1.0)
+    binned = Binned.of(x, weight)
+    assert bin_edges(x[:, 3], weight).tolist() == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
+    assert int(binned.codes[:, 0].max()) == 254  # at most 255 bins
+    forest = fit_binned(binned, y, weight, DEFAULT_TREES)
+    model = HistGradientBoostingClassifier(
+        max_iter=DEFAULT_TREES.iterations,
+        learning_rate=DEFAULT_TREES.learning_rate,
+        max_leaf_nodes=DEFAULT_TREES.leaves,
+        min_samples_leaf=DEFAULT_TREES.min_leaf,
+        l2_regularization=DEFAULT_TREES.l2,
+        early_stopping=False,
+        random_state=DEFAULT_TREES.seed,
+    ).fit(binned.codes, y, sample_weight=weight)
+    expected = model.predict_proba(binned.codes)[:, 1]
+    assert forest.probability(x) == pytest.approx(expected, abs=1e-9)
+
+
 WEATHER = "Current weather in a city: temperature and rain."
 DOCS = [
     ToolDoc("weather_now", WEATHER, WEATHER),
@@ -70,6 +107,26 @@ TEXT = "current weather in Oslo"
 
 def cold() -> list[str]:
     return [c.name for c in Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP)]
+
+
+def test_training_routes_its_steps_as_a_route_does() -> None:
+    texts = [TEXT, "send an email to Ann", "rain tomorrow?", "weather"]
+    vectors = np.array(
+        [[1, 0.2, 0, 0], [0, 0.1, 1, 0], [0.9, 0, 0.1, 0.2], [0, 0, 0, 0]], dtype=np.float32
+    )
+    router, view = Router(RouterConfig()), NamespaceView(index())
+    found = cold_answers(router, view, texts, vectors, [0, 1, 2, 3], 3)
+    for i, text in enumerate(texts):
+        alone = router.cold(view, text, vectors[i], RouteOptions(k=3))
+        assert found[i] == alone  # the same numbers, not only the same order
+
+
+def test_cosines_a_block_at_a_time_are_a_route_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(2)
+    matrix = rng.normal(size=(1000, 96)).astype(np.float32)
+    units = rng.normal(size=(7, 96)).astype(np.float32)
+    monkeypatch.setattr(training, "COSINE_BLOCK_BYTES", 96 * 4 * 64)  # 64 tools a block
+    assert np.array_equal(batch_cosines(matrix, units), gemv_rows(matrix, units))
 
 
 def bank_for(tool: str, other: str | None = None) -> Bank:
@@ -129,15 +186,19 @@ def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -
     assert answer[0].name == first
 
 
-def test_no_model_routes_the_cold_ranking_whatever_the_prior_and_memory() -> None:
-    """The usage prior alone can no longer move a route: only a promoted model may."""
-    view = NamespaceView(index())
-    plain = Router(RouterConfig()).route(view, TEXT, STEP, RouteOptions(k=3))
-    second = plain[1].name
-    pushed = NamespaceView(view.index, prior={second: 1.0}, own_priors={"a": {second: 1.0}})
-    for key in (None, "a"):
-        again = Router(RouterConfig()).route(pushed, TEXT, STEP, RouteOptions(k=3, key=key))
-        assert again == plain
+def test_a_route_reads_no_prior_and_no_memory_but_through_a_model() -> None:
+    """The usage prior and query memory can no longer move a route by themselves: a route
+    reads the index, the cards' examples and the model the guard promoted, nothing else,
+    and no weight of the router applies them."""
+    assert [f.name for f in dataclasses.fields(NamespaceView)] == ["index", "examples", "learned"]
+    weights = {f.name for f in dataclasses.fields(RouterConfig)}
+    assert not weights & {"prior_weight", "prior_cap", "memory_weight", "memory_floor"}
+    plain = Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP, RouteOptions(k=3))
+    for key in ("", "a"):
+        again = Router(RouterConfig()).route(
+            NamespaceView(index()), TEXT, STEP, RouteOptions(k=3, key=key)
+        )
+        assert again == plain and all(c.stages["prior"] == 0.0 for c in again)
 
 
 def test_a_stored_reranker_reads_back_the_same() -> None:

@@ -75,19 +75,14 @@ def build(docs: tuple[ToolDoc, ...] = TOOLS) -> RouterIndex:
 INDEX = build()
 
 
-def ask(
-    query: str,
-    prior: dict[str, float] | None = None,
-    stages: frozenset[str] = ALL_STAGES,
-    **options: object,
-) -> list:
+def ask(query: str, stages: frozenset[str] = ALL_STAGES, **options: object) -> list:
     vec = ENCODER.encode(query_texts(query))
-    view = NamespaceView(INDEX, prior=prior)
+    view = NamespaceView(INDEX)
     return Router(CONFIG, stages).route(view, query, vec, RouteOptions(**options))  # type: ignore[arg-type]
 
 
 def test_stage_parts_add_up_to_the_score() -> None:
-    for candidate in ask("convert 20 EUR to USD", k=5, prior={"search_web": 0.5}):
+    for candidate in ask("convert 20 EUR to USD", k=5):
         # every stage, and the action vote: the step asks to convert (an update)
         assert set(candidate.stages) == {*ALL_STAGES, "action"}
         assert sum(candidate.stages.values()) == pytest.approx(candidate.score)
@@ -147,11 +142,9 @@ def test_min_score_filters_even_the_fallback() -> None:
 
 
 def test_no_keyword_match_and_no_vector_falls_back_to_the_pinned_tools_only() -> None:
-    """The usage prior no longer orders a fallback: it moves a route only as a feature of a
-    model the guard promoted (app/routing/reranker.py)."""
-    out = Router(CONFIG).route(
-        NamespaceView(INDEX, prior={"get_weather": 0.9}), "zzqx vvbn", None, RouteOptions(k=3)
-    )
+    """The usage prior orders no fallback: it moves a route only as a feature of a model the
+    guard promoted (app/routing/reranker.py)."""
+    out = Router(CONFIG).route(NamespaceView(INDEX), "zzqx vvbn", None, RouteOptions(k=3))
     assert [c.name for c in out] == ["search_web"]
     assert out[0].stages["prior"] == pytest.approx(CONFIG.pinned_boost)  # the pin alone
 
@@ -175,15 +168,6 @@ def test_odd_queries_never_raise(query: str) -> None:
     assert Router(CONFIG).route(NamespaceView(INDEX), query, None) is not None
 
 
-def test_the_prior_alone_moves_no_route() -> None:
-    config = RouterConfig(prior_weight=0.2, prior_cap=0.5)
-    plain = Router(config).route(NamespaceView(INDEX), "web search", None, RouteOptions(k=5))
-    out = Router(config).route(
-        NamespaceView(INDEX, prior={"search_web": 7.0}), "web search", None, RouteOptions(k=5)
-    )
-    assert out == plain and {c.name: c for c in out}["search_web"].stages["prior"] == 0.0
-
-
 @pytest.mark.parametrize(
     ("stages", "zero"),
     [
@@ -194,7 +178,7 @@ def test_the_prior_alone_moves_no_route() -> None:
     ],
 )
 def test_ablation_flags_switch_stages_off(stages: frozenset[str], zero: set[str]) -> None:
-    out = ask("convert money", k=5, stages=stages, prior={"convertCurrency": 1.0})
+    out = ask("convert money", k=5, stages=stages)
     assert out
     for candidate in out:
         assert all(candidate.stages[s] == 0.0 for s in zero)

@@ -56,6 +56,8 @@ def test_router_weights_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
         ("TOOLREACH_ROUTER__NOPE", "1", "unknown router setting(s): nope"),
         ("TOOLREACH_ROUTER__FIELDS__NOPE", "1", "fields__nope"),
         ("TOOLREACH_ROUTER__SEGMENT_WEIGHT", "1", "segment_weight (now part_weight)"),
+        ("TOOLREACH_ROUTER__PRIOR_WEIGHT", "0.1", "removed: prior_weight (the usage prior and"),
+        ("TOOLREACH_ROUTER__MEMORY_FLOOR", "0.8", "removed: memory_floor"),
         ("TOOLREACH_ROUTER__FUSION", "magic", "TOOLREACH_ROUTER__FUSION must be one of"),
         ("TOOLREACH_ROUTER__MISSING_PARAM_PENALTY", "-1", "TOOLREACH_ROUTER__MISSING_PARAM_"),
         ("TOOLREACH_ROUTER__FIELDS__NAME", "-2", "negative: TOOLREACH_ROUTER__FIELDS__NAME"),
