@@ -20,7 +20,9 @@ often as not ("archiv": docs/ROUTING.md, "Misspelt words").
 The candidates are a word's one-edit variants (Norvig's ``edits1``: about 54 per letter)
 looked up among the known stems' written forms: nothing to build but that table, and a step
 whose words are all known costs one dictionary lookup per word; an unknown word's reading is
-remembered (``READ_CACHE``).
+remembered (``READ_CACHE``). A step reads at most ``READ_PER_STEP`` words it has not read
+before: a step of hundreds of made-up words (a hostile caller's) costs what a long real one
+does, and its other unknown words are left as written.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from app.routing.text import kept_words, stem_words
 
 MIN_LETTERS = 4
 READ_CACHE = 4096  # unknown words remembered per speller (one namespace's index)
+READ_PER_STEP = 40  # unknown words a step may have read that no earlier step had
 _PLAIN = re.compile(r"^[a-z]+$")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -97,15 +100,21 @@ class Speller:
                     forms.setdefault(form, []).append(stem)
         return cls(dict(known), {f: tuple(s) for f, s in forms.items()}, words, abroad)
 
-    def fix(self, word: str, stem: str) -> str:
+    def fix(self, word: str, stem: str, budget: list[int] | None = None) -> str:
         """``stem`` (of ``word``, lower-case as written) if it is known or may not be read as
-        misspelt, else the known stem one of whose written forms is one edit from ``word``."""
+        misspelt, else the known stem one of whose written forms is one edit from ``word``.
+        ``budget``: ``[n]``, how many more words not read before this call may be read
+        (counted down; at 0 such a word is left as written)."""
         if stem in self.known or len(word) < MIN_LETTERS or not _PLAIN.match(word):
             return stem
         if word in self.words or word.startswith(self.abroad) or self._english_stem(stem):
             return stem
         fixed = self.read.get(word)
         if fixed is None:
+            if budget is not None:
+                if budget[0] <= 0:
+                    return stem
+                budget[0] -= 1
             close = {s for edit in one_edit(word) for s in self.forms.get(edit, ())}
             fixed = max(close, key=lambda s: (self.known[s], s)) if close else stem
             if len(self.read) >= READ_CACHE:
@@ -122,6 +131,8 @@ class Speller:
         """``text.analyse(text)`` with each misspelt word read as the stem meant, except the
         words of ``keep`` (what the step quotes: a name or a text of the user's own)."""
         kept = kept_words(text)
+        budget = [READ_PER_STEP]
         return [
-            s if w in keep else self.fix(w, s) for w, s in zip(kept, stem_words(kept), strict=True)
+            s if w in keep else self.fix(w, s, budget)
+            for w, s in zip(kept, stem_words(kept), strict=True)
         ]

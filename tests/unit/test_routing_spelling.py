@@ -10,7 +10,7 @@ from app.routing import RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.actions import ABROAD, VERB_STEMS, step_action
 from app.routing.lexicon import english_words
 from app.routing.parts import as_written, keyword_text
-from app.routing.spelling import Speller, foreign_beginnings, one_edit
+from app.routing.spelling import READ_PER_STEP, Speller, foreign_beginnings, one_edit
 from app.routing.text import analyse
 from app.routing.view import NamespaceView
 
@@ -109,3 +109,20 @@ def test_a_step_with_typos_is_routed_as_the_step_without() -> None:
         found = router.route(view, step, vectors[:1], RouteOptions(k=2))
         assert found[0].name == "listVectorStores", step
         assert found[0].stages["action"] > 0 > found[1].stages["action"], step
+
+
+def test_a_step_of_many_made_up_words_reads_at_most_a_bounded_number_of_them() -> None:
+    """A hostile step of hundreds of unknown words: each read costs ~54 lookups a letter, so a
+    step may read at most ``READ_PER_STEP`` words no earlier step read; the rest stay as
+    written, and a typo among the first is still read."""
+    speller = _speller("vector store issue repository token config")
+    rng = np.random.default_rng(7)
+    made_up = ["".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), size=9)) for _ in range(300)]
+    step = "craete " + " ".join(made_up)
+    read = speller.analyse(step)
+    assert read[0] == "creat"
+    assert len(speller.read) == READ_PER_STEP
+    assert read[READ_PER_STEP + 1 :] == analyse(" ".join(made_up[READ_PER_STEP:]))
+    # what was read stays remembered: the next step reads the next words, at most as many
+    speller.analyse(step)
+    assert len(speller.read) == 2 * READ_PER_STEP
