@@ -302,6 +302,13 @@ def _resource(name_words: list[str], path: str) -> str:
 
 
 _NOT_RESOURCE = frozenset(analyse("id sid uid uuid v1 v2 v3 api json me current"))
+_ID_WORDS = frozenset(analyse("id ids sid uid uuid"))
+
+
+def name_stems(name: str) -> frozenset[str]:
+    """The stems of a tool's name, no id word: ``get_files_id_thumbnail_id`` → get, file,
+    thumbnail."""
+    return frozenset(analyse(split_identifier(name).replace("_", " "))) - _ID_WORDS
 
 
 def agreement(step: StepAction, op: OperationAction) -> float:

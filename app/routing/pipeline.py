@@ -152,7 +152,7 @@ class Router:
         asks = step_action(reading.model_text, index.speller.fix)
         ballot = Ballot(
             view, vectors, options.key, self.config, self.enabled, reading, asks,
-            tuple(rows.texts[1:]),
+            tuple(rows.texts[1:]), rows.text,
         )  # fmt: skip
         scores = with_votes(ballot, stage_scores(scoring))
         total = scores.total()

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.routing.actions import OperationAction, operation_action
+from app.routing.actions import OperationAction, name_stems, operation_action
 from app.routing.reading import Value
 from app.routing.text import schema_properties, stems, words
 from app.routing.types import ToolDoc
@@ -213,13 +213,17 @@ class ToolProfile:
     slots: tuple[Slot, ...]
     action: OperationAction
     returned: tuple[tuple[str, str], ...] = ()
+    named: frozenset[str] = frozenset()  # the stems of its name, no id word (``name_stems``)
 
 
 def compile_profile(doc: ToolDoc) -> ToolProfile:
     action = operation_action(doc.name, doc.operation, doc.annotations)
     returned = returned_ids(doc.returns, action.resource)
     return ToolProfile(
-        compile_slots(doc.parameters, action.resource), action, tuple(returned.items())
+        compile_slots(doc.parameters, action.resource),
+        action,
+        tuple(returned.items()),
+        name_stems(doc.name),
     )
 
 

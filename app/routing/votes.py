@@ -44,6 +44,7 @@ class Ballot:
     reading: StepReading = field(default_factory=lambda: StepReading((), ""))
     asks: StepAction = field(default_factory=StepAction)
     part_texts: tuple[str, ...] = ()
+    text: str = ""  # the step as sent, its values in it
 
 
 def _pool(scores: Scores, size: int) -> np.ndarray:
@@ -112,6 +113,33 @@ def action_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     return part
 
 
+def qualifier_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
+    """Of two look-alikes of the pool, one whose name is the other's and more
+    (``delete_files_id_trash`` of ``delete_files_id``, ``admin_conversations_rename`` of
+    ``conversations_rename``), the longer one takes ``−qualifier_weight`` when the step says
+    none of its added words but some of the shorter name's (a step in the cards' language):
+    an agent that means the narrower operation names it. ``None``
+    when no such pair is in the pool, for a step of several parts, or at weight 0."""
+    config = ballot.config
+    if config.qualifier_weight == 0 or not scores.signal or scores.parts is not None:
+        return None
+    index = ballot.view.index
+    pool = _pool(scores, config.evidence_pool)
+    named = [index.profiles[t].named for t in scores.tool_ids[pool].tolist()]
+    said: frozenset[str] | None = None
+    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
+    for at, longer in enumerate(named):
+        for shorter in named:
+            if not shorter or not shorter < longer:
+                continue
+            if said is None:
+                said = frozenset(index.speller.analyse(ballot.text))
+            if shorter & said and not (longer - shorter) & said:
+                part[pool[at]] = -np.float32(config.qualifier_weight)
+                break
+    return part if part.any() else None
+
+
 Vote = Callable[[Ballot, Scores], np.ndarray | None]
 
 
@@ -131,6 +159,7 @@ def examples_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
 VOTES: tuple[tuple[str, Vote], ...] = (
     ("values", values_vote),
     ("action", action_vote),
+    ("qualifier", qualifier_vote),
     ("examples", examples_vote),
 )
 

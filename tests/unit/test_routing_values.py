@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.routing import RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
-from app.routing.actions import agreement, operation_action, step_action
+from app.routing.actions import agreement, name_stems, operation_action, step_action
 from app.routing.parts import keyword_text
 from app.routing.reading import read_step
 from app.routing.slots import (
@@ -149,3 +149,52 @@ def test_values_and_action_put_the_right_operation_first() -> None:
     assert found[0].name == "FetchService"
     assert found[0].stages["values"] > found[1].stages.get("values", 0.0)
     assert not found[0].missing_required
+
+
+def test_name_stems_leave_out_id_words() -> None:
+    assert name_stems("get_files_id_thumbnail_id") == {"get", "file", "thumbnail"}
+    assert name_stems("CreateVideoExtend") == {"creat", "video", "extend"}
+
+
+def _look_alikes() -> tuple[Router, NamespaceView, np.ndarray]:
+    """A tool and its narrower look-alike (the same name and more), whose vectors the step's
+    is nearer, and an unrelated tool: Box's two deletes, whose cards both say "delete" and
+    "file"."""
+    docs = [
+        ToolDoc("delete_files_id_trash", "", "Permanently delete file: permanently deletes a "
+                "file that is in the trash", operation="DELETE /files/{file_id}/trash"),
+        ToolDoc("delete_files_id", "", "Delete file: deletes a file, either permanently or by "
+                "moving it to the trash", operation="DELETE /files/{file_id}"),
+        ToolDoc("get_users_me", "", "Get the current user", operation="GET /users/me"),
+    ]  # fmt: skip
+    vectors = np.eye(len(docs), 8, dtype=np.float32)
+    vectors[1] = vectors[0] + 0.3 * vectors[1]  # the embedding leans to the narrower one
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = RouterIndex.build(docs, vectors, RouterConfig())
+    return Router(RouterConfig()), NamespaceView(index), vectors
+
+
+@pytest.mark.parametrize(
+    ("step", "first", "voted"),
+    [
+        # the step says the shorter name's words, none of the longer one's added words
+        ("delete file 12345678901", "delete_files_id", True),
+        # it says the added word: the narrower tool keeps its place
+        ("permanently delete file 12345678901 from the trash", "delete_files_id_trash", False),
+        # in another language it says neither name's words: no vote, the embedding decides
+        ("Lösche die Datei 12345678901", "delete_files_id_trash", False),
+    ],
+)
+def test_a_look_alike_whose_name_adds_unsaid_words_comes_second(
+    step: str, first: str, voted: bool
+) -> None:
+    router, view, vectors = _look_alikes()
+    found = router.route(view, step, vectors[:1], RouteOptions(k=3))
+    assert found[0].name == first, [(c.name, c.stages) for c in found]
+    votes = {c.name: c.stages.get("qualifier", 0.0) for c in found}
+    assert (votes["delete_files_id_trash"] < 0) is voted, votes
+    assert votes["delete_files_id"] == 0 and votes["get_users_me"] == 0
+    off = Router(RouterConfig(qualifier_weight=0.0)).route(
+        view, step, vectors[:1], RouteOptions(k=3)
+    )
+    assert all("qualifier" not in c.stages for c in off)
