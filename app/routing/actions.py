@@ -302,6 +302,23 @@ def _resource(name_words: list[str], path: str) -> str:
 
 
 _NOT_RESOURCE = frozenset(analyse("id sid uid uuid v1 v2 v3 api json me current"))
+# A step that asks about people ("who is in channel C…?", "list everyone in group 55",
+# "wer", "quién", "谁"), and the resources that are people or what people did.
+_WHO = frozenset("who whom whose everyone everybody anyone anybody wer quién quien".split())  # noqa: SIM905
+_WHO_CJK = ("谁", "誰")
+PEOPLE = frozenset(
+    analyse(
+        "member membership user participant collaborator collaboration reviewer review "
+        "assignee owner people person contributor attendee subscriber follower"
+    )
+)
+
+
+def asks_for_people(text: str) -> bool:
+    """Whether ``text`` asks who (a person, the people of something)."""
+    return not _WHO.isdisjoint(w.lower() for w in words(text)) or any(c in text for c in _WHO_CJK)
+
+
 _ID_WORDS = frozenset(analyse("id ids sid uid uuid"))
 
 

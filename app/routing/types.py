@@ -79,6 +79,8 @@ class RouterConfig:
     action_weight: float = 0.2
     # A look-alike whose name adds words the step does not say (votes.qualifier_vote).
     qualifier_weight: float = 0.1
+    # A step that asks who, for tools whose resource is people (votes.people_vote).
+    people_weight: float = 0.1
     evidence_pool: int = 50
     # Added to pinned default tools when the query matches no keyword (the answer's "prior"
     # stage: since issue 41 the usage prior moves a route only as a reranker's feature).

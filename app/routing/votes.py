@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.routing.actions import StepAction, agreement
+from app.routing.actions import PEOPLE, StepAction, agreement, asks_for_people
 from app.routing.diversity import top_indices
 from app.routing.examples import example_dim, examples_contribution
 from app.routing.reading import StepReading
@@ -140,6 +140,24 @@ def qualifier_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
     return part if part.any() else None
 
 
+def people_vote(ballot: Ballot, scores: Scores) -> np.ndarray | None:
+    """A step that asks who ("who is in channel C…?", "who approved PR 1203") lifts the tools
+    of the pool whose resource is people or what people did (members, users, participants,
+    collaborations, reviews: ``actions.PEOPLE``) by ``people_weight``. ``None`` when the step
+    asks no such thing, no tool of the pool is one, or at weight 0."""
+    config = ballot.config
+    if config.people_weight == 0 or not scores.signal or not asks_for_people(ballot.text):
+        return None
+    index = ballot.view.index
+    pool = _pool(scores, config.evidence_pool)
+    people = [index.profiles[t].action.resource in PEOPLE for t in scores.tool_ids[pool].tolist()]
+    if not any(people):
+        return None
+    part = np.zeros(scores.tool_ids.size, dtype=np.float32)
+    part[pool] = np.float32(config.people_weight) * np.asarray(people, dtype=np.float32)
+    return part
+
+
 Vote = Callable[[Ballot, Scores], np.ndarray | None]
 
 
@@ -160,6 +178,7 @@ VOTES: tuple[tuple[str, Vote], ...] = (
     ("values", values_vote),
     ("action", action_vote),
     ("qualifier", qualifier_vote),
+    ("people", people_vote),
     ("examples", examples_vote),
 )
 

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from app.routing import RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
-from app.routing.actions import agreement, name_stems, operation_action, step_action
+from app.routing.actions import (
+    agreement,
+    asks_for_people,
+    name_stems,
+    operation_action,
+    step_action,
+)
 from app.routing.parts import keyword_text
 from app.routing.reading import read_step
 from app.routing.slots import (
@@ -198,3 +204,43 @@ def test_a_look_alike_whose_name_adds_unsaid_words_comes_second(
         view, step, vectors[:1], RouteOptions(k=3)
     )
     assert all("qualifier" not in c.stages for c in off)
+
+
+@pytest.mark.parametrize(
+    ("step", "people"),
+    [
+        ("who is in channel C0G9QF9GW?", True),
+        ("who's in conversation CHe17964b8e0416e15a38a43d1aa749599?", True),
+        ("list everyone in group 5577123", True),
+        ("Wer ist im Kanal C0G9QF9GW?", True),
+        ("谁在这个频道里", True),
+        ("what is the topic of channel C0G9QF9GW?", False),
+        ("show the channel's history", False),
+    ],
+)
+def test_a_step_that_asks_who(step: str, people: bool) -> None:
+    assert asks_for_people(step) is people
+
+
+def test_a_step_that_asks_who_lifts_the_tools_of_people() -> None:
+    """ "Who is in the conversation" names no participant: the tool whose resource is people
+    comes first over the look-alike read of the conversation itself (one vector for both)."""
+    docs = [
+        ToolDoc("FetchConversation", "", "Fetch a conversation",
+                operation="GET /v1/Conversations/{Sid}"),
+        ToolDoc("ListConversationParticipant", "", "Retrieve a list of all participants of the "
+                "conversation", operation="GET /v1/Conversations/{ConversationSid}/Participants"),
+        ToolDoc("get_users_me", "", "Get the current user", operation="GET /users/me"),
+    ]  # fmt: skip
+    vectors = np.eye(len(docs), 8, dtype=np.float32)
+    vectors[1] = vectors[0] + 0.1 * vectors[1]  # the embedding leans to the conversation
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    view = NamespaceView(RouterIndex.build(docs, vectors, RouterConfig()))
+    step = "who's in conversation CHe17964b8e0416e15a38a43d1aa749599?"
+    found = Router(RouterConfig()).route(view, step, vectors[:1], RouteOptions(k=3))
+    assert found[0].name == "ListConversationParticipant", [(c.name, c.stages) for c in found]
+    assert found[0].stages["people"] == pytest.approx(0.1)
+    assert "people" not in found[1].stages or found[1].stages["people"] == 0
+    off = Router(RouterConfig(people_weight=0.0)).route(view, step, vectors[:1], RouteOptions(k=3))
+    assert off[0].name == "FetchConversation"
+    assert all("people" not in c.stages for c in off)
