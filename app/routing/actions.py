@@ -33,7 +33,7 @@ _ENGLISH: dict[str, str] = {
     "create": "create make new add start provision register upload post send submit generate "
     "spin setup build invite attach schedule import open file raise write compose draft "
     "enroll subscribe issue establish introduce launch insert put store save copy fork "
-    "duplicate clone transcribe translate mkdir touch cp",
+    "duplicate clone transcribe translate mkdir touch cp comment reply",
     "read": "get show fetch retrieve read view see display lookup check describe detail info "
     "inspect download print tell status what whats is which open look cat head tail less",
     "list": "list all every which search find browse enumerate query any how many who "
@@ -69,13 +69,15 @@ _QUESTION = re.compile(r"\?\s*$")
 # Phrasal verbs whose first word alone asks for another action ("get rid of": not "get").
 _PHRASES = re.compile(
     r"\b(?:get rid of|throw away|take down|set up|spin up|sign up|look up|turn off|turn on|"
-    r"give up on|give up)\b",
+    r"give up on|give up|leave an? (?:comment|note|review|message|reply))\b",
     re.IGNORECASE,
 )
 _PHRASE_VERB = {
     "get rid of": "delete", "throw away": "delete", "take down": "delete", "set up": "create",
     "spin up": "create", "sign up": "create", "look up": "read", "turn off": "disable",
     "turn on": "enable", "give up on": "cancel", "give up": "cancel",
+    **{f"leave {a} {thing}": "add" for a in ("a", "an")
+       for thing in ("comment", "note", "review", "message", "reply")},
 }  # fmt: skip
 # Words that make a read a list: "show me all my services", "zeig alle Nachrichten".
 _EVERY = frozenset(

@@ -105,6 +105,10 @@ def test_an_id_of_another_resource_does_not_supply_a_required_id() -> None:
         ("lösche die Unterhaltung CH123", "delete"),
         ("crea un nuevo servicio de mensajería", "create"),
         ("删除这个会话", "delete"),
+        ("leave a comment on file 123: 'please check page 4'", "create"),  # not "leave"
+        ("leave channel C024BE91L", "delete"),
+        ("comment on PR 1203 that the tests are missing", "create"),
+        ("reply on acme/api#1347 that we need logs", "create"),
     ],
 )
 def test_the_action_a_step_asks_for(step: str, action: str) -> None:
