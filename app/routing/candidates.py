@@ -41,9 +41,9 @@ class ConfidenceBasis:
     model: ConfidenceModel
     calibration: Calibration | None = None
 
-    def confidence(self, evidence: Evidence) -> float:
-        found = self.model.confidence(evidence)
-        return found if self.calibration is None else self.calibration(found)
+    def confidences(self, evidence: Sequence[Evidence]) -> list[float]:
+        found = self.model.confidences(evidence)
+        return found if self.calibration is None else [self.calibration(c) for c in found]
 
 
 def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray:
@@ -119,6 +119,7 @@ def candidates(
         seen_all = part_evidence(index, scores, basis, positions, pen, served)
     else:
         seen_all = evidence(scores, basis, positions, pen)
+    confidences = basis.confidences(seen_all)
     for j, (p, seen) in enumerate(zip(positions, seen_all, strict=True)):
         stages = {
             "keyword": float(scores.keyword[p]),
@@ -135,7 +136,7 @@ def candidates(
                 sum(stages.values()),
                 stages,
                 found.missing,
-                basis.confidence(seen),
+                confidences[j],
                 seen,
                 found.invalid_context,
                 None if served is None else int(served[j]),
@@ -172,7 +173,7 @@ def covering_answer(
     part_scores = relative_rows(scores.parts)[:, positions] + scores.pinned[positions] + pen
     best = leaders(part_scores)
     seen = part_evidence(index, scores, basis, positions[best], pen[best], range(best.size))
-    confidence = [basis.confidence(e) for e in seen]
+    confidence = basis.confidences(seen)
     vectors = index.embeddings[scores.tool_ids[positions]] if lam < 1.0 else None
     return cover(part_scores, confidence, final, vectors, k, lam)
 

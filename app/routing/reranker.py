@@ -91,23 +91,37 @@ class Forest:
     baseline: float
     depth: int
 
+    @functools.cached_property
+    def _flat(self) -> tuple[np.ndarray, ...]:
+        """The nodes of all trees in one row (node ``i`` of tree ``t`` at ``t·width + i``),
+        each leaf its own left and right child (so a row at a leaf stays there) and reading
+        feature 0: ``log_odds`` then walks every tree a level at a time with 1-d reads."""
+        trees, width = self.feature.shape
+        at = np.arange(trees * width).reshape(trees, width)
+        base = at[:, :1]
+        left = np.where(self.leaf, at, base + self.left).ravel()
+        right = np.where(self.leaf, at, base + self.right).ravel()
+        feature = np.where(self.leaf, 0, self.feature).ravel()
+        return feature, self.threshold.ravel(), left, right, self.leaf.ravel(), self.value.ravel()
+
     def log_odds(self, rows: np.ndarray) -> np.ndarray:
-        """Each row's summed log-odds ((n,) float64)."""
+        """Each row's summed log-odds ((n,) float64): the trees' leaves' values, summed over
+        the trees in their order."""
         n = len(rows)
-        trees = self.feature.shape[0]
+        trees, width = self.feature.shape
         if n == 0 or trees == 0:
             return np.full(n, self.baseline)
-        node = np.zeros((trees, n), dtype=np.int64)
-        tree = np.arange(trees)[:, None]
-        cols = np.arange(n)[None, :]
+        feature, threshold, left, right, leaf, value = self._flat
+        values = np.ascontiguousarray(rows, dtype=np.float64).ravel()
+        row_at = np.arange(n) * rows.shape[1]  # where each row starts in ``values``
+        node = np.repeat(np.arange(trees) * width, n)  # (trees · n): tree-major, each root
+        row_at = np.tile(row_at, trees)
         for _ in range(self.depth):
-            at_leaf = self.leaf[tree, node]
-            if at_leaf.all():
+            if leaf[node].all():
                 break
-            goes_left = rows[cols, self.feature[tree, node]] <= self.threshold[tree, node]
-            step = np.where(goes_left, self.left[tree, node], self.right[tree, node])
-            node = np.where(at_leaf, node, step)
-        return self.baseline + self.value[tree, node].sum(axis=0)
+            goes_left = values[row_at + feature[node]] <= threshold[node]
+            node = np.where(goes_left, left[node], right[node])
+        return self.baseline + value[node].reshape(trees, n).sum(axis=0)
 
     def probability(self, rows: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-self.log_odds(rows)))
@@ -223,24 +237,23 @@ def features(
     if n == 0:
         return out
     top = answer[0].score
-    for j, c in enumerate(answer):
-        stages = c.stages
-        extra = sum(v for s, v in stages.items() if s not in COLD_STAGES and s != "learned")
-        ev = c.evidence
-        out[j, :11] = (
+    base = len(COLD_FEATURES)
+    out[:, :base] = [  # one array from rows: a row at a time costs 20 conversions a route
+        (
             c.score,
             c.score - top,
             j,
             c.confidence,
-            stages.get("keyword", 0.0),
-            stages.get("embedding", 0.0),
-            extra,
-            stages.get("penalty", 0.0),
-            ev.cosine,
-            ev.bm25,
-            ev.coverage,
+            c.stages.get("keyword", 0.0),
+            c.stages.get("embedding", 0.0),
+            sum(v for s, v in c.stages.items() if s not in COLD_STAGES and s != "learned"),
+            c.stages.get("penalty", 0.0),
+            c.evidence.cosine,
+            c.evidence.bm25,
+            c.evidence.coverage,
         )
-    base = len(COLD_FEATURES)
+        for j, c in enumerate(answer)
+    ]
     rows: list[np.ndarray] = []
     owner: list[int] = []
     for j, c in enumerate(answer):
@@ -422,31 +435,36 @@ class Learned:
         return confirmed | mine if mine else confirmed  # no copy of a large set per route
 
     def rerank(
-        self, answer: Sequence[Candidate], vector: np.ndarray | None, text: str
+        self,
+        answer: Sequence[Candidate],
+        vector: np.ndarray | None,
+        text: str,
+        k: int | None = None,
     ) -> list[Candidate]:
-        """A cold ``answer`` (best first) as this model serves it: its first replaced by the
-        model's best when that beats it by ``delta`` and may be moved; every confidence the
-        model's, calibrated (not yet made non-increasing)."""
+        """The first ``k`` (None: all) of a cold ``answer`` (best first) as this model serves
+        it: its first replaced by the model's best when that beats it by ``delta`` and may be
+        moved; every confidence the model's, calibrated (not yet made non-increasing)."""
         if not answer:
             return list(answer)
         ranker = self.ranker
         moves = self.moves()
-        rows = features(answer, unit(vector), stems(text), ranker.bank, moves)
-        chance = ranker.forest.probability(rows)
-        best = int(np.argmax(chance))
         step = unit(vector)
+        rows = features(answer, step, stems(text), ranker.bank, moves)
+        probability = ranker.forest.probability(rows)
+        best, chance = int(np.argmax(probability)), probability.tolist()
         known = rows[0, FEATURES.index("report_count")] > 0 or passed_over(
             ranker.bank, ranker.passed.get(answer[0].name), step, moves
         )
         gate = ranker.delta if known else ranker.delta_cold
         lifted = best != 0 and answer[best].name in moves and chance[best] - chance[0] > gate
+        order = list(range(len(answer)))
+        if lifted:
+            order.insert(0, order.pop(best))
         calibrate = self.calibration
         out = []
-        for j, c in enumerate(answer):
-            p = float(chance[j])
-            lift = 0.0
-            if lifted and j == best:
-                lift = answer[0].score - c.score + LIFT
+        for j in order[:k]:  # only those shown: a Candidate each
+            c, p = answer[j], chance[j]
+            lift = answer[0].score - c.score + LIFT if lifted and j == best else 0.0
             out.append(  # not dataclasses.replace: it re-runs __init__, 20 times a route
                 Candidate(
                     c.name,
@@ -459,6 +477,4 @@ class Learned:
                     c.part,
                 )
             )
-        if lifted:
-            out.insert(0, out.pop(best))
         return out
