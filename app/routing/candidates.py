@@ -120,19 +120,24 @@ def candidates(
     else:
         seen_all = evidence(scores, basis, positions, pen)
     confidences = basis.confidences(seen_all)
-    for j, (p, seen) in enumerate(zip(positions, seen_all, strict=True)):
+    # each array's values at the positions as Python floats at once (not one read each)
+    keyword, embedding = scores.keyword[positions].tolist(), scores.embedding[positions].tolist()
+    pinned, pens = scores.pinned[positions].tolist(), np.asarray(pen, dtype=np.float64).tolist()
+    votes = [(name, vote[positions].tolist()) for name, vote in scores.votes]
+    tools = scores.tool_ids[positions].tolist()
+    for j, seen in enumerate(seen_all):
         stages = {
-            "keyword": float(scores.keyword[p]),
-            "embedding": float(scores.embedding[p]),
-            "prior": float(scores.pinned[p]),  # the stage's name in answers: the pin
-            "penalty": float(pen[j]),
+            "keyword": keyword[j],
+            "embedding": embedding[j],
+            "prior": pinned[j],  # the stage's name in answers: the pin
+            "penalty": pens[j],
         }
-        for name, vote in scores.votes:
-            stages[name] = float(vote[p])
+        for name, vote in votes:
+            stages[name] = vote[j]
         found = checks[j]
         out.append(
             Candidate(
-                index.names[scores.tool_ids[p]],
+                index.names[tools[j]],
                 sum(stages.values()),
                 stages,
                 found.missing,

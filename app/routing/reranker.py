@@ -104,18 +104,33 @@ class Forest:
         feature = np.where(self.leaf, 0, self.feature).ravel()
         return feature, self.threshold.ravel(), left, right, self.leaf.ravel(), self.value.ravel()
 
+    @functools.cached_property
+    def _walks(self) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+        return {}
+
+    def _starts(self, n: int, columns: int) -> tuple[np.ndarray, np.ndarray]:
+        """For ``n`` rows of ``columns`` features, tree-major (trees · n): each tree's root,
+        and where the row read there starts in the rows' flat values (kept: a route has 20
+        rows)."""
+        found = self._walks.get((n, columns))
+        if found is None:
+            trees, width = self.feature.shape
+            roots = np.repeat(np.arange(trees) * width, n)
+            found = roots, np.tile(np.arange(n) * columns, trees)
+            if len(self._walks) < 8:
+                self._walks[(n, columns)] = found
+        return found
+
     def log_odds(self, rows: np.ndarray) -> np.ndarray:
         """Each row's summed log-odds ((n,) float64): the trees' leaves' values, summed over
         the trees in their order."""
         n = len(rows)
-        trees, width = self.feature.shape
+        trees = self.feature.shape[0]
         if n == 0 or trees == 0:
             return np.full(n, self.baseline)
         feature, threshold, left, right, leaf, value = self._flat
         values = np.ascontiguousarray(rows, dtype=np.float64).ravel()
-        row_at = np.arange(n) * rows.shape[1]  # where each row starts in ``values``
-        node = np.repeat(np.arange(trees) * width, n)  # (trees · n): tree-major, each root
-        row_at = np.tile(row_at, trees)
+        node, row_at = self._starts(n, rows.shape[1])
         for _ in range(self.depth):
             if leaf[node].all():
                 break

@@ -1,8 +1,10 @@
 """What the learned layer costs (docs/BENCHMARKS.md, "Learning from reports"):
 
 * a route at ``--tools`` tools with the namespace's reranker serving and without,
-  interleaved in one run (median of each, and their ratio), its bank holding reports of
-  every tool (the worst case: each candidate has report features to read);
+  interleaved in one run (median of each, and their ratio; with ``--rounds`` the same
+  routes again, each round's ratio and their median: the machine's load moves a round),
+  its bank holding reports of every tool (the worst case: each candidate has report
+  features to read);
 * training a reranker from ``--reports`` reports (each a list: 10,000 and 100,000) against
   those tools, on this machine's cores: seconds (wall and process CPU), then, in a second
   training under tracemalloc (which slows Python code 2-3x: ``seconds_traced``), peak memory.
@@ -70,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--dim", type=int, default=896, help="the default encoder's")
     cli.add_argument("--reports", type=int, nargs="*", default=[10_000, 100_000])
     cli.add_argument("--routes", type=int, default=300)
+    cli.add_argument("--rounds", type=int, default=1, help="of the interleaved routes")
     args = cli.parse_args(argv)
     threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
@@ -84,14 +87,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     qvecs, _ = steps_of(vectors, args.routes, rng)
     plain_ms: list[float] = []
     learned_ms: list[float] = []
-    for text, vec in zip(queries, qvecs, strict=True):
-        for with_it, times in ((False, plain_ms), (True, learned_ms)):
-            began = time.perf_counter()
-            router.route(views[with_it], text, vec, options)
-            times.append((time.perf_counter() - began) * 1000)
+    ratios = []
+    for _ in range(args.rounds):
+        at = len(plain_ms)
+        for text, vec in zip(queries, qvecs, strict=True):
+            for with_it, times in ((False, plain_ms), (True, learned_ms)):
+                began = time.perf_counter()
+                router.route(views[with_it], text, vec, options)
+                times.append((time.perf_counter() - began) * 1000)
+        ratios.append(statistics.median(learned_ms[at:]) / statistics.median(plain_ms[at:]))
     plain, with_learned = statistics.median(plain_ms), statistics.median(learned_ms)
     out["route_ms_median"] = {"without": round(plain, 3), "with_model": round(with_learned, 3)}
     out["route_ratio"] = round(with_learned / plain, 3)
+    if args.rounds > 1:
+        out["round_ratios"] = [round(r, 3) for r in ratios]
+        out["median_round_ratio"] = round(statistics.median(ratios), 3)
     print(json.dumps(out), flush=True)
     training = []
     for count in args.reports:
