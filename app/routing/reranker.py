@@ -76,6 +76,30 @@ LIFT = 1e-4  # how far above the cold first the model's first is shown
 COLD_STAGES = ("keyword", "embedding", "prior", "penalty")
 
 
+def in_order(
+    leaf: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    feature: np.ndarray,
+    threshold: np.ndarray,
+) -> tuple[list[int], list[tuple[int, float, int]]]:
+    """One tree's leaves left to right, and each split as (feature, threshold, the mask of
+    the leaves on its left side: bit ``i`` for the ``i``-th leaf)."""
+    leaves: list[int] = []
+    splits: list[tuple[int, float, int]] = []
+
+    def under(node: int) -> int:
+        if leaf[node]:
+            leaves.append(node)
+            return 1 << (len(leaves) - 1)
+        low = under(int(left[node]))
+        splits.append((int(feature[node]), float(threshold[node]), low))
+        return low | under(int(right[node]))
+
+    under(0)
+    return leaves, splits
+
+
 @dataclass(frozen=True, eq=False)
 class Forest:
     """Regression trees, flattened to (trees, nodes) arrays: at a node, row ``x`` goes left
@@ -92,51 +116,77 @@ class Forest:
     depth: int
 
     @functools.cached_property
-    def _flat(self) -> tuple[np.ndarray, ...]:
-        """The nodes of all trees in one row (node ``i`` of tree ``t`` at ``t·width + i``),
-        each leaf its own left and right child (so a row at a leaf stays there) and reading
-        feature 0: ``log_odds`` then walks every tree a level at a time with 1-d reads."""
-        trees, width = self.feature.shape
-        at = np.arange(trees * width).reshape(trees, width)
-        base = at[:, :1]
-        left = np.where(self.leaf, at, base + self.left).ravel()
-        right = np.where(self.leaf, at, base + self.right).ravel()
-        feature = np.where(self.leaf, 0, self.feature).ravel()
-        return feature, self.threshold.ravel(), left, right, self.leaf.ravel(), self.value.ravel()
-
-    @functools.cached_property
-    def _walks(self) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
-        return {}
-
-    def _starts(self, n: int, columns: int) -> tuple[np.ndarray, np.ndarray]:
-        """For ``n`` rows of ``columns`` features, tree-major (trees · n): each tree's root,
-        and where the row read there starts in the rows' flat values (kept: a route has 20
-        rows)."""
-        found = self._walks.get((n, columns))
-        if found is None:
-            trees, width = self.feature.shape
-            roots = np.repeat(np.arange(trees) * width, n)
-            found = roots, np.tile(np.arange(n) * columns, trees)
-            if len(self._walks) < 8:
-                self._walks[(n, columns)] = found
-        return found
+    def _masks(self) -> tuple[np.ndarray, ...] | None:
+        """The trees as QuickScorer reads them (Lucchese et al., SIGIR 2015), or None when a
+        tree has more than 64 leaves: each tree's leaves numbered left to right, and for each
+        split the leaves it rules out when a row goes right (those of its left side; as
+        ``~`` of a 64-bit mask). A row's leaf in a tree is the first of that tree's leaves
+        no split of it rules out. Each tree's columns start with one that rules out nothing
+        (threshold +inf), so every tree has one."""
+        full = (1 << 64) - 1
+        feature: list[int] = []
+        threshold: list[float] = []
+        keep: list[int] = []
+        starts: list[int] = []
+        offsets: list[int] = []
+        values: list[float] = []
+        for t in range(self.feature.shape[0]):
+            leaves, splits = in_order(
+                self.leaf[t], self.left[t], self.right[t], self.feature[t], self.threshold[t]
+            )
+            if len(leaves) > 64:
+                return None
+            starts.append(len(feature))
+            offsets.append(len(values))
+            feature += [0, *(f for f, _, _ in splits)]
+            threshold += [np.inf, *(h for _, h, _ in splits)]
+            keep += [full, *(full ^ low for _, _, low in splits)]
+            values += [float(self.value[t, leaf]) for leaf in leaves]
+        return (
+            np.array(feature, dtype=np.int64),
+            np.array(threshold, dtype=np.float64),
+            np.array(keep, dtype=np.uint64),
+            np.array(starts, dtype=np.int64),
+            np.array(offsets, dtype=np.int64),
+            np.array(values, dtype=np.float64),
+        )
 
     def log_odds(self, rows: np.ndarray) -> np.ndarray:
-        """Each row's summed log-odds ((n,) float64): the trees' leaves' values, summed over
-        the trees in their order."""
+        """Each row's summed log-odds ((n,) float64): the leaves' values summed over the
+        trees in their order. All splits of all trees are read at once (``_masks``): a few
+        array operations, not one per level of the deepest tree."""
         n = len(rows)
         trees = self.feature.shape[0]
         if n == 0 or trees == 0:
             return np.full(n, self.baseline)
-        feature, threshold, left, right, leaf, value = self._flat
-        values = np.ascontiguousarray(rows, dtype=np.float64).ravel()
-        node, row_at = self._starts(n, rows.shape[1])
+        masks = self._masks
+        if masks is None:
+            return self.baseline + self._walked(rows).sum(axis=0)
+        feature, threshold, keep, starts, offsets, values = masks
+        x = np.asarray(rows, dtype=np.float64)[:, feature]
+        kept = np.where(x <= threshold, np.uint64((1 << 64) - 1), keep)  # NaN goes right
+        kept = np.bitwise_and.reduceat(kept, starts, axis=1)  # (n, trees): leaves left
+        first = kept & (~kept + np.uint64(1))  # the lowest bit set
+        place = np.frexp(first.astype(np.float64))[1] - 1  # its number
+        leaf = values[offsets + place]
+        return self.baseline + np.ascontiguousarray(leaf.T).sum(axis=0)
+
+    def _walked(self, rows: np.ndarray) -> np.ndarray:
+        """Each tree's leaf value for each row, (trees, n), walking all trees a level at a
+        time (trees of more than 64 leaves)."""
+        trees, n = self.feature.shape[0], len(rows)
+        node = np.zeros((trees, n), dtype=np.int64)
+        tree = np.arange(trees)[:, None]
+        cols = np.arange(n)[None, :]
         for _ in range(self.depth):
-            if leaf[node].all():
+            at_leaf = self.leaf[tree, node]
+            if at_leaf.all():
                 break
-            goes_left = values[row_at + feature[node]] <= threshold[node]
-            node = np.where(goes_left, left[node], right[node])
-        return self.baseline + value[node].reshape(trees, n).sum(axis=0)
+            goes_left = rows[cols, self.feature[tree, node]] <= self.threshold[tree, node]
+            step = np.where(goes_left, self.left[tree, node], self.right[tree, node])
+            node = np.where(at_leaf, node, step)
+        walked: np.ndarray = self.value[tree, node]
+        return walked
 
     def probability(self, rows: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-self.log_odds(rows)))
