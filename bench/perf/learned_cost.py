@@ -12,22 +12,34 @@
 Pure pipeline on synthetic cards and vectors (the model's time is not the stage's):
 
     python -m bench.perf.learned_cost --tools 10000 --reports 10000 100000
+
+The synthetic reports are told apart by a split or two, so the model trained on them has
+trees of one split; ``--forest FILE`` routes with the trees of a reranker trained on real
+reports instead (its bytes: ``bench.quality.learn_tune --save DIR``), as deep as a
+served model's:
+
+    python -m bench.quality.learn_tune --data /work/shared/data/metatool --seeds 0 \
+        --designs default --save /tmp/models
+    python -m bench.perf.learned_cost --tools 10000 --reports --rounds 3 \
+        --forest /tmp/models/default-seed0.npz
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
 import tracemalloc
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from app.learning.training import train_reranker
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
-from app.routing.reranker import Bank, Learned
+from app.routing.reranker import Bank, Forest, Learned
 from bench.common import parser
 
 WORDS = [f"w{i}" for i in range(3000)]
@@ -73,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--reports", type=int, nargs="*", default=[10_000, 100_000])
     cli.add_argument("--routes", type=int, default=300)
     cli.add_argument("--rounds", type=int, default=1, help="of the interleaved routes")
+    cli.add_argument("--forest", type=Path, help="a stored reranker whose trees to route with")
     args = cli.parse_args(argv)
     threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
@@ -80,7 +93,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     out: dict[str, object] = {"tools": args.tools, "dim": args.dim}
     config = RouterConfig()
     bank = reports(index, vectors, 2000, rng)
-    learned = Learned(train_reranker(index, config, bank, bank.vectors))
+    ranker = train_reranker(index, config, bank, bank.vectors)
+    if args.forest is not None:
+        with np.load(args.forest) as stored:
+            ranker = dataclasses.replace(ranker, forest=Forest.of_arrays(dict(stored)))
+    learned = Learned(ranker)
     router, options = Router(RouterConfig()), RouteOptions(k=5)
     views = {False: NamespaceView(index), True: NamespaceView(index, learned=learned)}
     queries = [" ".join(rng.choice(WORDS, 8)) for _ in range(args.routes)]
