@@ -91,4 +91,8 @@ def matched_in(touched: np.ndarray, docs: np.ndarray) -> np.ndarray:
     docs = np.asarray(docs)
     if not touched.size or not docs.size:
         return np.zeros(docs.size, dtype=np.int64)
-    return (touched[None, :] == docs[:, None]).sum(axis=1)
+    if docs.size <= 2:
+        return (touched[None, :] == docs[:, None]).sum(axis=1)
+    # more docs (20 when a model reads the cold top 20): one sort beats comparing each
+    ordered = np.sort(touched)
+    return np.searchsorted(ordered, docs, "right") - np.searchsorted(ordered, docs, "left")

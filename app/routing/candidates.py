@@ -41,9 +41,9 @@ class ConfidenceBasis:
     model: ConfidenceModel
     calibration: Calibration | None = None
 
-    def confidence(self, evidence: Evidence) -> float:
-        found = self.model.confidence(evidence)
-        return found if self.calibration is None else self.calibration(found)
+    def confidences(self, evidence: Sequence[Evidence]) -> list[float]:
+        found = self.model.confidences(evidence)
+        return found if self.calibration is None else [self.calibration(c) for c in found]
 
 
 def fallback_positions(index: RouterIndex, scores: Scores, k: int) -> np.ndarray:
@@ -119,23 +119,29 @@ def candidates(
         seen_all = part_evidence(index, scores, basis, positions, pen, served)
     else:
         seen_all = evidence(scores, basis, positions, pen)
-    for j, (p, seen) in enumerate(zip(positions, seen_all, strict=True)):
+    confidences = basis.confidences(seen_all)
+    # each array's values at the positions as Python floats at once (not one read each)
+    keyword, embedding = scores.keyword[positions].tolist(), scores.embedding[positions].tolist()
+    pinned, pens = scores.pinned[positions].tolist(), np.asarray(pen, dtype=np.float64).tolist()
+    votes = [(name, vote[positions].tolist()) for name, vote in scores.votes]
+    tools = scores.tool_ids[positions].tolist()
+    for j, seen in enumerate(seen_all):
         stages = {
-            "keyword": float(scores.keyword[p]),
-            "embedding": float(scores.embedding[p]),
-            "prior": float(scores.pinned[p]),  # the stage's name in answers: the pin
-            "penalty": float(pen[j]),
+            "keyword": keyword[j],
+            "embedding": embedding[j],
+            "prior": pinned[j],  # the stage's name in answers: the pin
+            "penalty": pens[j],
         }
-        for name, vote in scores.votes:
-            stages[name] = float(vote[p])
+        for name, vote in votes:
+            stages[name] = vote[j]
         found = checks[j]
         out.append(
             Candidate(
-                index.names[scores.tool_ids[p]],
+                index.names[tools[j]],
                 sum(stages.values()),
                 stages,
                 found.missing,
-                basis.confidence(seen),
+                confidences[j],
                 seen,
                 found.invalid_context,
                 None if served is None else int(served[j]),
@@ -172,7 +178,7 @@ def covering_answer(
     part_scores = relative_rows(scores.parts)[:, positions] + scores.pinned[positions] + pen
     best = leaders(part_scores)
     seen = part_evidence(index, scores, basis, positions[best], pen[best], range(best.size))
-    confidence = [basis.confidence(e) for e in seen]
+    confidence = basis.confidences(seen)
     vectors = index.embeddings[scores.tool_ids[positions]] if lam < 1.0 else None
     return cover(part_scores, confidence, final, vectors, k, lam)
 

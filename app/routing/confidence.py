@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from app.routing.types import Candidate
 
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
 FLOOR, CEILING = 0.001, 0.999
 # Confidences are shown, and compared with min_confidence, at this many decimals.
 CONFIDENCE_DECIMALS = 3
+# From this many candidates of one model on, their logits are cheaper as arrays (measured:
+# 4 cost the same either way, 20 a third as arrays).
+AS_ARRAYS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +157,18 @@ class Logistic:
         init=False, repr=False, compare=False, default=()
     )
 
+    # The same as arrays, one column a shape and one a piece (``logits``).
+    _columns: tuple[np.ndarray, ...] = field(init=False, repr=False, compare=False, default=())
+
     def __post_init__(self) -> None:
         plan = tuple((FEATURES[s.feature], s.low, s.high, s._pieces) for s in self.shapes)
         object.__setattr__(self, "_plan", plan)
+        lows = np.array([s.low for s in self.shapes], dtype=np.float64)
+        highs = np.array([s.high for s in self.shapes], dtype=np.float64)
+        of = [(i, *piece) for i, s in enumerate(self.shapes) for piece in s._pieces]
+        shape, slope, start, end = np.array(of, dtype=np.float64).reshape(-1, 4).T
+        columns = (lows, highs, shape.astype(np.int64), slope, start, end)
+        object.__setattr__(self, "_columns", columns)
 
     def logit(self, evidence: Evidence) -> float:
         """``intercept + Σ shape(feature(evidence))``, inlined."""
@@ -166,6 +180,21 @@ class Logistic:
                     break
                 total += slope * ((x if x < end else end) - start)
         return total
+
+    def logits(self, evidence: Sequence[Evidence]) -> np.ndarray:
+        """``logit`` of each evidence, as arrays: the same operations in the same order, so
+        the same floats (a route reads 20 candidates when a model serves). Each piece's
+        term is 0 where ``logit`` breaks before it (adding 0 leaves a sum as it was); the
+        sum runs left to right (``cumsum``, not ``sum``, which adds pairwise)."""
+        lows, highs, shape, slope, start, end = self._columns
+        read = [f for f, _, _, _ in self._plan]
+        values = np.array([[f(e) for f in read] for e in evidence], dtype=np.float64)
+        values = values.reshape(len(evidence), len(read))
+        x = np.where(lows > values, lows, values)  # max(value, low), NaN kept as max keeps it
+        x = np.where(highs < x, highs, x)[:, shape]  # min(x, high)
+        terms = np.where(x <= start, 0.0, slope * (np.where(x < end, x, end) - start))
+        first = np.full((len(evidence), 1), self.intercept)
+        return np.cumsum(np.concatenate([first, terms], axis=1), axis=1)[:, -1]
 
 
 @dataclass(frozen=True)
@@ -183,7 +212,26 @@ class ConfidenceModel:
 
     def confidence(self, evidence: Evidence) -> float:
         """σ(logit) kept within [FLOOR, CEILING], rounded to ``CONFIDENCE_DECIMALS``."""
-        return round(min(max(sigmoid(self.logit(evidence)), FLOOR), CEILING), CONFIDENCE_DECIMALS)
+        return shown(self.logit(evidence))
+
+    def confidences(self, evidence: Sequence[Evidence]) -> list[float]:
+        """``confidence`` of each evidence: a model's logits as arrays when it reads
+        ``AS_ARRAYS`` or more of them (fewer cost less one by one)."""
+        out = [0.0] * len(evidence)
+        for model, lead in ((self.leader, True), (self.others, False)):
+            mine = [j for j, e in enumerate(evidence) if (e.lead >= 0) is lead]
+            if len(mine) >= AS_ARRAYS:
+                logits = model.logits([evidence[j] for j in mine]).tolist()
+            else:
+                logits = [model.logit(evidence[j]) for j in mine]
+            for j, logit in zip(mine, logits, strict=True):
+                out[j] = shown(logit)
+        return out
+
+
+def shown(logit: float) -> float:
+    """σ(logit) kept within [FLOOR, CEILING], rounded to ``CONFIDENCE_DECIMALS``."""
+    return round(min(max(sigmoid(logit), FLOOR), CEILING), CONFIDENCE_DECIMALS)
 
 
 def sigmoid(x: float) -> float:

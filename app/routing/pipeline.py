@@ -113,8 +113,8 @@ class Router:
         depth = max(options.k, learned.ranker.depth)
         wide = dataclasses.replace(options, k=depth, min_confidence=None)
         answer = self.cold(view, query, vectors, wide, texts=texts, cosines=cosines)
-        answer = learned.rerank(answer, vectors, query)
-        return confident(non_increasing(answer[: options.k]), options.min_confidence)
+        answer = learned.rerank(answer, vectors, query, options.k)
+        return confident(non_increasing(answer), options.min_confidence)
 
     def cold(
         self,

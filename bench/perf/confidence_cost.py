@@ -35,6 +35,9 @@ class NoModel(ConfidenceModel):
     def confidence(self, evidence: Evidence) -> float:
         return 0.5
 
+    def confidences(self, evidence: Sequence[Evidence]) -> list[float]:
+        return [0.5] * len(evidence)
+
 
 NO_MODEL = NoModel(Logistic(0.0, ()), Logistic(0.0, ()), "none")
 

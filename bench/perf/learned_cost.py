@@ -1,8 +1,10 @@
 """What the learned layer costs (docs/BENCHMARKS.md, "Learning from reports"):
 
 * a route at ``--tools`` tools with the namespace's reranker serving and without,
-  interleaved in one run (median of each, and their ratio), its bank holding reports of
-  every tool (the worst case: each candidate has report features to read);
+  interleaved in one run (median of each, and their ratio; with ``--rounds`` the same
+  routes again, each round's ratio and their median: the machine's load moves a round),
+  its bank holding reports of every tool (the worst case: each candidate has report
+  features to read);
 * training a reranker from ``--reports`` reports (each a list: 10,000 and 100,000) against
   those tools, on this machine's cores: seconds (wall and process CPU), then, in a second
   training under tracemalloc (which slows Python code 2-3x: ``seconds_traced``), peak memory.
@@ -10,22 +12,34 @@
 Pure pipeline on synthetic cards and vectors (the model's time is not the stage's):
 
     python -m bench.perf.learned_cost --tools 10000 --reports 10000 100000
+
+The synthetic reports are told apart by a split or two, so the model trained on them has
+trees of one split; ``--forest FILE`` routes with the trees of a reranker trained on real
+reports instead (its bytes: ``bench.quality.learn_tune --save DIR``), as deep as a
+served model's:
+
+    python -m bench.quality.learn_tune --data /work/shared/data/metatool --seeds 0 \
+        --designs default --save /tmp/models
+    python -m bench.perf.learned_cost --tools 10000 --reports --rounds 3 \
+        --forest /tmp/models/default-seed0.npz
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
 import tracemalloc
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from app.learning.training import train_reranker
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
-from app.routing.reranker import Bank, Learned
+from app.routing.reranker import Bank, Forest, Learned
 from bench.common import parser
 
 WORDS = [f"w{i}" for i in range(3000)]
@@ -70,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--dim", type=int, default=896, help="the default encoder's")
     cli.add_argument("--reports", type=int, nargs="*", default=[10_000, 100_000])
     cli.add_argument("--routes", type=int, default=300)
+    cli.add_argument("--rounds", type=int, default=1, help="of the interleaved routes")
+    cli.add_argument("--forest", type=Path, help="a stored reranker whose trees to route with")
     args = cli.parse_args(argv)
     threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
@@ -77,21 +93,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     out: dict[str, object] = {"tools": args.tools, "dim": args.dim}
     config = RouterConfig()
     bank = reports(index, vectors, 2000, rng)
-    learned = Learned(train_reranker(index, config, bank, bank.vectors))
+    ranker = train_reranker(index, config, bank, bank.vectors)
+    if args.forest is not None:
+        with np.load(args.forest) as stored:
+            ranker = dataclasses.replace(ranker, forest=Forest.of_arrays(dict(stored)))
+    learned = Learned(ranker)
     router, options = Router(RouterConfig()), RouteOptions(k=5)
     views = {False: NamespaceView(index), True: NamespaceView(index, learned=learned)}
     queries = [" ".join(rng.choice(WORDS, 8)) for _ in range(args.routes)]
     qvecs, _ = steps_of(vectors, args.routes, rng)
     plain_ms: list[float] = []
     learned_ms: list[float] = []
-    for text, vec in zip(queries, qvecs, strict=True):
-        for with_it, times in ((False, plain_ms), (True, learned_ms)):
-            began = time.perf_counter()
-            router.route(views[with_it], text, vec, options)
-            times.append((time.perf_counter() - began) * 1000)
+    ratios = []
+    for _ in range(args.rounds):
+        at = len(plain_ms)
+        for text, vec in zip(queries, qvecs, strict=True):
+            for with_it, times in ((False, plain_ms), (True, learned_ms)):
+                began = time.perf_counter()
+                router.route(views[with_it], text, vec, options)
+                times.append((time.perf_counter() - began) * 1000)
+        ratios.append(statistics.median(learned_ms[at:]) / statistics.median(plain_ms[at:]))
     plain, with_learned = statistics.median(plain_ms), statistics.median(learned_ms)
     out["route_ms_median"] = {"without": round(plain, 3), "with_model": round(with_learned, 3)}
     out["route_ratio"] = round(with_learned / plain, 3)
+    if args.rounds > 1:
+        out["round_ratios"] = [round(r, 3) for r in ratios]
+        out["median_round_ratio"] = round(statistics.median(ratios), 3)
     print(json.dumps(out), flush=True)
     training = []
     for count in args.reports:

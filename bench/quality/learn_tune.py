@@ -45,7 +45,7 @@ from app.loop.memory import RememberedStep
 from app.routing import NamespaceView, RouteOptions, Router
 from app.routing.calibration import expected_calibration_error
 from app.routing.index import RouterIndex
-from app.routing.reranker import Learned
+from app.routing.reranker import Learned, Reranker
 from app.routing.types import RouterConfig
 from app.settings import Settings
 from app.tools.examples import text_vectors
@@ -141,7 +141,9 @@ def scored(made: Replay, learned: Learned | None) -> dict[str, Any]:
     }
 
 
-def run(made: Replay, design: dict[str, Any]) -> dict[str, Any]:
+def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker | None]:
+    """A design's scores on the held-out steps, and the reranker it trained (the guard's:
+    None)."""
     began = time.perf_counter()
     if design.get("guard"):
         learned, verdict = challenge(
@@ -157,13 +159,13 @@ def run(made: Replay, design: dict[str, Any]) -> dict[str, Any]:
             "delta": summary["delta"],
             "reason": verdict.reason,
             "seconds": round(time.perf_counter() - began, 1),
-        }
+        }, None
     trees = Trees(**{k: v for k, v in design.items() if k in Trees.__dataclass_fields__})
     bank = bank_of(made.steps, made.step_vectors, made.trust_keys)
     depth = design.get("depth", 20)
     ranker = train_reranker(made.index, made.config, bank, made.step_vectors, trees, depth)
     seconds = round(time.perf_counter() - began, 1)
-    return {**scored(made, Learned(ranker)), "delta": ranker.delta, "seconds": seconds}
+    return {**scored(made, Learned(ranker)), "delta": ranker.delta, "seconds": seconds}, ranker
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -175,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--unreported", type=float, default=0.0, help="share of tools never reported")
     cli.add_argument("--designs", nargs="*", default=["default", "guard"], choices=list(DESIGNS))
     cli.add_argument("--cache", type=Path, default=Path("/tmp/toolreach_replays"))
+    cli.add_argument(
+        "--save", type=Path, help="write each design's reranker here (DESIGN-seedN.npz)"
+    )
     args = cli.parse_args(argv)
     rows = []
     for seed in args.seeds:
@@ -185,7 +190,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows.append({**base, **counts, "design": "cold", **cold})
         print(json.dumps(rows[-1]), flush=True)
         for name in args.designs:
-            found = run(made, DESIGNS[name])
+            found, ranker = run(made, DESIGNS[name])
+            if args.save is not None and ranker is not None:
+                args.save.mkdir(parents=True, exist_ok=True)
+                (args.save / f"{name}-seed{seed}.npz").write_bytes(ranker.to_bytes())
             gain = {
                 f"d_{g}": None
                 if found[g] is None or cold[g] is None

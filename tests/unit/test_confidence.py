@@ -236,3 +236,40 @@ def test_leaving_tools_out_is_building_without_them() -> None:
             NamespaceView(smaller), query, vec, RouteOptions(k=4)
         ) == Router(CONFIG).route(NamespaceView(rebuilt), query, vec, RouteOptions(k=4))
     assert INDEX.without({"no_such_tool"}).names == INDEX.names
+
+
+def test_confidences_as_arrays_are_the_scalar_logits_bit_for_bit() -> None:
+    """``Logistic.logits`` (a route's 20 candidates at once) is ``logit``'s arithmetic in
+    the same order: the same floats, edges, zeros and NaN included."""
+    rng = np.random.default_rng(5)
+
+    def value(low: float, high: float) -> float:
+        pick = rng.random()
+        if pick < 0.05:
+            return float("nan")
+        if pick < 0.15:
+            return float(rng.choice([low, high, 0.0, -0.0]))
+        return float(rng.uniform(low, high))
+
+    for _ in range(300):
+        evidence = [
+            Evidence(
+                value(-0.2, 1.0),
+                value(-0.2, 1.0),
+                value(0.0, 80.0),
+                value(0.0, 1.0),
+                value(-3.0, 25.0),
+                value(-12.0, 12.0),
+                value(0.0, 5.0),
+                int(rng.choice([1, 10, 10_000])),
+                int(rng.choice([1, 3])),
+                value(-0.5, 0.0),
+            )
+            for _ in range(int(rng.integers(1, 25)))
+        ]
+        for model in (CONFIDENCE_MODEL.leader, CONFIDENCE_MODEL.others):
+            scalar = np.array([model.logit(e) for e in evidence])
+            assert scalar.tobytes() == model.logits(evidence).tobytes()
+        assert CONFIDENCE_MODEL.confidences(evidence) == [
+            CONFIDENCE_MODEL.confidence(e) for e in evidence
+        ]

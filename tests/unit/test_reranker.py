@@ -60,6 +60,22 @@ def test_the_flattened_trees_read_as_scikit_learn_reads_them() -> None:
     test = rng.normal(size=(300, 6))
     assert forest.probability(test) == pytest.approx(model.predict_proba(test)[:, 1], abs=1e-9)
     assert flat([], 0.0).probability(test) == pytest.approx(np.full(300, 0.5))
+    # all splits at once (QuickScorer's masks): each tree's leaf as a walk down that tree
+    # alone finds it (NaN going right), the values summed in the trees' order, bit for bit
+    test[::7, 1] = np.nan
+    leaves = []
+    for row in test:
+        found = []
+        for t in range(forest.feature.shape[0]):
+            node = 0
+            while not forest.leaf[t, node]:
+                goes_left = row[forest.feature[t, node]] <= forest.threshold[t, node]
+                node = forest.left[t, node] if goes_left else forest.right[t, node]
+            found.append(forest.value[t, node])
+        leaves.append(found)
+    walked = forest.baseline + np.ascontiguousarray(np.array(leaves).T).sum(axis=0)
+    assert forest.log_odds(test).tobytes() == walked.tobytes()
+    assert (forest.baseline + forest._walked(test).sum(axis=0)).tobytes() == walked.tobytes()
 
 
 def test_trees_fitted_on_bins_read_the_features_values_as_on_the_bins() -> None:

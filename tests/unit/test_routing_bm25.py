@@ -83,3 +83,4 @@ def test_terms_matched_counts_distinct_query_terms_per_document() -> None:
     touched = bm25_row(index, ["book", "city", "city", "zebra"])[1]
     counts = matched_in(touched, np.arange(index.n_docs))
     assert counts.tolist() == [1, 2, 1, 0, 0, 0, 0, 0]
+    assert [int(matched_in(touched, np.array([d]))[0]) for d in range(8)] == counts.tolist()
