@@ -426,19 +426,25 @@ class Learned:
     ) -> list[Candidate]:
         """A cold ``answer`` (best first) as this model serves it: its first replaced by the
         model's best when that beats it by ``delta`` and may be moved; every confidence the
-        model's, calibrated (not yet made non-increasing)."""
+        model's, calibrated (not yet made non-increasing). Where its gate is 1 (a cold first
+        without reports the key may read: ``delta_cold``) it can move nothing, and the
+        answer is the cold one, confidences included: the model's probability of a tool
+        whose reports it cannot read is not what it learned to estimate (on MetaTool,
+        one-tool queries whose top it gave ~0.1 were right half the time)."""
         if not answer:
             return list(answer)
         ranker = self.ranker
         moves = self.moves()
         rows = features(answer, unit(vector), stems(text), ranker.bank, moves)
-        chance = ranker.forest.probability(rows)
-        best = int(np.argmax(chance))
         step = unit(vector)
         known = rows[0, FEATURES.index("report_count")] > 0 or passed_over(
             ranker.bank, ranker.passed.get(answer[0].name), step, moves
         )
         gate = ranker.delta if known else ranker.delta_cold
+        if gate >= 1.0:  # it can lift nothing over this first: the cold answer, as it is
+            return list(answer)
+        chance = ranker.forest.probability(rows)
+        best = int(np.argmax(chance))
         lifted = best != 0 and answer[best].name in moves and chance[best] - chance[0] > gate
         calibrate = self.calibration
         out = []
