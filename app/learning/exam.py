@@ -35,6 +35,7 @@ class Score:
     confidence: tuple[float, ...]  # each step's top confidence (0: empty answer)
     hit: tuple[bool, ...]
     unseen_at: tuple[bool, ...] = ()
+    spoke: tuple[bool, ...] = ()  # the model's probability, not the cold one, is the top's
 
     @property
     def steps(self) -> int:
@@ -61,7 +62,7 @@ class Score:
         return self.unseen_hits / self.unseen if self.unseen else None
 
     def seen_by(self, unseen_at: tuple[bool, ...]) -> Score:
-        return Score(self.confidence, self.hit, unseen_at)
+        return Score(self.confidence, self.hit, unseen_at, self.spoke)
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -89,7 +90,7 @@ class HeldOut:
         self.positions = list(positions)
         self.router = Router(config)
         self._views: dict[int, tuple[Learned | None, NamespaceView]] = {}
-        self._answers: dict[tuple[object, ...], tuple[bool, float]] = {}
+        self._answers: dict[tuple[object, ...], tuple[bool, float, bool]] = {}
 
     def key(self, i: int, own: bool) -> str:
         """The key step ``i`` is routed as: one of those that reported it (``own``), or one
@@ -103,9 +104,9 @@ class HeldOut:
             self._views[id(model)] = (model, view)
         return self._views[id(model)][1]
 
-    def answer(self, i: int, model: Learned | None, key: str) -> tuple[bool, float]:
-        """Whether ``model`` puts step ``i``'s reported tool first in ``key``'s routes, and
-        its top confidence."""
+    def answer(self, i: int, model: Learned | None, key: str) -> tuple[bool, float, bool]:
+        """Whether ``model`` puts step ``i``'s reported tool first in ``key``'s routes, its
+        top confidence, and whether that is the model's (``Learned.rerank``)."""
         moves = frozenset() if model is None else model.for_key(key).moves()
         ranker = None if model is None else id(model.ranker)
         calibration = None if model is None else id(model.calibration)
@@ -116,14 +117,20 @@ class HeldOut:
                 self.namespace(model), step.text, self.vectors[i], RouteOptions(k=3, key=key)
             )
             first = bool(answer) and answer[0].name == step.tool
-            self._answers[at] = (first, answer[0].confidence if answer else 0.0)
+            spoke = bool(answer) and "learned" in answer[0].stages
+            self._answers[at] = (first, answer[0].confidence if answer else 0.0, spoke)
         return self._answers[at]
 
     def score(self, model: Learned | None, own: bool) -> Score:
         """How ``model`` routes the held-out steps, each as its own reporting key (``own``)
         or as a key that reported none."""
         answers = [self.answer(i, model, self.key(i, own)) for i in self.positions]
-        return Score(tuple(top for _, top in answers), tuple(first for first, _ in answers))
+        return Score(
+            tuple(top for _, top, _ in answers),
+            tuple(first for first, _, _ in answers),
+            (),
+            tuple(spoke for _, _, spoke in answers),
+        )
 
     def unseen(self, challenger: Learned, own: bool) -> tuple[bool, ...]:
         """Which held-out steps' tool ``challenger`` does not move in that view."""

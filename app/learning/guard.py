@@ -5,12 +5,15 @@ chance, no worse than the serving model, costs the steps of tools it does not mo
 and changes a key's routes only as far as other keys agree (bounded influence,
 ``scope.py``).
 
-The remembered steps (app/loop/memory.py) are cut by time: the newest ``HELD_OUT_SHARE`` of
-them (at least ``MIN_HELD_OUT``) are held out; the challenger is trained on the rest
-(``training.py``: leave-one-out report features, its gate ``delta`` chosen out of fold on
-those older steps). Every model routes every held-out step through the whole pipeline
-(``exam.py``), twice: as a key that reported none, and as the key that reported it. The
-serving model is judged without the held-out steps in its bank, as the challenger is.
+The remembered steps (app/loop/memory.py) are cut by time into blocks: the newest
+``EXAM_BLOCKS`` blocks of ``HELD_OUT_SHARE`` of them (at least ``MIN_HELD_OUT`` each) are
+held out, each from a challenger trained on every step older than it (``training.py``:
+leave-one-out report features, its gate ``delta`` chosen out of fold on those older
+steps). The blocks are one exam: every held-out step is routed by its block's challenger
+through the whole pipeline (``exam.py``), twice: as a key that reported none, and as the
+key that reported it. Six blocks judge 60 % of the steps, not 20 %: on MetaTool one block
+was too few steps to tell a gain from chance on any of three seeds. The serving model is
+judged without each block's steps in its bank, as the challengers are.
 
 1. **Other keys' routes.** The challenger moves its confirmed tools in every key's routes
    only if, routed as a key that reported none, it wins the held-out steps against the cold
@@ -27,15 +30,23 @@ serving model is judged without the held-out steps in its bank, as the challenge
    no key's own steps lose beyond chance; and, in both views, it loses at most
    ``MAX_UNSEEN_LOSS`` of hit@1 on the held-out steps whose tool that view does not move.
 
+What is judged is a way of training: if it is promoted, what serves is the same training
+on every remembered step (``REFIT``: the newest reports were the exam; they are now
+trained on too), its scope from every step, confirmed for every key only if the exam
+found that other keys agree, with the calibration the exam fitted. A refused challenger
+never serves, nor anything trained like it.
+
 Reports that name the wrong tool teach a model what the newer reports do not confirm:
-random wrong reports win nothing on the held-out ones, so such a model is refused. One key's
-consistent wrong reports may win its own newest steps: such a model serves that key's own
-routes only.
+random wrong reports win nothing on the held-out ones, so such a training is refused. One
+key's consistent wrong reports may win its own newest steps: such a model serves that
+key's own routes only.
 
 The calibration (``app.routing.calibration``) of the model's probability is fitted on the
-challenger's held-out answers in its own view (its top candidate's probability, and whether
-the reported tool was first); its calibration error is measured two-fold (fitted on one
-half, read on the other) and it is kept only when that beats the probability as it is.
+challengers' held-out answers in their own view, where the top confidence is the model's
+(an answer it cannot move is the cold one: ``Learned.rerank``): its top candidate's
+probability, and whether the reported tool was first; its calibration error is measured
+two-fold (fitted on one half, read on the other) and it is kept only when that beats the
+probability as it is.
 """
 
 from __future__ import annotations
@@ -56,9 +67,11 @@ from app.loop.trust import key_capped
 from app.routing.calibration import Calibration, expected_calibration_error
 from app.routing.index import RouterIndex
 from app.routing.reranker import Learned, Reranker
-from app.routing.types import RouterConfig
+from app.routing.types import Candidate, RouterConfig
 
-HELD_OUT_SHARE = 0.2
+HELD_OUT_SHARE = 0.1  # of the remembered steps, a block
+EXAM_BLOCKS = 6  # the newest blocks judged, each by a challenger trained on the steps before it
+REFIT = True  # a promoted training serves trained on every step, not only on the older ones
 MIN_HELD_OUT = 10
 MIN_TRAINING = 10  # remembered steps a namespace needs before anything is trained
 MAX_UNSEEN_LOSS = 0.01
@@ -140,12 +153,59 @@ def hits(score: Score | None) -> dict[str, object] | None:
     }
 
 
-def time_split(steps: Sequence[RememberedStep]) -> tuple[list[int], list[int]]:
-    """(training, held out) positions of ``steps``: the newest share held out."""
+def time_blocks(
+    steps: Sequence[RememberedStep], blocks: int, share: float = HELD_OUT_SHARE
+) -> list[tuple[list[int], list[int]]]:
+    """(training, held out) positions of ``steps`` for each of the ``blocks`` newest blocks
+    of ``HELD_OUT_SHARE`` (at least ``MIN_HELD_OUT`` steps each), oldest block first: each
+    held out from a challenger trained on every step older than it. Fewer blocks when the
+    steps older than one would be fewer than ``MIN_TRAINING``."""
     order = sorted(range(len(steps)), key=lambda i: (steps[i].last_seen, steps[i].text))
-    held = max(MIN_HELD_OUT, round(len(order) * HELD_OUT_SHARE))
-    held = min(held, len(order))
-    return sorted(order[: len(order) - held]), sorted(order[len(order) - held :])
+    size = min(max(MIN_HELD_OUT, round(len(order) * share)), len(order))
+    out: list[tuple[list[int], list[int]]] = []
+    end = len(order)
+    for _ in range(max(blocks, 1)):
+        start = end - size
+        if out and start < MIN_TRAINING:
+            break
+        out.append((sorted(order[: max(start, 0)]), sorted(order[max(start, 0) : end])))
+        end = start
+    return out[::-1]
+
+
+class Exam:
+    """Several blocks of held-out steps, each judged on its own models (one a block), read
+    as one exam: its scores and votes are the blocks' together."""
+
+    def __init__(self, blocks: list[HeldOut]) -> None:
+        self.blocks = blocks
+
+    def score(self, models: Sequence[Learned | None], own: bool) -> Score:
+        parts = [b.score(m, own) for b, m in zip(self.blocks, models, strict=True)]
+        return Score(
+            tuple(c for p in parts for c in p.confidence),
+            tuple(h for p in parts for h in p.hit),
+            (),
+            tuple(s for p in parts for s in p.spoke),
+        )
+
+    def unseen(self, models: Sequence[Learned], own: bool) -> tuple[bool, ...]:
+        return tuple(u for b, m in zip(self.blocks, models, strict=True) for u in b.unseen(m, own))
+
+    def votes(self, after: Score, before: Score) -> dict[str, tuple[float, float]]:
+        """Key → (wins, losses) of ``after`` over ``before`` over every block."""
+        votes: dict[str, tuple[float, float]] = {}
+        start = 0
+        for block in self.blocks:
+            n = len(block.positions)
+            cut = slice(start, start + n)
+            a = Score(after.confidence[cut], after.hit[cut])
+            b = Score(before.confidence[cut], before.hit[cut])
+            for key, (w, lost) in block.votes(a, b).items():
+                had = votes.get(key, (0.0, 0.0))
+                votes[key] = (had[0] + w, had[1] + lost)
+            start += n
+        return votes
 
 
 Fit = Callable[[Sequence[float], Sequence[bool]], Calibration | None]
@@ -179,10 +239,17 @@ def challenge(
     trees: Trees = DEFAULT_TREES,
     version: int = 0,
     clock: Callable[[], float] = time.perf_counter,
+    blocks: int | None = None,
+    refit: bool | None = None,
+    share: float = HELD_OUT_SHARE,
 ) -> tuple[Learned | None, Verdict]:
-    """Train a challenger on the older steps and judge it on the newest (module doc): the
-    challenger (``None`` when there were too few steps to train one) and the verdict; it may
-    serve only if ``verdict.promoted``. ``needed``: ``trust_keys``."""
+    """Train challengers on older steps and judge them on the newer (module doc): what may
+    serve (``None`` when there were too few steps to train one) and the verdict; it may
+    serve only if ``verdict.promoted``. ``needed``: ``trust_keys``; ``blocks``: how many
+    newest blocks are judged (``EXAM_BLOCKS``); ``refit``: a promoted procedure serves
+    trained on every step (``REFIT``)."""
+    blocks = EXAM_BLOCKS if blocks is None else blocks
+    refit = REFIT if refit is None else refit
     began = clock()
     usable = [i for i, s in enumerate(steps) if s.tool in index.positions]
     if len(usable) < MIN_TRAINING + MIN_HELD_OUT:
@@ -190,82 +257,120 @@ def challenge(
         return None, Verdict(False, reason, 0, 0, None, None, None, None, clock() - began)
     kept = [steps[i] for i in usable]
     kept_vectors = np.asarray(vectors, dtype=np.float32)[usable]
-    train_at, held_at = time_split(kept)
-    picked = [i for i in train_at if kept[i].shared(needed) > 0]
-    picked.sort(key=lambda i: (kept[i].last_seen, kept[i].text))  # folds in time order
-    trained = [kept[i] for i in picked]
-    bank = bank_of(trained, kept_vectors[picked], needed)
-    ranker = train_reranker(index, config, bank, kept_vectors[picked], trees)
-    scope = scope_of(trained, needed)
-    whole = Learned(ranker, version=version, confirmed=scope.confirmed, own=scope.own)
-    held = HeldOut(index, kept, kept_vectors, held_at, config)
-    if champion is not None:  # judged as the challenger is: without the held-out steps
-        fair = ranker_without(champion.ranker, frozenset(kept[i].text for i in held_at))
-        champion = dataclasses.replace(champion, ranker=fair, calibration=None)
-    candidate, others = for_other_keys(held, whole, needed)
-    unseen = held.unseen(candidate, own=True)
-    cold = held.score(None, own=True).seen_by(unseen)
-    before = cold if champion is None else held.score(champion, own=True).seen_by(unseen)
-    after = held.score(candidate, own=True).seen_by(unseen)
-    candidate, ece_before, ece_after = calibrated(candidate, after)
-    promoted, reason = decide(held, cold, before, after, others, needed)
+    exam = Exam([])
+    wholes: list[Learned] = []
+    champions: list[Learned | None] = []
+    trained_on = 0
+    routed: dict[str, list[Candidate]] = {}  # step text → its cold answer, for every training
+    for train_at, held_at in time_blocks(kept, blocks, share):
+        whole = trained_model(index, kept, kept_vectors, train_at, needed, config, trees, routed)
+        trained_on = max(trained_on, whole.ranker.bank.weights.size)
+        exam.blocks.append(HeldOut(index, kept, kept_vectors, held_at, config))
+        wholes.append(whole)
+        fair = champion
+        if champion is not None:  # judged as the challenger is: without the held-out steps
+            without = ranker_without(champion.ranker, frozenset(kept[i].text for i in held_at))
+            fair = dataclasses.replace(champion, ranker=without, calibration=None)
+        champions.append(fair)
+    candidates, others = for_other_keys(exam, wholes, needed)
+    unseen = exam.unseen(candidates, own=True)
+    cold = exam.score([None] * len(candidates), own=True).seen_by(unseen)
+    before = cold if champion is None else exam.score(champions, own=True).seen_by(unseen)
+    after = exam.score(candidates, own=True).seen_by(unseen)
+    calibration, ece_before, ece_after = calibrated(after)
+    promoted, reason = decide(exam, cold, before, after, others, needed)
+    served = candidates[-1]
+    if promoted and refit:  # the procedure judged, trained on every step
+        everything = sorted(range(len(kept)), key=lambda i: (kept[i].last_seen, kept[i].text))
+        served = trained_model(index, kept, kept_vectors, everything, needed, config, trees, routed)
+        if not others.shared:
+            served = dataclasses.replace(served, confirmed=frozenset())
+    served = dataclasses.replace(served, calibration=calibration, version=version)
+    taught = set(served.ranker.bank.texts)
     verdict = Verdict(
         promoted,
         reason,
-        len(picked),
-        len(held_at),
+        served.ranker.bank.weights.size if promoted and refit else trained_on,
+        after.steps,
         before,
         after,
         ece_before,
         ece_after,
         clock() - began,
         others,
-        len({key for s in trained for key in s.keys}),
-        len(scope.confirmed),
-        sum(len(t) for t in scope.own.values()),
+        len({key for s in kept if s.text in taught for key in s.keys}),
+        len(served.confirmed or ()),
+        sum(len(t) for t in served.own.values()),
         cold,
         gain_interval(cold, after),
-        ranker.delta,
+        served.ranker.delta,
     )
-    return candidate, verdict
+    return served, verdict
+
+
+def trained_model(
+    index: RouterIndex,
+    kept: Sequence[RememberedStep],
+    vectors: np.ndarray,
+    at: Sequence[int],
+    needed: int,
+    config: RouterConfig,
+    trees: Trees,
+    routed: dict[str, list[Candidate]],
+) -> Learned:
+    """A reranker trained on the steps ``at`` that some key may read (in time order, for
+    the folds its gate is chosen on), with the scope those steps give it."""
+    picked = [i for i in at if kept[i].shared(needed) > 0]
+    picked.sort(key=lambda i: (kept[i].last_seen, kept[i].text))
+    trained = [kept[i] for i in picked]
+    bank = bank_of(trained, vectors[picked], needed)
+    ranker = train_reranker(index, config, bank, vectors[picked], trees, routed=routed)
+    scope = scope_of(trained, needed)
+    return Learned(ranker, confirmed=scope.confirmed, own=scope.own)
 
 
 def ranker_without(ranker: Reranker, texts: frozenset[str]) -> Reranker:
     return dataclasses.replace(ranker, bank=ranker.bank.without(texts), _digest=[])
 
 
-def for_other_keys(held: HeldOut, candidate: Learned, needed: int) -> tuple[Learned, Others]:
-    """The challenger as it may serve other keys, and how it routes for them against the
-    cold ranking: it moves its confirmed tools in every key's routes only if it wins the
-    held-out steps routed as a key that reported none, each key counted at most as often
-    as the ``needed``-th busiest (``key_capped``: fewer keys than ``needed`` cannot pass
-    it); else in nobody's but the keys' that alone reported a tool (``scope.py``)."""
-    before = held.score(None, own=False)
-    after = held.score(candidate, own=False)
-    wins, losses = key_capped(held.votes(after, before), needed)
+def for_other_keys(
+    exam: Exam, candidates: Sequence[Learned], needed: int
+) -> tuple[list[Learned], Others]:
+    """The challengers as they may serve other keys, and how they route for them against
+    the cold ranking: they move their confirmed tools in every key's routes only if they
+    win the held-out steps routed as a key that reported none, each key counted at most as
+    often as the ``needed``-th busiest (``key_capped``: fewer keys than ``needed`` cannot
+    pass it); else in nobody's but the keys' that alone reported a tool (``scope.py``)."""
+    models = list(candidates)
+    before = exam.score([None] * len(models), own=False)
+    after = exam.score(models, own=False)
+    wins, losses = key_capped(exam.votes(after, before), needed)
     shared = wins > losses and sign_test(round(wins), round(losses)) < SIGNIFICANCE
     if not shared:
-        candidate = dataclasses.replace(candidate, confirmed=frozenset())
-        after = held.score(candidate, own=False)
-        wins, losses = key_capped(held.votes(after, before), needed)
-    unseen = held.unseen(candidate, own=False)
-    return candidate, Others(before.seen_by(unseen), after.seen_by(unseen), wins, losses, shared)
+        models = [dataclasses.replace(m, confirmed=frozenset()) for m in models]
+        after = exam.score(models, own=False)
+        wins, losses = key_capped(exam.votes(after, before), needed)
+    unseen = exam.unseen(models, own=False)
+    return models, Others(before.seen_by(unseen), after.seen_by(unseen), wins, losses, shared)
 
 
-def calibrated(candidate: Learned, after: Score) -> tuple[Learned, float, float | None]:
-    """The challenger with the better calibration of its held-out top confidence, if one
-    beats the confidence as it is (two-fold); the error before and after."""
-    ece_before = round(expected_calibration_error(after.confidence, after.hit), 4)
+def calibrated(after: Score) -> tuple[Calibration | None, float, float | None]:
+    """The better calibration of the challengers' held-out top confidence, where it is the
+    model's (an answer it cannot move keeps the cold confidence: ``Learned.rerank``), if one
+    beats the confidence as it is (two-fold; else None); the error before and after."""
+    spoke = [i for i, s in enumerate(after.spoke) if s]
+    confidence = [after.confidence[i] for i in spoke]
+    hit = [after.hit[i] for i in spoke]
+    ece_before = round(expected_calibration_error(confidence, hit), 4) if spoke else 0.0
     measured = {
         name: e
         for name, fit in FITS.items()
-        if (e := two_fold_ece(after.confidence, after.hit, fit)) is not None
+        if (e := two_fold_ece(confidence, hit, fit)) is not None
     }
     if not measured or min(measured.values()) >= ece_before:
-        return candidate, ece_before, None
+        return None, ece_before, None
     best = min(measured, key=lambda name: measured[name])
-    fitted = FITS[best](after.confidence, after.hit)
-    return dataclasses.replace(candidate, calibration=fitted), ece_before, measured[best]
+    return FITS[best](confidence, hit), ece_before, measured[best]
 
 
 def unseen_loss(before: Score, after: Score) -> float:
@@ -290,7 +395,7 @@ def gain_interval(before: Score, after: Score) -> tuple[float, float]:
 
 
 def decide(
-    held: HeldOut, cold: Score, before: Score, after: Score, others: Others, needed: int
+    held: Exam, cold: Score, before: Score, after: Score, others: Others, needed: int
 ) -> tuple[bool, str]:
     """Promoted or not, and why (module doc)."""
     low, gain = gain_interval(cold, after)

@@ -168,6 +168,7 @@ class LearningCache:
         try:
             with self._training:
                 row = self._train(namespace)
+                self.load()  # before another round reads what is due
         except IntegrityError as exc:  # another replica stored this version meanwhile
             raise Conflict(
                 f"another replica stored a model of {namespace!r} meanwhile; try again",
@@ -230,6 +231,7 @@ class LearningCache:
                 with self._training:
                     if namespace in self.due():  # not trained meanwhile by another round
                         self._train(namespace)
+                        self.load()  # before another round reads what is due
             except (Conflict, IntegrityError) as exc:  # another replica stored one meanwhile
                 log.info("learning %s: %s", namespace, exc)
             except Exception:

@@ -172,9 +172,11 @@ def training_rows(
     depth: int = DEPTH,
     limit: int = MAX_TRAINING_STEPS,
     hidden: float = HIDDEN_SHARE,
+    routed: dict[str, list[Candidate]] | None = None,
 ) -> Rows:
     """The rows of the bank's steps (at most ``limit`` of them) whose tool is among their
-    cold candidates (module doc)."""
+    cold candidates (module doc). ``routed``: step text → its cold answer, read and added
+    to (the guard trains several models on the same steps; a cold route does not change)."""
     router = Router(config)
     view = NamespaceView(index)
     xs, ys, weights, owners, starts, hid = [], [], [], [], [0], []
@@ -184,7 +186,11 @@ def training_rows(
         chosen = np.sort(np.random.default_rng(0).choice(chosen, limit, replace=False))
     hide = np.random.default_rng(1).random(len(bank)) < hidden
     everything = frozenset(bank.tools)
-    answers = cold_answers(router, view, bank.texts, vectors, chosen.tolist(), depth)
+    routed = {} if routed is None else routed
+    new = [i for i in chosen.tolist() if bank.texts[i] not in routed]
+    for i, answer in cold_answers(router, view, bank.texts, vectors, new, depth).items():
+        routed[bank.texts[i]] = answer
+    answers = {i: routed[bank.texts[i]] for i in chosen.tolist()}
     passing: dict[str, list[int]] = {}  # the cold first → the steps that passed it over
     for i, answer in answers.items():
         if answer and answer[0].name != bank.tools[i]:
@@ -438,9 +444,11 @@ def train_reranker(
     vectors: np.ndarray,
     trees: Trees = DEFAULT_TREES,
     depth: int = DEPTH,
+    routed: dict[str, list[Candidate]] | None = None,
 ) -> Reranker:
-    """A reranker trained on the steps of ``bank`` (``vectors``: one row each)."""
-    rows = training_rows(index, config, bank, vectors, depth)
+    """A reranker trained on the steps of ``bank`` (``vectors``: one row each; ``routed``:
+    ``training_rows``')."""
+    rows = training_rows(index, config, bank, vectors, depth, routed=routed)
     gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
     forest = fit_forest(rows.x, rows.y, rows.weight, trees)
     return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)

@@ -508,19 +508,25 @@ class Learned:
     ) -> list[Candidate]:
         """The first ``k`` (None: all) of a cold ``answer`` (best first) as this model serves
         it: its first replaced by the model's best when that beats it by ``delta`` and may be
-        moved; every confidence the model's, calibrated (not yet made non-increasing)."""
+        moved; every confidence the model's, calibrated (not yet made non-increasing). Where
+        its gate is 1 (a cold first without reports the key may read: ``delta_cold``) it can
+        move nothing, and the answer is the cold one, confidences included: the model's
+        probability of a tool whose reports it cannot read is not what it learned to estimate
+        (on MetaTool, one-tool queries whose top it gave ~0.1 were right half the time)."""
         if not answer:
             return list(answer)
         ranker = self.ranker
         moves = self.moves()
         step = unit(vector)
         rows = features(answer, step, stems(text), ranker.bank, moves)
-        probability = ranker.forest.probability(rows)
-        best, chance = int(np.argmax(probability)), probability.tolist()
         known = rows[0, FEATURES.index("report_count")] > 0 or passed_over(
             ranker.bank, ranker.passed.get(answer[0].name), step, moves
         )
         gate = ranker.delta if known else ranker.delta_cold
+        if gate >= 1.0:  # it can lift nothing over this first: the cold answer, as it is
+            return list(answer[:k])
+        probability = ranker.forest.probability(rows)
+        best, chance = int(np.argmax(probability)), probability.tolist()
         lifted = best != 0 and answer[best].name in moves and chance[best] - chance[0] > gate
         order = list(range(len(answer)))
         if lifted:

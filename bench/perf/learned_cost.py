@@ -7,7 +7,11 @@
   features to read);
 * training a reranker from ``--reports`` reports (each a list: 10,000 and 100,000) against
   those tools, on this machine's cores: seconds (wall and process CPU), then, in a second
-  training under tracemalloc (which slows Python code 2-3x: ``seconds_traced``), peak memory.
+  training under tracemalloc (which slows Python code 2-3x: ``seconds_traced``), peak memory;
+* ``--guard``: instead, a whole guard round (app/learning/guard.py: its challengers, their
+  exam, and the refit when promoted) on ``--reports`` remembered steps from 20 keys in
+  turn; ``--promote`` times it as if promoted (the synthetic steps' cold ranking is right,
+  so the guard refuses them, and no refit is trained).
 
 Pure pipeline on synthetic cards and vectors (the model's time is not the stage's):
 
@@ -22,6 +26,10 @@ served model's:
         --designs default --save /tmp/models
     python -m bench.perf.learned_cost --tools 10000 --reports --rounds 3 \
         --forest /tmp/models/default-seed0.npz
+
+A whole guard round, as if promoted:
+
+    python -m bench.perf.learned_cost --tools 10000 --reports 10000 --guard --promote
 """
 
 from __future__ import annotations
@@ -32,12 +40,15 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from app.learning import guard
 from app.learning.training import train_reranker
+from app.loop.memory import RememberedStep
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.reranker import Bank, Forest, Learned
 from bench.common import parser
@@ -78,6 +89,42 @@ def reports(index: RouterIndex, vectors: np.ndarray, count: int, rng: np.random.
     return Bank.build(steps, names, [1.0] * count, texts)
 
 
+def guard_round(
+    index: RouterIndex, vectors: np.ndarray, count: int, promote: bool, rng: np.random.Generator
+) -> dict[str, object]:
+    """One guard round on ``count`` remembered steps (one a second, 20 keys in turn)."""
+    steps, tools = steps_of(vectors, count, rng)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    remembered = [
+        RememberedStep(
+            index.names[t],
+            " ".join(rng.choice(WORDS, 8)) + f" s{i}",
+            1.0,
+            1,
+            f"r{i}",
+            start + timedelta(seconds=i),
+            frozenset({f"agent-{i % 20}"}),
+        )
+        for i, t in enumerate(tools.tolist())
+    ]
+    decide = guard.decide
+    if promote:
+        guard.decide = lambda *_: (True, "promoted by the bench")
+    try:
+        began, cpu = time.perf_counter(), time.process_time()
+        _, verdict = guard.challenge(index, remembered, steps, 3, RouterConfig(), None)
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    finally:
+        guard.decide = decide
+    return {
+        "reports": count,
+        "guard_seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
+        "held_out": verdict.held_out,
+        "promoted": verdict.promoted,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     cli = parser(__doc__)
     cli.add_argument("--tools", type=int, default=10_000)
@@ -86,10 +133,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--routes", type=int, default=300)
     cli.add_argument("--rounds", type=int, default=1, help="of the interleaved routes")
     cli.add_argument("--forest", type=Path, help="a stored reranker whose trees to route with")
+    cli.add_argument("--guard", action="store_true", help="time a guard round instead")
+    cli.add_argument("--promote", action="store_true", help="… as if promoted (with the refit)")
     args = cli.parse_args(argv)
     threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
     index, vectors = catalog(args.tools, args.dim, rng)
+    if args.guard:
+        for count in args.reports:
+            print(json.dumps(guard_round(index, vectors, count, args.promote, rng)), flush=True)
+        return
     out: dict[str, object] = {"tools": args.tools, "dim": args.dim}
     config = RouterConfig()
     bank = reports(index, vectors, 2000, rng)

@@ -8,7 +8,8 @@ by 20 keys; ``--poison`` of them naming a wrong tool, flooded from one key;
 products (the remembered steps, their vectors, the index) are kept in ``--cache``, so each
 design is only trained and scored. For each design: a reranker trained on every remembered
 step, scored on the held-out queries (hit@1 on those whose tool has reports and those
-whose tool has none, the top candidate's calibration error), beside the cold ranking;
+whose tool has none, the top candidate's calibration error, also on the queries of one
+tool alone: ``ece_one``), beside the cold ranking;
 ``guard``: what the guard (app/learning/guard.py) trains and promotes, as a serving
 process would (the calibrated challenger if promoted, else the cold ranking).
 
@@ -56,7 +57,18 @@ DESIGNS: dict[str, dict[str, Any]] = {
     "depth10": {"depth": 10},
     "trees200": {"iterations": 200, "learning_rate": 0.05},
     "leaves31": {"leaves": 31},
-    "guard": {"guard": True},
+    "guard": {"guard": True},  # as the service runs it (guard.py's EXAM_BLOCKS, REFIT)
+    # the guard's designs tried (docs/ROUTING.md): blocks judged, each block's share, refit
+    "guard_1x20": {"guard": True, "blocks": 1, "share": 0.2, "refit": False},
+    "guard_1x20_refit": {"guard": True, "blocks": 1, "share": 0.2, "refit": True},
+    "guard_2x20": {"guard": True, "blocks": 2, "share": 0.2, "refit": False},
+    "guard_2x20_refit": {"guard": True, "blocks": 2, "share": 0.2, "refit": True},
+    "guard_3x20_refit": {"guard": True, "blocks": 3, "share": 0.2, "refit": True},
+    "guard_4x10_refit": {"guard": True, "blocks": 4, "share": 0.1, "refit": True},
+    "guard_5x10": {"guard": True, "blocks": 5, "share": 0.1, "refit": False},
+    "guard_5x10_refit": {"guard": True, "blocks": 5, "share": 0.1, "refit": True},
+    "guard_6x10": {"guard": True, "blocks": 6, "share": 0.1, "refit": False},
+    "guard_8x5_refit": {"guard": True, "blocks": 8, "share": 0.05, "refit": True},
 }
 
 
@@ -133,11 +145,15 @@ def scored(made: Replay, learned: Learned | None) -> dict[str, Any]:
         return round(sum(chosen) / len(chosen), 4) if chosen else None
 
     unseen = [not s for s in made.seen]
+    one = [i for i, q in enumerate(made.held) if len(q.relevant) == 1]
     return {
         "all": part([True] * len(hits)),
         "seen": part(made.seen),
         "unseen": part(unseen),
         "ece": round(expected_calibration_error(confidence, hits), 4),
+        "ece_one": round(
+            expected_calibration_error([confidence[i] for i in one], [hits[i] for i in one]), 4
+        ),
     }
 
 
@@ -147,7 +163,15 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
     began = time.perf_counter()
     if design.get("guard"):
         learned, verdict = challenge(
-            made.index, made.steps, made.step_vectors, made.trust_keys, made.config, None
+            made.index,
+            made.steps,
+            made.step_vectors,
+            made.trust_keys,
+            made.config,
+            None,
+            blocks=design.get("blocks"),
+            refit=design.get("refit"),
+            **({"share": design["share"]} if "share" in design else {}),
         )
         served = learned if verdict.promoted else None
         out = scored(made, served)
@@ -156,6 +180,10 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
             **out,
             "promoted": verdict.promoted,
             "gain_lower": summary["gain_lower"],
+            "held_gain": summary["gain"],
+            "others": summary["other_keys"],
+            "shared": summary["shared"],
+            "ece_exam": [verdict.ece_before, verdict.ece_after],
             "delta": summary["delta"],
             "reason": verdict.reason,
             "seconds": round(time.perf_counter() - began, 1),

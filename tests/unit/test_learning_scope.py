@@ -1,7 +1,9 @@
 """Bounded influence over learning, without a server: the exam's per-key cap (hand-computed),
 the scope of a model (app/learning/scope.py), whose routes a served model moves
 (``Learned.moves``), and the guard's verdict on one key's reports and on several keys'
-(app/learning/guard.py, fake encoder)."""
+(app/learning/guard.py, fake encoder): the blocks it judges, each by a challenger trained
+only on older steps, and what serves when it promotes (the procedure, trained on every
+step)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import make_encoder
-from app.learning.guard import challenge
+from app.learning.guard import MIN_TRAINING, challenge, time_blocks
 from app.learning.scope import scope_of
 from app.loop.memory import RememberedStep
 from app.loop.trust import key_capped
@@ -114,3 +116,25 @@ def test_trusting_every_report_serves_every_key_as_before() -> None:
     learned, verdict = judged(["a"], 1)
     assert verdict["promoted"] is True and verdict["shared"] is True, verdict
     assert learned is not None and learned.for_key("z").moves() == set(PHRASES)
+
+
+def test_each_block_is_judged_by_a_challenger_trained_only_on_older_steps() -> None:
+    steps = steps_of(["a", "b", "c"])  # 80 steps, one a minute
+    blocks = time_blocks(steps, 6, 0.1)
+    newest = sorted(range(len(steps)), key=lambda i: steps[i].last_seen)
+    assert [len(held) for _, held in blocks] == [10] * 6  # at least MIN_HELD_OUT each
+    assert sorted(i for _, held in blocks for i in held) == sorted(newest[-60:])
+    for older, held in blocks:
+        assert max(steps[i].last_seen for i in older) < min(steps[i].last_seen for i in held)
+        assert sorted(older + held) == sorted(newest[: len(older) + len(held)])
+    few = time_blocks(steps[:40], 6, 0.1)  # fewer blocks when too few steps are older
+    assert len(few) == 3 and min(len(older) for older, _ in few) >= MIN_TRAINING
+
+
+def test_a_promoted_procedure_serves_trained_on_every_step() -> None:
+    """The judged challengers were trained on older steps; what serves is the same training
+    on every remembered step (the newest included): its bank holds them all."""
+    learned, verdict = judged(["a", "b", "c"], 3)
+    assert verdict["promoted"] is True and verdict["held_out"] == 60, verdict
+    assert learned is not None and len(learned.ranker.bank) == 80 == verdict["trained_on"]
+    assert learned.calibration is not None or verdict["ece_after"] is None

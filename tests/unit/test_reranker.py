@@ -190,7 +190,7 @@ def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -
         served = view.__class__(view.index, learned=learned)
         answer = Router(RouterConfig()).route(served, TEXT, STEP, RouteOptions(k=3))
         assert answer[0].name == expected
-        assert "learned" in answer[0].stages
+        assert ("learned" in answer[0].stages) is (moves is None)  # else: the cold answer
         assert all(b.confidence <= a.confidence for a, b in itertools.pairwise(answer))
         own = Router(RouterConfig()).route(served, TEXT, STEP, RouteOptions(k=3, key="a"))
         assert own[0].name == (first if delta > 0.9 or moves == frozenset() else second)
@@ -200,6 +200,10 @@ def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -
         NamespaceView(index(), learned=unreported), TEXT, STEP, RouteOptions(k=3)
     )
     assert answer[0].name == first
+    # … and its answer is the cold one, confidences included: the model cannot move it, and
+    # its probability of a tool whose reports it cannot read is not what it learned
+    plain = Router(RouterConfig()).route(view, TEXT, STEP, RouteOptions(k=3))
+    assert answer == plain
 
 
 def test_a_route_reads_no_prior_and_no_memory_but_through_a_model() -> None:
