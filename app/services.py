@@ -27,7 +27,6 @@ from app.limits.limiter import RateLimiter
 from app.loop.events import EventWriter
 from app.loop.feedback import OtherReplicas, Waits
 from app.loop.memory import MemoryCache
-from app.loop.prior import PriorCache
 from app.loop.repository import ROUTE_WANTED_CHANNEL
 from app.loop.validation import Guesser, ValidatedCalls
 from app.metrics import Metrics
@@ -79,7 +78,6 @@ class Services:
     index: IndexManager
     events: EventWriter
     metrics: Metrics
-    prior: PriorCache
     # Steps that used a tool successfully, as evidence for it (app/loop/memory.py).
     memory: MemoryCache
     # Each card's example requests as vectors, voting for their tool (app/tools/examples.py).
@@ -126,7 +124,6 @@ class Services:
         self.limiter.start()
         self.events.start()
         self.executor.start()
-        self.prior.start(self.settings.prior_refresh_seconds)
         self.memory.start(self.settings.prior_refresh_seconds)
         self.examples.start()
         self.learning.start(
@@ -153,7 +150,6 @@ class Services:
         self.lookalikes.stop()
         self.keys.stop()
         self.limiter.stop()
-        self.prior.stop()
         self.memory.stop()
         self.examples.stop()
         self.learning.stop()
@@ -259,7 +255,6 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
     metrics = make_metrics(index, events)
     metrics.watch_encoder(batching)
     metrics.database_reachable.set_function(lambda: float(health.state.reachable))
-    prior = PriorCache(factory, settings.prior_half_life_days, settings.trust_keys)
     memory = MemoryCache(
         factory,
         batching,
@@ -274,7 +269,6 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         batching,
         index,
         memory,
-        prior,
         enabled=settings.learning,
         min_new_steps=settings.learning_min_new_steps,
         needed=settings.trust_keys,
@@ -325,7 +319,6 @@ def build_services(settings: Settings, encoder: Encoder | None = None) -> Servic
         index=index,
         events=events,
         metrics=metrics,
-        prior=prior,
         memory=memory,
         examples=examples,
         learning=learning,

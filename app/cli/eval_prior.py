@@ -217,14 +217,11 @@ def replay_prior(
         vectors = encode_queries(services.encoder, held)
         memories = services.memory
         assert memories is not None
-        services.prior.refresh()  # no feedback yet
-        memories.refresh()
+        memories.refresh()  # no feedback yet
         cold_start = score_queries(services, held, vectors)
         poisoned = poison(fed, sorted(loaded), poison_share, seed)
         replay_feedback(services, fed, poisoned)
-        services.prior.refresh()
         memories.refresh()
-        prior = services.prior.get(NAMESPACE) or {}
         memory = memories.get(NAMESPACE)
         after = score_queries(services, held, vectors)
         learning: dict[str, Any] = {}
@@ -240,7 +237,7 @@ def replay_prior(
         "fraction": fraction,
         "seed": seed,
         "model": services.encoder.name,
-        "tools_with_prior": len(prior),
+        "tools_reported": len(reported),
         "unreported_tools": len(silent),
         "poisoned_reports": len(poisoned) * FLOOD,
         "remembered_steps": 0 if memory is None else len(memory),
@@ -293,7 +290,7 @@ def format_replay(report: dict[str, Any]) -> str:
     lines = [
         f"{report['dataset']}: {report['tools']} tools, model {report['model']}; "
         f"{report['feedback_queries']} queries replayed as feedback "
-        f"({report['tools_with_prior']} tools got a prior), "
+        f"({report['tools_reported']} tools reported), "
         f"{report['held_out_queries']} held out",
         f"{'variant':<14}{'group':<8}{'queries':>8}"
         + "".join(f"{m:>10}" for m in (*METRICS, "ece")),

@@ -2,7 +2,7 @@
 stored, and loaded by every replica (issues 29 and 41; the model is
 ``app/routing/reranker.py``, its training ``training.py``, the guard ``guard.py``).
 
-:class:`LearningCache` is a room of its own, like the usage prior's (app/loop/prior.py): one
+:class:`LearningCache` is a room of its own, like query memory's (app/loop/memory.py): one
 thread, off the request path. Every ``poll`` seconds it loads the stored serving model of
 each namespace (only a changed version is read whole), and every ``interval`` seconds it
 trains each namespace that has at least ``min_new_steps`` remembered steps newer than its
@@ -42,7 +42,6 @@ from app.learning.guard import challenge
 from app.learning.models import LearnedModel
 from app.loop import repository as event_repository
 from app.loop.memory import MemoryCache
-from app.loop.prior import PriorCache
 from app.loop.repository import ForgetMark
 from app.routing.reranker import Learned
 from app.tools.examples import TextEncoder, text_vectors
@@ -63,7 +62,6 @@ class LearningCache:
         encoder: TextEncoder,
         index: IndexManager,
         memory: MemoryCache,
-        prior: PriorCache,
         *,
         enabled: bool = True,
         min_new_steps: int = 20,
@@ -74,7 +72,6 @@ class LearningCache:
         self._encoder = encoder
         self._index = index
         self._memory = memory
-        self._prior = prior
         self.enabled = enabled  # TOOLREACH_LEARNING
         self.min_new_steps = min_new_steps
         self.needed = needed  # trust_keys

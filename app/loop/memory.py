@@ -55,7 +55,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import unit_of_work
 from app.keys.scope import require_writable
 from app.loop import repository as event_repository
-from app.loop.prior import HORIZON_HALF_LIVES, decay
 from app.loop.repository import ForgetMark, MemoryReport
 from app.loop.trust import ANONYMOUS, agreement, evidence_key, normalise_text
 from app.routing.memory import QueryMemory
@@ -67,6 +66,13 @@ from registry.errors import NotFound
 
 log = logging.getLogger("toolreach.memory")
 
+
+def decay(age_days: float, half_life_days: float) -> float:
+    """Exponential decay: 1 today, 1/2 after one half-life."""
+    return float(0.5 ** (max(age_days, 0.0) / half_life_days))
+
+
+HORIZON_HALF_LIVES = 10  # older reports weigh under 1/1000: not read at all
 KEY_STEPS = 32  # one key holds at most this many distinct steps of one tool
 TEXT_CAP = 1.0  # one step text weighs at most this much for one tool
 

@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 
 from app.loop.models import Feedback, MemoryForget, RouteEvent, RouteEventCandidate
 from app.loop.sqltime import as_utc
-from app.loop.trust import Use, evidence_key, normalise_text
 from registry.models import insert_new
 
 if TYPE_CHECKING:
@@ -31,17 +30,6 @@ class RouteFacts:
     route_id: str
     namespace: str
     candidates: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class UsageRow:
-    """Feedback counted per namespace, chosen tool, outcome and UTC day."""
-
-    namespace: str
-    chosen: str
-    outcome: str
-    day: datetime
-    count: float  # reports, or their weight (app/loop/trust.py)
 
 
 def insert_events(session: Session, records: Sequence[RouteEventRecord]) -> int:
@@ -91,31 +79,6 @@ def add_feedback(session: Session, feedback: Feedback) -> bool:
     statement = insert_new(session, Feedback).values(**values)
     # RETURNING says whether a row went in (psycopg reports no rowcount for this statement).
     return session.execute(statement.returning(Feedback.route_id)).first() is not None
-
-
-def keyed_uses(session: Session, since: datetime) -> list[Use]:
-    """Feedback naming a tool since ``since``, one per namespace, tool, outcome, step and
-    key (the newest): the step is the route's stored text (normalised), or the route's id
-    when its event is not there; the key the report's, else the route's (``evidence_key``)."""
-    key = func.coalesce(Feedback.key_id, RouteEvent.key_id)
-    step = func.coalesce(RouteEvent.query, Feedback.route_id)
-    rows = session.execute(
-        select(
-            Feedback.namespace,
-            Feedback.chosen,
-            Feedback.outcome,
-            step,
-            key,
-            func.max(Feedback.created_at),
-        )
-        .outerjoin(RouteEvent, RouteEvent.id == Feedback.route_id)
-        .where(Feedback.chosen.is_not(None), Feedback.created_at >= since)
-        .group_by(Feedback.namespace, Feedback.chosen, Feedback.outcome, step, key)
-    )
-    return [
-        Use(ns, str(chosen), outcome, normalise_text(text), evidence_key(who, None), as_utc(at))
-        for ns, chosen, outcome, text, who, at in rows
-    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,16 +7,15 @@ routes exactly as before. Evidence is weighed for the key that routes:
 
 * its own evidence at full weight;
 * another key's at ``agreement(keys, needed) = min(1, keys / needed)`` of its weight, where
-  ``keys`` counts the distinct keys whose evidence agrees — the same tool for the same step
-  (query memory), the same tool (the usage prior) — and ``needed`` is the setting
-  ``trust_keys``; evidence that ``needed`` keys agree on is *confirmed*, full weight for all;
-* the same key, step and tool count once, however often reported (``distinct_uses``): a
-  flood of identical reports is one report.
+  ``keys`` counts the distinct keys whose evidence agrees (the same tool for the same step)
+  and ``needed`` is the setting ``trust_keys``; evidence that ``needed`` keys agree on is
+  *confirmed*, full weight for all;
+* the same key, step and tool count once, however often reported: a flood of identical
+  reports is one report.
 
-So a key alone moves any other key's memory part of a tool by at most
-``memory_weight / needed``, and counts ``1 / needed`` of one use per distinct step in another
-key's prior. The pure functions here are what the caches (``memory.py``, ``prior.py``) and
-the learned reranker's trainer weigh reports with: ``shared_weights`` gives a (tool, step)
+So one key's reports weigh ``1 / needed`` of theirs in what another key's routes may learn
+from them. The pure functions here are what query memory (``memory.py``) and the learned
+reranker's trainer and guard weigh reports with: ``shared_weights`` gives a (tool, step)
 pair's sample weight for a model every key is routed with. docs/ROUTING.md, "Bounded
 influence", measures it.
 """
@@ -24,9 +23,8 @@ influence", measures it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
 ANONYMOUS = ""  # the key of requests made without one
 NOBODY = "\x00nobody"  # a key that reported nothing: no request carries it (NUL is refused)
@@ -63,67 +61,6 @@ def shared_weights(reports: Iterable[Report], needed: int) -> dict[tuple[str, st
     for report in reports:
         keys[(report.tool, report.step)].add(report.key)
     return {pair: agreement(len(who), needed) for pair, who in keys.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class Use:
-    """One use for the usage prior: a tool, its outcome, the step, whose evidence, when."""
-
-    namespace: str
-    tool: str
-    outcome: str
-    step: str
-    key: str
-    at: datetime
-
-
-def distinct_uses(uses: Iterable[Use]) -> list[Use]:
-    """One use per (namespace, tool, outcome, step, key): the newest (a flood is one)."""
-    newest: dict[tuple[str, str, str, str, str], Use] = {}
-    for use in uses:
-        at = (use.namespace, use.tool, use.outcome, use.step, use.key)
-        if at not in newest or use.at > newest[at].at:
-            newest[at] = use
-    return list(newest.values())
-
-
-def tool_keys(uses: Iterable[Use]) -> dict[tuple[str, str], frozenset[str]]:
-    """(namespace, tool) → the distinct keys whose uses name it (any outcome: agreeing that
-    it is the tool to call, whatever came of the call)."""
-    keys: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for use in uses:
-        keys[(use.namespace, use.tool)].add(use.key)
-    return {at: frozenset(who) for at, who in keys.items()}
-
-
-def use_weights(
-    uses: Sequence[Use],
-    keys: Mapping[tuple[str, str], frozenset[str]],
-    needed: int,
-    viewer: str | None = None,
-) -> list[float]:
-    """Each use's weight in the prior of ``viewer``'s routes (None: a key that made none of
-    them): 1 for the viewer's own, ``agreement`` of the tool's keys (``tool_keys``) for
-    the others'."""
-    return [
-        1.0
-        if use.key == viewer
-        else agreement(len(keys.get((use.namespace, use.tool), ())), needed)
-        for use in uses
-    ]
-
-
-def unconfirmed(
-    keys: Mapping[tuple[str, str], frozenset[str]], needed: int
-) -> dict[str, set[tuple[str, str]]]:
-    """Key → the (namespace, tool)s it used that fewer than ``needed`` keys confirm: where
-    its own routes see a prior of their own."""
-    out: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for at, who in keys.items():
-        if agreement(len(who), needed) < 1.0:
-            for key in who:
-                out[key].add(at)
-    return dict(out)
 
 
 Votes = Mapping[str, tuple[float, float]]  # key → (wins, losses) on the steps it reported

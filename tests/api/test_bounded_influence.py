@@ -1,5 +1,5 @@
-"""Bounded influence (app/loop/trust.py) through the service: reports weigh in the usage prior
-and query memory as far as other keys agree, and move no route without a promoted model
+"""Bounded influence (app/loop/trust.py) through the service: reports weigh in query memory
+as far as other keys agree, and move no route without a promoted model
 (a model's bounds: tests/api/test_learning_trust.py).
 
 The probe of issue 27 item 11: one key routes 20 steps and reports a wrong tool for each
@@ -74,7 +74,6 @@ def refresh(client: TestClient) -> None:
     services.events.flush()
     assert services.memory is not None
     services.memory.refresh()
-    services.prior.refresh()
 
 
 def firsts(client: TestClient, key: dict[str, str]) -> list[str]:
@@ -107,17 +106,3 @@ def test_what_enough_keys_agree_on_still_needs_the_guard(bounded: TestClient) ->
         poison(bounded, key)
     refresh(bounded)
     assert firsts(bounded, VICTIM) == before  # confirmed, but no model: the cold ranking
-
-
-def test_the_prior_counts_a_flood_once_and_other_keys_shares(bounded: TestClient) -> None:
-    poison(bounded, POISONER, flood=3)
-    refresh(bounded)
-    prior = services_of(bounded).prior
-    shared = prior.get("default")
-    assert shared is not None
-    own = prior.get("default", services_of(bounded).keys.caller(KEYS[0]).key_id)
-    assert own is not None
-    # 20 distinct steps, each once (the flood of 60 reports is 20 uses): for the poisoner
-    # saturate(20), for any other key saturate(20 / 3).
-    assert own[WRONG] == pytest.approx(20 / 25, abs=1e-3)
-    assert shared[WRONG] == pytest.approx((20 / 3) / (20 / 3 + 5), abs=1e-3)

@@ -114,7 +114,6 @@ def refresh(services: Services) -> None:
     services.events.flush()
     assert services.memory is not None
     services.memory.refresh()
-    services.prior.refresh()
 
 
 def answers(client: TestClient) -> list[list[tuple[str, float, dict[str, float]]]]:

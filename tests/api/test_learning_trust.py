@@ -127,7 +127,6 @@ def background_round(client: TestClient) -> Services:
     services.events.flush()
     assert services.memory is not None and services.learning is not None
     services.memory.refresh()
-    services.prior.refresh()
     services.learning.tick()
     return services
 

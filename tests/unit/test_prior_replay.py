@@ -61,7 +61,7 @@ def test_replayed_feedback_without_a_model_changes_no_route(tmp_path: Path) -> N
     report = replay_prior(data, settings, 0.5, encoder=make_encoder("fake"))
     results = report["results"]
     assert report["feedback_queries"] == 6 and report["held_out_queries"] == 6
-    assert report["tools_with_prior"] >= 1 and report["remembered_steps"] >= 1
+    assert report["tools_reported"] >= 1 and report["remembered_steps"] >= 1
     assert results["cold_start"] == results["no_prior"]
     table = format_replay(report)
     assert table.count("\n") == 7 and "no_prior      seen" in table

@@ -1,4 +1,4 @@
-"""Bounded influence, hand-computed (app/loop/trust.py, and its use in the prior and memory)."""
+"""Bounded influence, hand-computed (app/loop/trust.py, and its use in query memory)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,16 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from app.loop.memory import RememberedStep, build_memory
-from app.loop.prior import keyed_priors, saturate
+from app.loop.memory import RememberedStep, build_memory, decay
 from app.loop.trust import (
     ANONYMOUS,
     Report,
-    Use,
     agreement,
-    distinct_uses,
     evidence_key,
     shared_weights,
 )
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
-
-
-def use(tool: str, step: str, key: str, outcome: str = "success") -> Use:
-    return Use("ns", tool, outcome, step, key, NOW)
 
 
 def test_agreement_grows_with_keys_up_to_one() -> None:
@@ -37,24 +30,9 @@ def test_whose_evidence_a_report_is() -> None:
     assert evidence_key(None, None) == ANONYMOUS
 
 
-def test_a_flood_is_one_use() -> None:
-    flood = [use("t", "s", "a")] * 20 + [use("t", "s", "b")]
-    assert len(distinct_uses(flood)) == 2
-
-
 def test_the_trainers_sample_weights() -> None:
     reports = [Report("t", "s", "a")] * 5 + [Report("t", "s", "b"), Report("u", "s", "a")]
     assert shared_weights(reports, 3) == {("t", "s"): 2 / 3, ("u", "s"): 1 / 3}
-
-
-def test_prior_full_for_its_own_key_shared_by_agreement_for_others() -> None:
-    uses = [use("t", f"s{i}", "a") for i in range(4)] + [use("t", "x", "a")] * 10
-    shared, own = keyed_priors(uses, NOW, 14.0, needed=3)
-    assert shared["ns"]["t"] == pytest.approx(saturate(5 / 3))  # 5 distinct steps, 1 key
-    assert own[("ns", "a")]["t"] == pytest.approx(saturate(5))
-    confirmed = [*uses, use("t", "y", "b"), use("t", "z", "c")]
-    shared, own = keyed_priors(confirmed, NOW, 14.0, needed=3)
-    assert shared["ns"]["t"] == pytest.approx(saturate(7)) and own == {}
 
 
 def step(tool: str, text: str, keys: set[str]) -> RememberedStep:
@@ -68,3 +46,8 @@ def test_memory_shared_by_agreement_own_steps_whole() -> None:
     assert built.memory.weights.tolist() == pytest.approx([1 / 3, 1.0])
     assert set(built.own) == {"a"}  # b and c have only confirmed steps
     assert built.own["a"].tools == ("t",) and built.own["a"].weights.tolist() == [1.0]
+
+
+def test_decay() -> None:
+    assert decay(0, 7) == 1.0 and decay(7, 7) == 0.5 and decay(21, 7) == 0.125
+    assert decay(-1, 7) == 1.0  # a clock a little ahead never boosts
