@@ -1,11 +1,15 @@
 """The guard's exam: the held-out steps, routed by a model as each key's routes would read
 it, and the figures a verdict is made of (app/learning/guard.py).
 
-Each held-out step is routed once per distinct *view* of a model (the tools it moves, and
+Each held-out step is answered once per distinct *view* of a model (the tools it moves, and
 its calibration): as the key that reported it (its own routes) or as a key that reported
-none (everyone else's). Wins and losses are counted per key, a step's split among the keys
-that reported it, so that ``trust.key_capped`` can count each key at most as often as the
-``trust_keys``-th busiest.
+none (everyone else's). A view's answer is its model over the step's cold answer at the
+model's depth, which reads neither the model nor the key (``pipeline.reranked``): a step
+is routed cold twice in all, at that depth for every view (an answer the trainings routed
+already is read, not routed again: ``training.training_rows``' ``routed``) and at ``k`` as
+no model serves it, not once a view. Wins and losses are counted per key, a step's split
+among the keys that reported it, so that ``trust.key_capped`` can count each key at most
+as often as the ``trust_keys``-th busiest.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.learning.training import cold_answers
 from app.loop.memory import RememberedStep
 from app.loop.trust import ANONYMOUS, NOBODY
 from app.routing.index import RouterIndex
-from app.routing.pipeline import Router
-from app.routing.reranker import Learned
-from app.routing.types import RouteOptions, RouterConfig
+from app.routing.pipeline import Router, reranked, wide
+from app.routing.reranker import DEPTH, Learned
+from app.routing.types import Candidate, RouteOptions, RouterConfig
 from app.routing.view import NamespaceView
 
 SIGNIFICANCE = 0.05
@@ -76,7 +81,8 @@ def sign_test(wins: int, losses: int) -> float:
 class HeldOut:
     """The held-out steps, each routed once per distinct view of a model (the tools it moves
     and its calibration), as its own reporting key or as a key that reported none
-    (``NOBODY``) routes it."""
+    (``NOBODY``) routes it; ``routed``: the trainings' cold answers at ``DEPTH`` (step text →
+    answer), read and added to, for the refit's training to read."""
 
     def __init__(
         self,
@@ -85,37 +91,49 @@ class HeldOut:
         vectors: np.ndarray,
         positions: Sequence[int],
         config: RouterConfig,
+        routed: dict[str, list[Candidate]] | None = None,
     ) -> None:
         self.index, self.steps, self.vectors = index, steps, vectors
         self.positions = list(positions)
         self.router = Router(config)
-        self._views: dict[int, tuple[Learned | None, NamespaceView]] = {}
+        self.view = NamespaceView(index)
+        self.routed = {} if routed is None else routed
+        self._cold: dict[int, dict[int, list[Candidate]]] = {}  # depth → step → cold answer
         self._answers: dict[tuple[object, ...], tuple[bool, float, bool]] = {}
+        self._models: dict[int, Learned] = {}  # kept: an answer's ids stay their own
 
     def key(self, i: int, own: bool) -> str:
         """The key step ``i`` is routed as: one of those that reported it (``own``), or one
         that reported none."""
         return min(self.steps[i].keys, default=ANONYMOUS) if own else NOBODY
 
-    def namespace(self, model: Learned | None) -> NamespaceView:
-        """The namespace as the exam routes it with ``model`` serving (one view per model)."""
-        if id(model) not in self._views:  # the model is kept with it: its id stays its own
-            view = NamespaceView(self.index, learned=model)
-            self._views[id(model)] = (model, view)
-        return self._views[id(model)][1]
+    def cold(self, depth: int) -> dict[int, list[Candidate]]:
+        """Each held-out step's cold answer, its top ``depth`` (``training.cold_answers``)."""
+        if depth not in self._cold:
+            shared = self.routed if depth == DEPTH else {}
+            texts = [s.text for s in self.steps]
+            new = [i for i in self.positions if texts[i] not in shared]
+            found = cold_answers(self.router, self.view, texts, self.vectors, new, depth)
+            shared.update((texts[i], answer) for i, answer in found.items())
+            self._cold[depth] = {i: shared[texts[i]] for i in self.positions}
+        return self._cold[depth]
 
     def answer(self, i: int, model: Learned | None, key: str) -> tuple[bool, float, bool]:
         """Whether ``model`` puts step ``i``'s reported tool first in ``key``'s routes, its
-        top confidence, and whether that is the model's (``Learned.rerank``)."""
+        top confidence, and whether that is the model's (``Learned.rerank``): what
+        ``Router.route`` answers (k 3), from the step's one cold answer."""
         moves = frozenset() if model is None else model.for_key(key).moves()
         ranker = None if model is None else id(model.ranker)
         calibration = None if model is None else id(model.calibration)
         at = (i, ranker, moves, calibration)
         if at not in self._answers:
-            step = self.steps[i]
-            answer = self.router.route(
-                self.namespace(model), step.text, self.vectors[i], RouteOptions(k=3, key=key)
-            )
+            step, options = self.steps[i], RouteOptions(k=3, key=key)
+            if model is None:
+                answer = self.cold(options.k)[i]
+            else:
+                self._models.setdefault(id(model), model)
+                cold = self.cold(wide(options, model).k)[i]
+                answer = reranked(model.for_key(key), cold, self.vectors[i], step.text, options)
             first = bool(answer) and answer[0].name == step.tool
             spoke = bool(answer) and "learned" in answer[0].stages
             self._answers[at] = (first, answer[0].confidence if answer else 0.0, spoke)

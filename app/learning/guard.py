@@ -261,11 +261,11 @@ def challenge(
     wholes: list[Learned] = []
     champions: list[Learned | None] = []
     trained_on = 0
-    routed: dict[str, list[Candidate]] = {}  # step text → its cold answer, for every training
+    routed: dict[str, list[Candidate]] = {}  # step text → its cold answer: trainings, exam
     for train_at, held_at in time_blocks(kept, blocks, share):
         whole = trained_model(index, kept, kept_vectors, train_at, needed, config, trees, routed)
         trained_on = max(trained_on, whole.ranker.bank.weights.size)
-        exam.blocks.append(HeldOut(index, kept, kept_vectors, held_at, config))
+        exam.blocks.append(HeldOut(index, kept, kept_vectors, held_at, config, routed))
         wholes.append(whole)
         fair = champion
         if champion is not None:  # judged as the challenger is: without the held-out steps

@@ -50,6 +50,7 @@ from app.routing.confidence import ConfidenceModel, non_increasing
 from app.routing.confidence_fit import CONFIDENCE_MODEL
 from app.routing.diversity import mmr_order, top_indices
 from app.routing.reading import read_step
+from app.routing.reranker import Learned
 from app.routing.rule_check import RuleCheck, rule_check
 from app.routing.scores import Scoring, stage_scores
 from app.routing.signals import Cosines, analyse_query, gemv_rows
@@ -110,11 +111,10 @@ class Router:
         if learned is None or options.k <= 0:
             return self.cold(view, query, vectors, options, texts=texts, cosines=cosines)
         learned = learned.for_key(options.key)
-        depth = max(options.k, learned.ranker.depth)
-        wide = dataclasses.replace(options, k=depth, min_confidence=None)
-        answer = self.cold(view, query, vectors, wide, texts=texts, cosines=cosines)
-        answer = learned.rerank(answer, vectors, query, options.k)
-        return confident(non_increasing(answer), options.min_confidence)
+        answer = self.cold(
+            view, query, vectors, wide(options, learned), texts=texts, cosines=cosines
+        )
+        return reranked(learned, answer, vectors, query, options)
 
     def cold(
         self,
@@ -151,7 +151,7 @@ class Router:
         reading = read_step(rows.text)
         asks = step_action(reading.model_text, index.speller.fix)
         ballot = Ballot(
-            view, vectors, options.key, self.config, self.enabled, reading, asks,
+            view, vectors, self.config, self.enabled, reading, asks,
             tuple(rows.texts[1:]), rows.text,
         )  # fmt: skip
         scores = with_votes(ballot, stage_scores(scoring))
@@ -196,3 +196,24 @@ class Router:
         picked = [checks[i] for i in chosen]
         answer = candidates(index, scores, pool[chosen], pen[chosen], picked, basis, served)
         return confident(non_increasing(answer), options.min_confidence)
+
+
+def wide(options: RouteOptions, learned: Learned) -> RouteOptions:
+    """The cold route ``learned`` reorders: its top ``depth`` (at least ``k``), every
+    candidate whatever its confidence."""
+    return dataclasses.replace(options, k=max(options.k, learned.ranker.depth), min_confidence=None)
+
+
+def reranked(
+    learned: Learned,
+    cold: Sequence[Candidate],
+    vectors: np.ndarray | None,
+    query: str,
+    options: RouteOptions,
+) -> list[Candidate]:
+    """What ``route`` answers with ``learned`` serving, as ``options.key`` reads it, from the
+    cold answer at ``wide(options, learned)``. The cold ranking reads neither the model nor
+    the key (``Ballot``), so one cold answer serves every model and key: the guard's exam
+    reads each held-out step's once for all its views (app/learning/exam.py)."""
+    answer = learned.rerank(cold, vectors, query, options.k)
+    return confident(non_increasing(answer), options.min_confidence)

@@ -32,13 +32,13 @@ from app.routing.view import NamespaceView
 @dataclass(frozen=True, slots=True)
 class Ballot:
     """What a vote reads besides the scores: the namespace's view, the step's vectors (one
-    row per text; ``None``: no embedding), who routes, the config, the enabled stages, and
-    the step as read (its values, ``reading.py``), the action it asks for (``actions.py``),
-    and its parts' texts when it was read as several (``parts.py``)."""
+    row per text; ``None``: no embedding), the config, the enabled stages, and the step as
+    read (its values, ``reading.py``), the action it asks for (``actions.py``), and its
+    parts' texts when it was read as several (``parts.py``). Not who routes: a key's
+    evidence reaches its routes only through the learned model (``pipeline.reranked``)."""
 
     view: NamespaceView
     vectors: np.ndarray | None
-    key: str
     config: RouterConfig
     enabled: frozenset[str]
     reading: StepReading = field(default_factory=lambda: StepReading((), ""))

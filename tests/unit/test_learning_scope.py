@@ -14,11 +14,21 @@ import numpy as np
 import pytest
 
 from app.embedding.encoders import make_encoder
-from app.learning.guard import MIN_TRAINING, challenge, time_blocks
+from app.learning.exam import HeldOut
+from app.learning.guard import MIN_TRAINING, challenge, time_blocks, trained_model
 from app.learning.scope import scope_of
+from app.learning.training import DEFAULT_TREES
 from app.loop.memory import RememberedStep
 from app.loop.trust import key_capped
-from app.routing import RouterConfig, RouterIndex, ToolDoc, embedding_text
+from app.routing import (
+    NamespaceView,
+    RouteOptions,
+    Router,
+    RouterConfig,
+    RouterIndex,
+    ToolDoc,
+    embedding_text,
+)
 from app.routing.reranker import Bank, Learned, Reranker
 from tests.api.test_learning import PHRASES, WORDS
 from tests.unit.test_reranker import stump
@@ -138,3 +148,37 @@ def test_a_promoted_procedure_serves_trained_on_every_step() -> None:
     assert verdict["promoted"] is True and verdict["held_out"] == 60, verdict
     assert learned is not None and len(learned.ranker.bank) == 80 == verdict["trained_on"]
     assert learned.calibration is not None or verdict["ece_after"] is None
+
+
+def test_the_exam_routes_each_step_cold_once_and_scores_as_routing_each_view() -> None:
+    """The exam reads one cold answer a step for every view (``HeldOut.cold``): each view's
+    score is what routing the step through the pipeline with that model serving, as that
+    key, gives (``Router.route``)."""
+    encoder = make_encoder("fake")
+    docs = [ToolDoc(name, text, text) for name, (text, _) in PHRASES.items()]
+    config = RouterConfig()
+    index = RouterIndex.build(docs, encoder.encode([embedding_text(d) for d in docs]), config)
+    steps = steps_of(["a", "b", "c"])
+    vectors = np.asarray(encoder.encode([s.text for s in steps]), dtype=np.float32)
+    older, held = time_blocks(steps, 1, 0.25)[0]
+    model = trained_model(index, steps, vectors, older, 3, config, DEFAULT_TREES, {})
+    alone = dataclasses.replace(model, confirmed=frozenset())
+    exam = HeldOut(index, steps, vectors, held, config)
+    router = Router(config)
+    for learned in (None, model, alone):
+        view = NamespaceView(index, learned=learned)
+        for own in (False, True):
+            routed = [
+                router.route(
+                    view, steps[i].text, vectors[i], RouteOptions(k=3, key=exam.key(i, own))
+                )
+                for i in held
+            ]
+            score = exam.score(learned, own)
+            assert score.hit == tuple(
+                bool(r) and r[0].name == steps[i].tool for i, r in zip(held, routed, strict=True)
+            )
+            assert score.confidence == tuple(r[0].confidence if r else 0.0 for r in routed)
+            assert score.spoke == tuple(bool(r) and "learned" in r[0].stages for r in routed)
+    assert set(exam._cold) == {3, model.ranker.depth}  # one cold route a step and depth
+    assert any(exam.score(model, True).spoke)
