@@ -87,11 +87,22 @@ class Replay:
     trust_keys: int
 
 
+def _routing_digest() -> str:
+    """A digest of app/routing's source."""
+    folder = Path(RouterIndex.__module__.replace(".", "/")).parent
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for source in sorted((root / folder).glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def replay(
     data: Path, fraction: float, seed: int, poisoned: float, silent: float, cache: Path
 ) -> Replay:
-    """The replay of ``data`` (kept in ``cache`` by its arguments)."""
-    name = f"{data.resolve()}|{fraction}|{seed}|{poisoned}|{silent}"
+    """The replay of ``data`` (kept in ``cache`` by its arguments and the ranking core's
+    code: the index it holds is the code's, and one pickled by other code may not load)."""
+    name = f"{data.resolve()}|{fraction}|{seed}|{poisoned}|{silent}|{_routing_digest()}"
     path = cache / f"replay-{hashlib.sha256(name.encode()).hexdigest()[:16]}.pkl"
     if path.is_file():
         found: Replay = pickle.loads(path.read_bytes())
