@@ -174,23 +174,17 @@ def ranked(
         seen = part_evidence(index, scores, basis, positions, pen, served)
     else:
         seen = evidence(scores, basis, positions, pen)
-    # each stage's values at the positions as float64, summed a stage at a time in the
-    # order a candidate's stages are: the same floats as summing each candidate's
-    columns = {
-        "keyword": scores.keyword[positions],
-        "embedding": scores.embedding[positions],
-        "prior": scores.pinned[positions],  # the stage's name in answers: the pin
-        "penalty": np.asarray(pen),
-    } | {name: vote[positions] for name, vote in scores.votes}
-    total = np.zeros(positions.size)
-    stages = {}
-    for name, values in columns.items():
-        values = values.astype(np.float64)
-        total += values
-        stages[name] = values.tolist()
+    # each array's values at the positions as Python floats at once (not one read each)
+    stages = {
+        "keyword": scores.keyword[positions].tolist(),
+        "embedding": scores.embedding[positions].tolist(),
+        "prior": scores.pinned[positions].tolist(),  # the stage's name in answers: the pin
+        "penalty": np.asarray(pen, dtype=np.float64).tolist(),
+    } | {name: vote[positions].tolist() for name, vote in scores.votes}
+    total = [sum(values) for values in zip(*stages.values(), strict=True)]
     names = [index.names[t] for t in scores.tool_ids[positions].tolist()]
     part = None if served is None else [int(s) for s in served]
-    return Ranked(names, stages, total.tolist(), checks, seen, basis.confidences(seen), part)
+    return Ranked(names, stages, total, checks, seen, basis.confidences(seen), part)
 
 
 def with_leaders(pool: np.ndarray, scores: Scores, total: np.ndarray) -> np.ndarray:
