@@ -84,7 +84,6 @@ FEATURES: dict[str, Callable[[Evidence], float]] = {
 """Each input of the model, by name: a plain function of the evidence."""
 
 
-
 def feature_columns(evidence: Sequence[Evidence]) -> dict[str, np.ndarray]:
     """Each of ``FEATURES`` for each evidence, as a column: the same floats as the functions
     (the logarithms by ``math``, whose last bits numpy's vectorised ones do not always share),
