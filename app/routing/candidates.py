@@ -103,7 +103,63 @@ def evidence(
     return out
 
 
-def candidates(
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A cold answer, best first, as the columns its candidates are made of: a serving model
+    reads all of them (``reranker.py``) and shows a few, so a :class:`Candidate` is built
+    only for those shown (``candidate``)."""
+
+    names: list[str]
+    stages: dict[str, list[float]]  # each stage's contribution, in the answers' order
+    scores: list[float]  # each candidate's stages summed in that order
+    checks: Sequence[ParameterCheck]
+    evidence: list[Evidence]
+    confidences: list[float]
+    served: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def candidate(self, j: int, lift: float | None = None, confidence: float = 0.0) -> Candidate:
+        """The ``j``-th candidate; with ``lift``, raised by it (a stage of its own,
+        ``learned``) and shown with ``confidence`` instead of its own."""
+        stages = {name: values[j] for name, values in self.stages.items()}
+        score = self.scores[j]
+        if lift is not None:
+            stages["learned"] = lift
+            score += lift
+        else:
+            confidence = self.confidences[j]
+        found = self.checks[j]
+        part = None if self.served is None else self.served[j]
+        return Candidate(
+            self.names[j],
+            score,
+            stages,
+            found.missing,
+            confidence,
+            self.evidence[j],
+            found.invalid_context,
+            part,
+        )
+
+    def candidates(self) -> list[Candidate]:
+        return [self.candidate(j) for j in range(len(self.names))]
+
+    def only(self, keep: Sequence[int]) -> Ranked:
+        """The candidates at ``keep``, in that order."""
+        return Ranked(
+            [self.names[j] for j in keep],
+            {name: [values[j] for j in keep] for name, values in self.stages.items()},
+            [self.scores[j] for j in keep],
+            [self.checks[j] for j in keep],
+            [self.evidence[j] for j in keep],
+            [self.confidences[j] for j in keep],
+            None if self.served is None else [self.served[j] for j in keep],
+        )
+
+
+def ranked(
     index: RouterIndex,
     scores: Scores,
     positions: np.ndarray,
@@ -111,43 +167,24 @@ def candidates(
     checks: Sequence[ParameterCheck],
     basis: ConfidenceBasis,
     served: Sequence[int] | None = None,
-) -> list[Candidate]:
-    """One :class:`Candidate` per position, in the given order; ``served``: the part each
+) -> Ranked:
+    """The candidates at ``positions``, in the given order; ``served``: the part each
     serves (a covering answer), whose evidence its confidence is read from."""
-    out = []
     if served is not None:  # a covering answer: each for the part it serves
-        seen_all = part_evidence(index, scores, basis, positions, pen, served)
+        seen = part_evidence(index, scores, basis, positions, pen, served)
     else:
-        seen_all = evidence(scores, basis, positions, pen)
-    confidences = basis.confidences(seen_all)
+        seen = evidence(scores, basis, positions, pen)
     # each array's values at the positions as Python floats at once (not one read each)
-    keyword, embedding = scores.keyword[positions].tolist(), scores.embedding[positions].tolist()
-    pinned, pens = scores.pinned[positions].tolist(), np.asarray(pen, dtype=np.float64).tolist()
-    votes = [(name, vote[positions].tolist()) for name, vote in scores.votes]
-    tools = scores.tool_ids[positions].tolist()
-    for j, seen in enumerate(seen_all):
-        stages = {
-            "keyword": keyword[j],
-            "embedding": embedding[j],
-            "prior": pinned[j],  # the stage's name in answers: the pin
-            "penalty": pens[j],
-        }
-        for name, vote in votes:
-            stages[name] = vote[j]
-        found = checks[j]
-        out.append(
-            Candidate(
-                index.names[tools[j]],
-                sum(stages.values()),
-                stages,
-                found.missing,
-                confidences[j],
-                seen,
-                found.invalid_context,
-                None if served is None else int(served[j]),
-            )
-        )
-    return out
+    stages = {
+        "keyword": scores.keyword[positions].tolist(),
+        "embedding": scores.embedding[positions].tolist(),
+        "prior": scores.pinned[positions].tolist(),  # the stage's name in answers: the pin
+        "penalty": np.asarray(pen, dtype=np.float64).tolist(),
+    } | {name: vote[positions].tolist() for name, vote in scores.votes}
+    total = [sum(values) for values in zip(*stages.values(), strict=True)]
+    names = [index.names[t] for t in scores.tool_ids[positions].tolist()]
+    part = None if served is None else [int(s) for s in served]
+    return Ranked(names, stages, total, checks, seen, basis.confidences(seen), part)
 
 
 def with_leaders(pool: np.ndarray, scores: Scores, total: np.ndarray) -> np.ndarray:

@@ -83,6 +83,50 @@ FEATURES: dict[str, Callable[[Evidence], float]] = {
 }
 """Each input of the model, by name: a plain function of the evidence."""
 
+
+def feature_columns(evidence: Sequence[Evidence]) -> dict[str, np.ndarray]:
+    """Each of ``FEATURES`` for each evidence, as a column: the same floats as the functions
+    (the logarithms by ``math``, whose last bits numpy's vectorised ones do not always share),
+    without a call per feature and evidence."""
+    raw = np.array(
+        [
+            (
+                e.cosine,
+                e.part_cosine,
+                math.log1p(max(e.bm25, 0.0)),
+                e.coverage,
+                e.fused,
+                e.lead,
+                e.gap,
+                math.log(max(e.tools, 1)),
+                math.log(max(e.part_count, 1)),
+                e.penalty,
+            )
+            for e in evidence
+        ],
+        dtype=np.float64,
+    ).reshape(len(evidence), 10)
+    cosine, part_cosine, log_bm25, coverage, fused, lead, gap, log_tools, log_parts, penalty = raw.T
+    best = fused - np.where(lead > 0.0, 0.0, lead)  # relative's min(lead, 0.0), NaN too
+    fits = best > 1e-9
+    over = np.where(fits, best, 1.0)
+    return {
+        "cosine": cosine,
+        "part_cosine": part_cosine,
+        "log_bm25": log_bm25,
+        "coverage": coverage,
+        "fused": fused,
+        "lead": lead,
+        "gap": gap,
+        "relevance": np.where(fits, fused / over, 0.0),
+        "relative_lead": np.where(fits, lead / over, 0.0),
+        "relative_gap": np.where(fits, gap / over, 0.0),
+        "log_tools": log_tools,
+        "log_parts": log_parts,
+        "penalty": penalty,
+    }
+
+
 # More of these never lowers the confidence: the fit keeps their slopes ≥ 0.
 MONOTONE: frozenset[str] = frozenset(
     {
@@ -187,9 +231,8 @@ class Logistic:
         term is 0 where ``logit`` breaks before it (adding 0 leaves a sum as it was); the
         sum runs left to right (``cumsum``, not ``sum``, which adds pairwise)."""
         lows, highs, shape, slope, start, end = self._columns
-        read = [f for f, _, _, _ in self._plan]
-        values = np.array([[f(e) for f in read] for e in evidence], dtype=np.float64)
-        values = values.reshape(len(evidence), len(read))
+        columns = feature_columns(evidence)
+        values = np.stack([columns[s.feature] for s in self.shapes], axis=1)
         x = np.where(lows > values, lows, values)  # max(value, low), NaN kept as max keeps it
         x = np.where(highs < x, highs, x)[:, shape]  # min(x, high)
         terms = np.where(x <= start, 0.0, slope * (np.where(x < end, x, end) - start))
@@ -266,4 +309,13 @@ def non_increasing(answer: list[Candidate]) -> list[Candidate]:
             candidate = dataclasses.replace(candidate, confidence=low)
         low = candidate.confidence
         out.append(candidate)
+    return out
+
+
+def falling(confidences: Sequence[float]) -> list[float]:
+    """The confidences ``non_increasing`` shows for an answer with these."""
+    out, low = [], 1.0
+    for confidence in confidences:
+        low = low if confidence > low else confidence
+        out.append(low)
     return out

@@ -40,10 +40,11 @@ import numpy as np
 from app.routing.actions import step_action
 from app.routing.candidates import (
     ConfidenceBasis,
-    candidates,
+    Ranked,
     confident,
     covering_answer,
     fallback_positions,
+    ranked,
     with_leaders,
 )
 from app.routing.confidence import ConfidenceModel, non_increasing
@@ -111,10 +112,10 @@ class Router:
         if learned is None or options.k <= 0:
             return self.cold(view, query, vectors, options, texts=texts, cosines=cosines)
         learned = learned.for_key(options.key)
-        answer = self.cold(
+        cold = self.ranked(
             view, query, vectors, wide(options, learned), texts=texts, cosines=cosines
         )
-        return reranked(learned, answer, vectors, query, options)
+        return reranked(learned, cold, vectors, query, options)
 
     def cold(
         self,
@@ -128,11 +129,26 @@ class Router:
     ) -> list[Candidate]:
         """The cold ranking: what ``route`` answers with no model serving. The usage prior
         and query memory never enter it: they are features of a model the guard promoted."""
+        answer = self.ranked(view, query, vectors, options, texts=texts, cosines=cosines)
+        return confident(non_increasing(answer.candidates()), options.min_confidence)
+
+    def ranked(
+        self,
+        view: NamespaceView,
+        query: str,
+        vectors: np.ndarray | None,
+        options: RouteOptions = DEFAULT_OPTIONS,
+        *,
+        texts: Sequence[str] | None = None,
+        cosines: Cosines | None = None,
+    ) -> Ranked:
+        """``cold`` as columns, before its confidences are made non-increasing and
+        ``min_confidence`` is applied: what a serving model reorders."""
         index = view.index
         eligible = index.eligible(options.tags)
         k = options.k
         if k <= 0 or len(index) == 0 or (eligible is not None and eligible.size == 0):
-            return []
+            return Ranked([], {}, [], [], [], [])
         min_score = options.min_score
         if min_score is not None:  # a score shown as 0.9 (0.89999998 in float32) passes 0.9
             min_score -= 0.5 * 10.0**-SCORE_DECIMALS
@@ -179,9 +195,10 @@ class Router:
         if passing.size == 0:
             pool = fallback_positions(index, scores, k)
             pool, pen, checks = rule_check(index, scores, pool, rules, self.config)
-            fallback = candidates(index, scores, pool, pen, checks, basis)
-            fallback = [c for c in fallback if min_score is None or c.score >= min_score]
-            return confident(non_increasing(fallback), options.min_confidence)
+            fallback = ranked(index, scores, pool, pen, checks, basis)
+            if min_score is None:
+                return fallback
+            return fallback.only([j for j, s in enumerate(fallback.scores) if s >= min_score])
         served: list[int] | None = None
         if covering:
             found = covering_answer(
@@ -194,8 +211,7 @@ class Router:
             vectors_of = index.embeddings[scores.tool_ids[pool[passing]]]
             chosen = passing[mmr_order(final[passing], vectors_of, k, lam)]
         picked = [checks[i] for i in chosen]
-        answer = candidates(index, scores, pool[chosen], pen[chosen], picked, basis, served)
-        return confident(non_increasing(answer), options.min_confidence)
+        return ranked(index, scores, pool[chosen], pen[chosen], picked, basis, served)
 
 
 def wide(options: RouteOptions, learned: Learned) -> RouteOptions:
@@ -206,7 +222,7 @@ def wide(options: RouteOptions, learned: Learned) -> RouteOptions:
 
 def reranked(
     learned: Learned,
-    cold: Sequence[Candidate],
+    cold: Ranked | Sequence[Candidate],
     vectors: np.ndarray | None,
     query: str,
     options: RouteOptions,

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.routing.calibration import Calibration
+from app.routing.candidates import Ranked
+from app.routing.confidence import falling
 from app.routing.text import stems
 from app.routing.types import Candidate
 
@@ -286,8 +288,57 @@ def unit(vector: np.ndarray | None) -> np.ndarray | None:
     return row / norm if norm > 0 else row
 
 
+def cold_rows(answer: Ranked | Sequence[Candidate]) -> np.ndarray:
+    """The ``COLD_FEATURES`` of each candidate of a cold answer (its confidences as shown:
+    never rising down the list), (n, len(COLD_FEATURES)). A route's (``Ranked``) are read
+    as columns: no Candidate for the candidates a model reads but does not show."""
+    if isinstance(answer, Ranked):
+        scores = np.asarray(answer.scores, dtype=np.float64)
+        evidence = np.zeros(scores.size)  # the votes summed in their order, as a row's
+        for name, values in answer.stages.items():
+            if name not in COLD_STAGES and name != "learned":
+                evidence += values
+        seen = answer.evidence
+        return np.array(
+            [
+                scores,
+                scores - scores[0],
+                np.arange(scores.size),
+                falling(answer.confidences),
+                answer.stages["keyword"],
+                answer.stages["embedding"],
+                evidence,
+                answer.stages["penalty"],
+                [e.cosine for e in seen],
+                [e.bm25 for e in seen],
+                [e.coverage for e in seen],
+            ],
+            dtype=np.float64,
+        ).T
+    top = answer[0].score
+    return np.array(  # one array from rows: a row at a time costs 20 conversions a route
+        [
+            (
+                c.score,
+                c.score - top,
+                j,
+                c.confidence,
+                c.stages.get("keyword", 0.0),
+                c.stages.get("embedding", 0.0),
+                sum(v for s, v in c.stages.items() if s not in COLD_STAGES and s != "learned"),
+                c.stages.get("penalty", 0.0),
+                c.evidence.cosine,
+                c.evidence.bm25,
+                c.evidence.coverage,
+            )
+            for j, c in enumerate(answer)
+        ],
+        dtype=np.float64,
+    )
+
+
 def features(
-    answer: Sequence[Candidate],
+    answer: Ranked | Sequence[Candidate],
     step: np.ndarray | None,
     words: frozenset[str],
     bank: Bank,
@@ -301,29 +352,14 @@ def features(
     out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if n == 0:
         return out
-    top = answer[0].score
     base = len(COLD_FEATURES)
-    out[:, :base] = [  # one array from rows: a row at a time costs 20 conversions a route
-        (
-            c.score,
-            c.score - top,
-            j,
-            c.confidence,
-            c.stages.get("keyword", 0.0),
-            c.stages.get("embedding", 0.0),
-            sum(v for s, v in c.stages.items() if s not in COLD_STAGES and s != "learned"),
-            c.stages.get("penalty", 0.0),
-            c.evidence.cosine,
-            c.evidence.bm25,
-            c.evidence.coverage,
-        )
-        for j, c in enumerate(answer)
-    ]
+    out[:, :base] = cold_rows(answer)
+    names = answer.names if isinstance(answer, Ranked) else [c.name for c in answer]
     rows: list[np.ndarray] = []
     owner: list[int] = []
-    for j, c in enumerate(answer):
-        found = bank.rows_of.get(c.name)
-        if found is None or (visible is not None and c.name not in visible):
+    for j, name in enumerate(names):
+        found = bank.rows_of.get(name)
+        if found is None or (visible is not None and name not in visible):
             continue
         if own_row >= 0:
             found = found[found != own_row]
@@ -352,12 +388,12 @@ def features(
         out[:, base + 6] = vote / max(float(vote.sum()), 1e-9)
     if words:
         share = np.zeros(n)
-        for j, c in enumerate(answer):
-            bag = bank.words_of.get(c.name)
-            if bag is None or (visible is not None and c.name not in visible):
+        for j, name in enumerate(names):
+            bag = bank.words_of.get(name)
+            if bag is None or (visible is not None and name not in visible):
                 continue
             own = bank.stems_of[own_row] if 0 <= own_row < len(bank) else frozenset()
-            mine = own if own_row >= 0 and bank.tools[own_row] == c.name else frozenset()
+            mine = own if own_row >= 0 and bank.tools[own_row] == name else frozenset()
             held = sum(1 for w in words if bag.get(w, 0) - (w in mine) > 0)
             share[j] = held / len(words)
         out[:, base + 7] = share
@@ -501,7 +537,7 @@ class Learned:
 
     def rerank(
         self,
-        answer: Sequence[Candidate],
+        answer: Ranked | Sequence[Candidate],
         vector: np.ndarray | None,
         text: str,
         k: int | None = None,
@@ -513,39 +549,57 @@ class Learned:
         move nothing, and the answer is the cold one, confidences included: the model's
         probability of a tool whose reports it cannot read is not what it learned to estimate
         (on MetaTool, one-tool queries whose top it gave ~0.1 were right half the time)."""
-        if not answer:
-            return list(answer)
+        if not len(answer):
+            return []
         ranker = self.ranker
         moves = self.moves()
         step = unit(vector)
         rows = features(answer, step, stems(text), ranker.bank, moves)
+        names = answer.names if isinstance(answer, Ranked) else [c.name for c in answer]
         known = rows[0, FEATURES.index("report_count")] > 0 or passed_over(
-            ranker.bank, ranker.passed.get(answer[0].name), step, moves
+            ranker.bank, ranker.passed.get(names[0]), step, moves
         )
         gate = ranker.delta if known else ranker.delta_cold
         if gate >= 1.0:  # it can lift nothing over this first: the cold answer, as it is
-            return list(answer[:k])
+            return cold_answer(answer, k)
         probability = ranker.forest.probability(rows)
         best, chance = int(np.argmax(probability)), probability.tolist()
-        lifted = best != 0 and answer[best].name in moves and chance[best] - chance[0] > gate
+        lifted = best != 0 and names[best] in moves and chance[best] - chance[0] > gate
         order = list(range(len(answer)))
         if lifted:
             order.insert(0, order.pop(best))
         calibrate = self.calibration
         out = []
+        scores = answer.scores if isinstance(answer, Ranked) else [c.score for c in answer]
         for j in order[:k]:  # only those shown: a Candidate each
-            c, p = answer[j], chance[j]
-            lift = answer[0].score - c.score + LIFT if lifted and j == best else 0.0
-            out.append(  # not dataclasses.replace: it re-runs __init__, 20 times a route
-                Candidate(
-                    c.name,
-                    c.score + lift,
-                    {**c.stages, "learned": lift},
-                    c.missing_required,
-                    calibrate(p) if calibrate is not None else p,
-                    c.evidence,
-                    c.invalid_context,
-                    c.part,
-                )
-            )
+            p = chance[j]
+            lift = scores[0] - scores[j] + LIFT if lifted and j == best else 0.0
+            out.append(shown(answer, j, lift, calibrate(p) if calibrate is not None else p))
         return out
+
+
+def cold_answer(answer: Ranked | Sequence[Candidate], k: int | None) -> list[Candidate]:
+    """The first ``k`` (None: all) of a cold answer as it is."""
+    if isinstance(answer, Ranked):
+        return [answer.candidate(j) for j in range(len(answer))[:k]]
+    return list(answer[:k])
+
+
+def shown(
+    answer: Ranked | Sequence[Candidate], j: int, lift: float, confidence: float
+) -> Candidate:
+    """The ``j``-th candidate of a cold answer raised by ``lift`` (its stage ``learned``),
+    with the model's ``confidence``."""
+    if isinstance(answer, Ranked):
+        return answer.candidate(j, lift, confidence)
+    c = answer[j]
+    return Candidate(  # not dataclasses.replace: it re-runs __init__, 20 times a route
+        c.name,
+        c.score + lift,
+        {**c.stages, "learned": lift},
+        c.missing_required,
+        confidence,
+        c.evidence,
+        c.invalid_context,
+        c.part,
+    )

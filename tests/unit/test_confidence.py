@@ -28,6 +28,7 @@ from app.routing.confidence import (
     Evidence,
     Logistic,
     Shape,
+    feature_columns,
     pieces,
     sigmoid,
 )
@@ -273,3 +274,8 @@ def test_confidences_as_arrays_are_the_scalar_logits_bit_for_bit() -> None:
         assert CONFIDENCE_MODEL.confidences(evidence) == [
             CONFIDENCE_MODEL.confidence(e) for e in evidence
         ]
+        columns = feature_columns(evidence)  # every feature, not only the shipped model's
+        assert list(columns) == list(FEATURES)
+        for name, read in FEATURES.items():
+            one_by_one = np.array([read(e) for e in evidence], dtype=np.float64)
+            assert one_by_one.tobytes() == columns[name].tobytes(), name
