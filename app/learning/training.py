@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,9 +65,15 @@ DELTAS = (*(round(0.05 * i, 2) for i in range(20)), 1.0)
 COLD_DELTAS = (1.0,)
 
 
+OBJECTIVES = ("binary", "lambdarank")
+
+
 @dataclass(frozen=True, slots=True)
 class Trees:
-    """How the trees are fitted."""
+    """How the trees are fitted: ``objective`` "binary" (scikit-learn's
+    HistGradientBoostingClassifier: is this row the step's tool) or "lambdarank" (LightGBM's
+    LGBMRanker, each step's rows one group: is this row above the step's others;
+    ``truncation``: its ``lambdarank_truncation_level``)."""
 
     iterations: int = 100
     learning_rate: float = 0.1
@@ -75,6 +81,12 @@ class Trees:
     min_leaf: int = 20
     l2: float = 1.0
     seed: int = 0
+    objective: str = "binary"
+    truncation: int = DEPTH
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.objective!r}; one of {OBJECTIVES}")
 
 
 DEFAULT_TREES = Trees()
@@ -286,9 +298,98 @@ class Binned:
         return dataclasses.replace(forest, threshold=threshold)
 
 
-def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
-    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``."""
+def fit_forest(
+    x: np.ndarray,
+    y: np.ndarray,
+    weight: np.ndarray,
+    trees: Trees,
+    starts: np.ndarray | None = None,
+) -> Forest:
+    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest`` (``starts``:
+    where each step's rows start, one past the last; a ranker needs them)."""
+    if trees.objective == "lambdarank":
+        if starts is None:
+            raise ValueError("a ranker is fitted on steps: starts are needed")
+        return fit_ranker(x, y, weight, starts, trees)
     return fit_binned(Binned.of(x, weight), y, weight, trees)
+
+
+def fit_ranker(
+    x: np.ndarray, y: np.ndarray, weight: np.ndarray, starts: np.ndarray, trees: Trees
+) -> Forest:
+    """LightGBM's lambdarank trees on the steps' rows (each step one group), as a plain
+    ``Forest`` whose scores read as a softmax over a step's candidates.
+
+    Bounded influence: LightGBM multiplies each row's lambda gradient and hessian by its
+    weight, so rows weighted by their step's weight weigh the step as a group (a step of
+    weight 0 trains exactly as if it were left out; measured). One OpenMP thread, as for
+    the binary trees; lightgbm is imported here, in the background trainer only."""
+    from lightgbm import LGBMRanker
+
+    sizes = np.diff(starts)
+    if not (y > 0).any() or sizes.size == 0:  # nothing to rank by: every candidate alike
+        return flat([], 0.0, "softmax")
+    model = LGBMRanker(
+        objective="lambdarank",
+        n_estimators=trees.iterations,
+        learning_rate=trees.learning_rate,
+        num_leaves=trees.leaves,
+        min_child_samples=trees.min_leaf,
+        reg_lambda=trees.l2,
+        random_state=trees.seed,
+        lambdarank_truncation_level=trees.truncation,
+        n_jobs=1,
+        deterministic=True,
+        force_row_wise=True,
+        verbose=-1,
+    )
+    model.fit(x, y, group=sizes, sample_weight=weight)
+    return dumped_forest(model.booster_.dump_model())
+
+
+def dumped_forest(dump: dict[str, Any]) -> Forest:
+    """A LightGBM model's trees (``Booster.dump_model()``, numerical splits ``<=``) as one
+    ``Forest`` with a softmax link: each tree's nodes numbered in preorder, a leaf's value
+    its ``leaf_value``. A NaN goes right in a ``Forest``, where LightGBM reads it as 0 (the
+    features are never NaN)."""
+    trees = [tree_nodes(info["tree_structure"]) for info in dump["tree_info"]]
+    return flat(trees, 0.0, "softmax")
+
+
+NODE = np.dtype(
+    [
+        ("feature_idx", np.int64),
+        ("num_threshold", np.float64),
+        ("left", np.int64),
+        ("right", np.int64),
+        ("value", np.float64),
+        ("is_leaf", bool),
+        ("depth", np.int64),
+    ]
+)
+
+
+def tree_nodes(root: dict[str, Any]) -> np.ndarray:
+    """One dumped LightGBM tree as node records (the fields ``flat`` reads), in preorder."""
+    nodes: list[tuple[int, float, int, int, float, bool, int]] = []
+
+    def visit(node: dict[str, Any], depth: int) -> int:
+        at = len(nodes)
+        if "leaf_value" in node:
+            nodes.append((0, 0.0, 0, 0, float(node["leaf_value"]), True, depth))
+            return at
+        if node["decision_type"] != "<=":
+            raise ValueError(f"a split {node['decision_type']!r}: only numerical ones are read")
+        nodes.append(
+            (int(node["split_feature"]), float(node["threshold"]), 0, 0, 0.0, False, depth)
+        )
+        left = visit(node["left_child"], depth + 1)
+        right = visit(node["right_child"], depth + 1)
+        nodes[at] = (*nodes[at][:2], left, right, *nodes[at][4:])
+        return at
+
+    visit(root, 0)
+    return np.array(nodes, dtype=NODE)
 
 
 def fit_binned(binned: Binned, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
@@ -326,7 +427,7 @@ def fit_flat(model: HistGradientBoostingClassifier) -> Forest:
     return flat(trees, float(np.ravel(model._baseline_prediction)[0]))
 
 
-def flat(trees: Sequence[np.ndarray], baseline: float) -> Forest:
+def flat(trees: Sequence[np.ndarray], baseline: float, link: str = "logistic") -> Forest:
     """Trees' node arrays (scikit-learn's ``TreePredictor.nodes``) as one ``Forest``."""
     if not trees:
         zero = np.zeros((0, 1))
@@ -339,6 +440,7 @@ def flat(trees: Sequence[np.ndarray], baseline: float) -> Forest:
             zero.astype(bool),
             baseline,
             0,
+            link,
         )
     width = max(len(t) for t in trees)
     shape = (len(trees), width)
@@ -357,7 +459,7 @@ def flat(trees: Sequence[np.ndarray], baseline: float) -> Forest:
         value[i, :n] = nodes["value"]
         leaf[i, :n] = nodes["is_leaf"]
     depth = int(max(int(t["depth"].max()) for t in trees)) + 1
-    return Forest(feature, threshold, left, right, value, leaf, baseline, depth)
+    return Forest(feature, threshold, left, right, value, leaf, baseline, depth, link)
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,8 +517,12 @@ def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
         mask = np.zeros(rows.y.size, bool)
         mask[lo:hi] = True
         weight = rows.weight[~mask]
-        forest = fit_binned(Binned.of(rows.x[~mask], weight), rows.y[~mask], weight, trees)
-        chance[mask] = forest.probability(rows.x[mask])
+        before = rows.starts[: cuts[f] + 1]
+        after = rows.starts[cuts[f + 1] + 1 :] - (hi - lo)
+        starts = np.concatenate([before, after])  # the other folds' steps, rows closed up
+        forest = fit_forest(rows.x[~mask], rows.y[~mask], weight, trees, starts)
+        held = rows.starts[cuts[f] : cuts[f + 1] + 1] - lo
+        chance[mask] = forest.probabilities(rows.x[mask], held)
     return chance
 
 
@@ -450,5 +556,5 @@ def train_reranker(
     ``training_rows``')."""
     rows = training_rows(index, config, bank, vectors, depth, routed=routed)
     gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
-    forest = fit_forest(rows.x, rows.y, rows.weight, trees)
+    forest = fit_forest(rows.x, rows.y, rows.weight, trees, rows.starts)
     return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)
