@@ -11,9 +11,12 @@ among its cold candidates teaches nothing and is skipped.
 A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all its
 reports hidden), for the gates to be chosen on steps of tools without reports too.
 
-The trees are scikit-learn's HistGradientBoostingClassifier (binary, each row weighted by
-its step's shared weight: bounded influence), fitted on the rows binned once (``Binned``)
-and read back into a plain ``Forest`` that splits on the features' values. The gate
+The trees are LightGBM's lambdarank (``DEFAULT_TREES``: each step's rows one group, each
+row weighted by its step's shared weight: bounded influence), read back from the booster's
+dump into a plain ``Forest`` whose scores read as a softmax over a step's candidates; or,
+``Trees(objective="binary")``, scikit-learn's HistGradientBoostingClassifier (each row
+weighted the same way), fitted on the rows binned once (``Binned``) and read back into a
+``Forest`` that splits on the features' values. The gate
 ``delta`` is chosen out of fold on the same steps (``FOLDS`` folds in time order): the one
 that keeps the most of them first, the largest among equals; never on the held-out steps.
 """
@@ -89,7 +92,11 @@ class Trees:
             raise ValueError(f"unknown objective {self.objective!r}; one of {OBJECTIVES}")
 
 
-DEFAULT_TREES = Trees()
+# The served trees: LightGBM's lambdarank, 31 leaves (docs/ROUTING.md, "Learning from
+# reports": on MetaTool's replays, seeds 0-2, the guard served +0.077 mean hit@1 where the
+# binary trees, Trees(), served +0.044; the leaves chosen on the out-of-fold hit@1 and the
+# guard's exam, never on held-out queries).
+DEFAULT_TREES = Trees(objective="lambdarank", leaves=31)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +192,13 @@ def training_rows(
     limit: int = MAX_TRAINING_STEPS,
     hidden: float = HIDDEN_SHARE,
     routed: dict[str, list[Candidate]] | None = None,
+    seen: Sequence[frozenset[str] | None] | None = None,
 ) -> Rows:
     """The rows of the bank's steps (at most ``limit`` of them) whose tool is among their
     cold candidates (module doc). ``routed``: step text → its cold answer, read and added
-    to (the guard trains several models on the same steps; a cold route does not change)."""
+    to (the guard trains several models on the same steps; a cold route does not change);
+    ``seen``: per bank row, the tools whose reports its features read (None: all), as its
+    reporting key's routes will read them."""
     router = Router(config)
     view = NamespaceView(index)
     xs, ys, weights, owners, starts, hid = [], [], [], [], [0], []
@@ -217,7 +227,9 @@ def training_rows(
         first = names[0]
         over = passed_over(bank, passed.get(first), unit(vectors[i]), None, own_row=i)
         known.append(over or None)
-        visible = everything - {tool} if hide[i] else None
+        visible = None if seen is None else seen[i]
+        if hide[i]:
+            visible = (everything if visible is None else visible) - {tool}
         x = features(answer, unit(vectors[i]), stems(text), bank, visible, own_row=i)
         xs.append(x)
         ys.append(np.asarray([n == tool for n in names], dtype=np.float64))
@@ -551,10 +563,11 @@ def train_reranker(
     trees: Trees = DEFAULT_TREES,
     depth: int = DEPTH,
     routed: dict[str, list[Candidate]] | None = None,
+    seen: Sequence[frozenset[str] | None] | None = None,
 ) -> Reranker:
-    """A reranker trained on the steps of ``bank`` (``vectors``: one row each; ``routed``:
-    ``training_rows``')."""
-    rows = training_rows(index, config, bank, vectors, depth, routed=routed)
+    """A reranker trained on the steps of ``bank`` (``vectors``: one row each; ``routed``,
+    ``seen``: ``training_rows``')."""
+    rows = training_rows(index, config, bank, vectors, depth, routed=routed, seen=seen)
     gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
     forest = fit_forest(rows.x, rows.y, rows.weight, trees, rows.starts)
     return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)

@@ -144,7 +144,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--objective", choices=OBJECTIVES, default=DEFAULT_TREES.objective, help="the trees'"
     )
     args = cli.parse_args(argv)
-    trees = dataclasses.replace(DEFAULT_TREES, objective=args.objective)
+    trees = (
+        DEFAULT_TREES
+        if args.objective == DEFAULT_TREES.objective
+        else Trees(objective=args.objective)
+    )
     threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
     index, vectors = catalog(args.tools, args.dim, rng)

@@ -42,6 +42,7 @@ from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
 from app.db import unit_of_work
 from app.learning.guard import challenge
 from app.learning.training import (
+    DEFAULT_TREES,
     FOLDS,
     Trees,
     bank_of,
@@ -62,7 +63,11 @@ from app.tools.examples import text_vectors
 from bench.common import add_data, parser
 
 DESIGNS: dict[str, dict[str, Any]] = {
-    "default": {},
+    "default": {},  # the service's trees (training.DEFAULT_TREES)
+    "binary": {"objective": "binary"},  # scikit-learn's binary trees, 15 leaves (before)
+    "guard_binary": {"guard": True, "objective": "binary"},
+    "guard_as_served": {"guard": True, "as_served": True},  # guard.AS_SERVED
+    "guard_binary_as_served": {"guard": True, "objective": "binary", "as_served": True},
     "depth10": {"depth": 10},
     "trees200": {"iterations": 200, "learning_rate": 0.05},
     "leaves31": {"leaves": 31},
@@ -213,7 +218,8 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
     """A design's scores on the held-out steps, and the reranker it trained (the guard's:
     None)."""
     began = time.perf_counter()
-    trees = Trees(**{k: v for k, v in design.items() if k in Trees.__dataclass_fields__})
+    fields = {k: v for k, v in design.items() if k in Trees.__dataclass_fields__}
+    trees = Trees(**fields) if fields else DEFAULT_TREES  # a field named: from Trees()
     if design.get("guard"):
         learned, verdict = challenge(
             made.index,
@@ -225,6 +231,7 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
             trees,
             blocks=design.get("blocks"),
             refit=design.get("refit"),
+            as_served=design.get("as_served"),
             **({"share": design["share"]} if "share" in design else {}),
         )
         served = learned if verdict.promoted else None

@@ -15,6 +15,7 @@ from app.learning import training
 from app.learning.training import (
     DEFAULT_TREES,
     Binned,
+    Trees,
     batch_cosines,
     bin_edges,
     cold_answers,
@@ -89,15 +90,16 @@ def test_trees_fitted_on_bins_read_the_features_values_as_on_the_bins() -> None:
     binned = Binned.of(x, weight)
     assert bin_edges(x[:, 3], weight).tolist() == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
     assert int(binned.codes[:, 0].max()) == 254  # at most 255 bins
-    forest = fit_binned(binned, y, weight, DEFAULT_TREES)
+    binary = Trees(objective="binary")
+    forest = fit_binned(binned, y, weight, binary)
     model = HistGradientBoostingClassifier(
-        max_iter=DEFAULT_TREES.iterations,
-        learning_rate=DEFAULT_TREES.learning_rate,
-        max_leaf_nodes=DEFAULT_TREES.leaves,
-        min_samples_leaf=DEFAULT_TREES.min_leaf,
-        l2_regularization=DEFAULT_TREES.l2,
+        max_iter=binary.iterations,
+        learning_rate=binary.learning_rate,
+        max_leaf_nodes=binary.leaves,
+        min_samples_leaf=binary.min_leaf,
+        l2_regularization=binary.l2,
         early_stopping=False,
-        random_state=DEFAULT_TREES.seed,
+        random_state=binary.seed,
     ).fit(binned.codes, y, sample_weight=weight)
     expected = model.predict_proba(binned.codes)[:, 1]
     assert forest.probability(x) == pytest.approx(expected, abs=1e-9)
@@ -118,7 +120,8 @@ def test_a_lightgbm_rankers_trees_read_as_lightgbm_reads_them() -> None:
         y[s * depth + int(np.argmax(x[rows, 0] + x[rows, 5] + rng.normal(size=depth)))] = 1
     starts = np.arange(0, steps * depth + 1, depth)
     weight = np.repeat(np.where(np.arange(steps) % 4 == 0, 1 / 3, 1.0), depth)
-    trees = dataclasses.replace(DEFAULT_TREES, objective="lambdarank", iterations=30)
+    trees = dataclasses.replace(DEFAULT_TREES, iterations=30)
+    assert trees.objective == "lambdarank"  # the served trees
     forest = training.fit_forest(x, y, weight, trees, starts)
     assert forest.link == "softmax"
     model = LGBMRanker(
