@@ -30,6 +30,9 @@ served model's:
 A whole guard round, as if promoted:
 
     python -m bench.perf.learned_cost --tools 10000 --reports 10000 --guard --promote
+
+``--objective binary`` trains scikit-learn's binary trees instead of the served lambdarank
+ones (``training.DEFAULT_TREES``), to compare their cost.
 """
 
 from __future__ import annotations
