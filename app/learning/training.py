@@ -11,9 +11,12 @@ among its cold candidates teaches nothing and is skipped.
 A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all its
 reports hidden), for the gates to be chosen on steps of tools without reports too.
 
-The trees are scikit-learn's HistGradientBoostingClassifier (binary, each row weighted by
-its step's shared weight: bounded influence), fitted on the rows binned once (``Binned``)
-and read back into a plain ``Forest`` that splits on the features' values. The gate
+The trees are LightGBM's lambdarank (``DEFAULT_TREES``: each step's rows one group, each
+row weighted by its step's shared weight: bounded influence), read back from the booster's
+dump into a plain ``Forest`` whose scores read as a softmax over a step's candidates; or,
+``Trees(objective="binary")``, scikit-learn's HistGradientBoostingClassifier (each row
+weighted the same way), fitted on the rows binned once (``Binned``) and read back into a
+``Forest`` that splits on the features' values. The gate
 ``delta`` is chosen out of fold on the same steps (``FOLDS`` folds in time order): the one
 that keeps the most of them first, the largest among equals; never on the held-out steps.
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,9 +68,15 @@ DELTAS = (*(round(0.05 * i, 2) for i in range(20)), 1.0)
 COLD_DELTAS = (1.0,)
 
 
+OBJECTIVES = ("binary", "lambdarank")
+
+
 @dataclass(frozen=True, slots=True)
 class Trees:
-    """How the trees are fitted."""
+    """How the trees are fitted: ``objective`` "binary" (scikit-learn's
+    HistGradientBoostingClassifier: is this row the step's tool) or "lambdarank" (LightGBM's
+    LGBMRanker, each step's rows one group: is this row above the step's others;
+    ``truncation``: its ``lambdarank_truncation_level``)."""
 
     iterations: int = 100
     learning_rate: float = 0.1
@@ -75,9 +84,19 @@ class Trees:
     min_leaf: int = 20
     l2: float = 1.0
     seed: int = 0
+    objective: str = "binary"
+    truncation: int = DEPTH
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.objective!r}; one of {OBJECTIVES}")
 
 
-DEFAULT_TREES = Trees()
+# The served trees: LightGBM's lambdarank, 31 leaves (docs/ROUTING.md, "Learning from
+# reports": on MetaTool's replays, seeds 0-2, the guard served +0.077 mean hit@1 where the
+# binary trees, Trees(), served +0.044; the leaves chosen on the out-of-fold hit@1 and the
+# guard's exam, never on held-out queries).
+DEFAULT_TREES = Trees(objective="lambdarank", leaves=31)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +192,13 @@ def training_rows(
     limit: int = MAX_TRAINING_STEPS,
     hidden: float = HIDDEN_SHARE,
     routed: dict[str, list[Candidate]] | None = None,
+    seen: Sequence[frozenset[str] | None] | None = None,
 ) -> Rows:
     """The rows of the bank's steps (at most ``limit`` of them) whose tool is among their
     cold candidates (module doc). ``routed``: step text → its cold answer, read and added
-    to (the guard trains several models on the same steps; a cold route does not change)."""
+    to (the guard trains several models on the same steps; a cold route does not change);
+    ``seen``: per bank row, the tools whose reports its features read (None: all), as its
+    reporting key's routes will read them."""
     router = Router(config)
     view = NamespaceView(index)
     xs, ys, weights, owners, starts, hid = [], [], [], [], [0], []
@@ -205,7 +227,9 @@ def training_rows(
         first = names[0]
         over = passed_over(bank, passed.get(first), unit(vectors[i]), None, own_row=i)
         known.append(over or None)
-        visible = everything - {tool} if hide[i] else None
+        visible = None if seen is None else seen[i]
+        if hide[i]:
+            visible = (everything if visible is None else visible) - {tool}
         x = features(answer, unit(vectors[i]), stems(text), bank, visible, own_row=i)
         xs.append(x)
         ys.append(np.asarray([n == tool for n in names], dtype=np.float64))
@@ -286,9 +310,98 @@ class Binned:
         return dataclasses.replace(forest, threshold=threshold)
 
 
-def fit_forest(x: np.ndarray, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
-    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest``."""
+def fit_forest(
+    x: np.ndarray,
+    y: np.ndarray,
+    weight: np.ndarray,
+    trees: Trees,
+    starts: np.ndarray | None = None,
+) -> Forest:
+    """The trees fitted on rows ``x`` with labels ``y``, as a plain ``Forest`` (``starts``:
+    where each step's rows start, one past the last; a ranker needs them)."""
+    if trees.objective == "lambdarank":
+        if starts is None:
+            raise ValueError("a ranker is fitted on steps: starts are needed")
+        return fit_ranker(x, y, weight, starts, trees)
     return fit_binned(Binned.of(x, weight), y, weight, trees)
+
+
+def fit_ranker(
+    x: np.ndarray, y: np.ndarray, weight: np.ndarray, starts: np.ndarray, trees: Trees
+) -> Forest:
+    """LightGBM's lambdarank trees on the steps' rows (each step one group), as a plain
+    ``Forest`` whose scores read as a softmax over a step's candidates.
+
+    Bounded influence: LightGBM multiplies each row's lambda gradient and hessian by its
+    weight, so rows weighted by their step's weight weigh the step as a group (a step of
+    weight 0 trains exactly as if it were left out; measured). One OpenMP thread, as for
+    the binary trees; lightgbm is imported here, in the background trainer only."""
+    from lightgbm import LGBMRanker
+
+    sizes = np.diff(starts)
+    if not (y > 0).any() or sizes.size == 0:  # nothing to rank by: every candidate alike
+        return flat([], 0.0, "softmax")
+    model = LGBMRanker(
+        objective="lambdarank",
+        n_estimators=trees.iterations,
+        learning_rate=trees.learning_rate,
+        num_leaves=trees.leaves,
+        min_child_samples=trees.min_leaf,
+        reg_lambda=trees.l2,
+        random_state=trees.seed,
+        lambdarank_truncation_level=trees.truncation,
+        n_jobs=1,
+        deterministic=True,
+        force_row_wise=True,
+        verbose=-1,
+    )
+    model.fit(x, y, group=sizes, sample_weight=weight)
+    return dumped_forest(model.booster_.dump_model())
+
+
+def dumped_forest(dump: dict[str, Any]) -> Forest:
+    """A LightGBM model's trees (``Booster.dump_model()``, numerical splits ``<=``) as one
+    ``Forest`` with a softmax link: each tree's nodes numbered in preorder, a leaf's value
+    its ``leaf_value``. A NaN goes right in a ``Forest``, where LightGBM reads it as 0 (the
+    features are never NaN)."""
+    trees = [tree_nodes(info["tree_structure"]) for info in dump["tree_info"]]
+    return flat(trees, 0.0, "softmax")
+
+
+NODE = np.dtype(
+    [
+        ("feature_idx", np.int64),
+        ("num_threshold", np.float64),
+        ("left", np.int64),
+        ("right", np.int64),
+        ("value", np.float64),
+        ("is_leaf", bool),
+        ("depth", np.int64),
+    ]
+)
+
+
+def tree_nodes(root: dict[str, Any]) -> np.ndarray:
+    """One dumped LightGBM tree as node records (the fields ``flat`` reads), in preorder."""
+    nodes: list[tuple[int, float, int, int, float, bool, int]] = []
+
+    def visit(node: dict[str, Any], depth: int) -> int:
+        at = len(nodes)
+        if "leaf_value" in node:
+            nodes.append((0, 0.0, 0, 0, float(node["leaf_value"]), True, depth))
+            return at
+        if node["decision_type"] != "<=":
+            raise ValueError(f"a split {node['decision_type']!r}: only numerical ones are read")
+        nodes.append(
+            (int(node["split_feature"]), float(node["threshold"]), 0, 0, 0.0, False, depth)
+        )
+        left = visit(node["left_child"], depth + 1)
+        right = visit(node["right_child"], depth + 1)
+        nodes[at] = (*nodes[at][:2], left, right, *nodes[at][4:])
+        return at
+
+    visit(root, 0)
+    return np.array(nodes, dtype=NODE)
 
 
 def fit_binned(binned: Binned, y: np.ndarray, weight: np.ndarray, trees: Trees) -> Forest:
@@ -326,7 +439,7 @@ def fit_flat(model: HistGradientBoostingClassifier) -> Forest:
     return flat(trees, float(np.ravel(model._baseline_prediction)[0]))
 
 
-def flat(trees: Sequence[np.ndarray], baseline: float) -> Forest:
+def flat(trees: Sequence[np.ndarray], baseline: float, link: str = "logistic") -> Forest:
     """Trees' node arrays (scikit-learn's ``TreePredictor.nodes``) as one ``Forest``."""
     if not trees:
         zero = np.zeros((0, 1))
@@ -339,6 +452,7 @@ def flat(trees: Sequence[np.ndarray], baseline: float) -> Forest:
             zero.astype(bool),
             baseline,
             0,
+            link,
         )
     width = max(len(t) for t in trees)
     shape = (len(trees), width)
@@ -357,7 +471,7 @@ def flat(trees: Sequence[np.ndarray], baseline: float) -> Forest:
         value[i, :n] = nodes["value"]
         leaf[i, :n] = nodes["is_leaf"]
     depth = int(max(int(t["depth"].max()) for t in trees)) + 1
-    return Forest(feature, threshold, left, right, value, leaf, baseline, depth)
+    return Forest(feature, threshold, left, right, value, leaf, baseline, depth, link)
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,8 +529,12 @@ def out_of_fold(rows: Rows, trees: Trees, folds: int = FOLDS) -> np.ndarray:
         mask = np.zeros(rows.y.size, bool)
         mask[lo:hi] = True
         weight = rows.weight[~mask]
-        forest = fit_binned(Binned.of(rows.x[~mask], weight), rows.y[~mask], weight, trees)
-        chance[mask] = forest.probability(rows.x[mask])
+        before = rows.starts[: cuts[f] + 1]
+        after = rows.starts[cuts[f + 1] + 1 :] - (hi - lo)
+        starts = np.concatenate([before, after])  # the other folds' steps, rows closed up
+        forest = fit_forest(rows.x[~mask], rows.y[~mask], weight, trees, starts)
+        held = rows.starts[cuts[f] : cuts[f + 1] + 1] - lo
+        chance[mask] = forest.probabilities(rows.x[mask], held)
     return chance
 
 
@@ -445,10 +563,11 @@ def train_reranker(
     trees: Trees = DEFAULT_TREES,
     depth: int = DEPTH,
     routed: dict[str, list[Candidate]] | None = None,
+    seen: Sequence[frozenset[str] | None] | None = None,
 ) -> Reranker:
-    """A reranker trained on the steps of ``bank`` (``vectors``: one row each; ``routed``:
-    ``training_rows``')."""
-    rows = training_rows(index, config, bank, vectors, depth, routed=routed)
+    """A reranker trained on the steps of ``bank`` (``vectors``: one row each; ``routed``,
+    ``seen``: ``training_rows``')."""
+    rows = training_rows(index, config, bank, vectors, depth, routed=routed, seen=seen)
     gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
-    forest = fit_forest(rows.x, rows.y, rows.weight, trees)
+    forest = fit_forest(rows.x, rows.y, rows.weight, trees, rows.starts)
     return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)

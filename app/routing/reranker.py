@@ -14,14 +14,15 @@ top ``depth`` candidates as a row of ``FEATURES``:
   nearest reports (query memory's evidence), and the share of the step's words the tool's
   reported steps hold, with its margin.
 
-A gradient-boosted tree ensemble (``Forest``, fitted by scikit-learn's
-HistGradientBoosting in app/learning/training.py, read here by plain numpy) gives each
-candidate the probability that it is the step's tool. The cold first candidate keeps its
-place unless the model's best beats it by a gate — ``delta``, or ``delta_cold`` when the
-cold first is unknown: no reports of it the key may read, and no reported step like this
-one (cosine ≥ ``PASSED_OVER``, of a tool the key may read) that agents chose another tool
-for while it was the cold first (a right
-tool nobody reported looks like that) — chosen out of fold on the reports, never on the
+A gradient-boosted tree ensemble (``Forest``, fitted in app/learning/training.py by
+scikit-learn's HistGradientBoosting, binary, or by LightGBM's lambdarank, read here by plain
+numpy) gives each candidate the probability that it is the step's tool: a binary tree sum's
+sigmoid, or a ranker's scores' softmax over the step's candidates (``chances``). The cold
+first candidate keeps its place unless the model's best beats it by a gate — ``delta``, or
+``delta_cold`` when the cold first is unknown: no reports of it the key may read, and no
+reported step like this one (cosine ≥ ``PASSED_OVER``, of a tool the key may read) that
+agents chose another tool for while it was the cold first (a right tool nobody reported
+looks like that) — chosen out of fold on the reports, never on the
 held-out ones; and only a tool the routing key may move (bounded influence,
 ``Learned.moves``) can take it. Each candidate's confidence is the model's probability,
 calibrated on the held-out reports, never rising down the list.
@@ -106,7 +107,9 @@ def in_order(
 class Forest:
     """Regression trees, flattened to (trees, nodes) arrays: at a node, row ``x`` goes left
     when ``x[feature] <= threshold``; a leaf's ``value`` is added; the sum, plus
-    ``baseline``, is a log-odds."""
+    ``baseline``, is a log-odds (``link`` "logistic": binary trees, a probability a row) or a
+    ranker's score (``link`` "softmax": lambdarank trees, whose scores mean something only
+    against the other candidates of the same step; a probability over one step's rows)."""
 
     feature: np.ndarray
     threshold: np.ndarray
@@ -116,6 +119,11 @@ class Forest:
     leaf: np.ndarray
     baseline: float
     depth: int
+    link: str = "logistic"
+
+    def __post_init__(self) -> None:
+        if self.link not in LINKS:
+            raise ValueError(f"unknown link {self.link!r}; one of {', '.join(LINKS)}")
 
     @functools.cached_property
     def _masks(self) -> tuple[np.ndarray, ...] | None:
@@ -154,7 +162,8 @@ class Forest:
         )
 
     def log_odds(self, rows: np.ndarray) -> np.ndarray:
-        """Each row's summed log-odds ((n,) float64): the leaves' values summed over the
+        """Each row's summed log-odds, or a ranker's score (``link``) ((n,) float64): the
+        leaves' values summed over the
         trees in their order. All splits of all trees are read at once (``_masks``): a few
         array operations, not one per level of the deepest tree."""
         n = len(rows)
@@ -191,7 +200,14 @@ class Forest:
         return walked
 
     def probability(self, rows: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-self.log_odds(rows)))
+        """Each row's probability of being the step's tool; ``rows``: one step's candidates
+        (a ranker's are read against each other: ``chances``)."""
+        return chances(self.log_odds(rows), self.link, np.array([0, len(rows)]))
+
+    def probabilities(self, rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """``probability`` of many steps' rows at once (step ``s`` is rows ``starts[s]`` to
+        ``starts[s + 1]``)."""
+        return chances(self.log_odds(rows), self.link, starts)
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {
@@ -203,6 +219,7 @@ class Forest:
             "leaf": self.leaf,
             "baseline": np.array([self.baseline]),
             "depth": np.array([self.depth]),
+            "link": np.array([self.link], dtype=str),
         }
 
     @classmethod
@@ -216,7 +233,28 @@ class Forest:
             arrays["leaf"].astype(bool),
             float(arrays["baseline"][0]),
             int(arrays["depth"][0]),
+            str(arrays["link"][0]) if "link" in arrays else "logistic",  # stored before rankers
         )
+
+
+LINKS = ("logistic", "softmax")
+
+
+def chances(score: np.ndarray, link: str, starts: np.ndarray) -> np.ndarray:
+    """Scores as probabilities: "logistic", each row's sigmoid; "softmax", over each step's
+    rows (``starts``: where each starts, one past the last), the share ``exp(score)`` of the
+    step's sum — a ranker's score is only defined up to a constant a step (lambdarank's
+    gradients are differences of a step's scores), and a step has one tool. Both rise with
+    the score, so the order of a step's candidates is the trees'."""
+    if link == "logistic":
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-score))
+        return out
+    out = np.empty_like(score, dtype=np.float64)
+    for a, b in zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True):
+        if b > a:
+            e = np.exp(score[a:b] - score[a:b].max())
+            out[a:b] = e / e.sum()
+    return out
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,6 +30,9 @@ served model's:
 A whole guard round, as if promoted:
 
     python -m bench.perf.learned_cost --tools 10000 --reports 10000 --guard --promote
+
+``--objective binary`` trains scikit-learn's binary trees instead of the served lambdarank
+ones (``training.DEFAULT_TREES``), to compare their cost.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from app.learning import guard
-from app.learning.training import train_reranker
+from app.learning.training import DEFAULT_TREES, OBJECTIVES, Trees, train_reranker
 from app.loop.memory import RememberedStep
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.reranker import Bank, Forest, Learned
@@ -90,7 +93,12 @@ def reports(index: RouterIndex, vectors: np.ndarray, count: int, rng: np.random.
 
 
 def guard_round(
-    index: RouterIndex, vectors: np.ndarray, count: int, promote: bool, rng: np.random.Generator
+    index: RouterIndex,
+    vectors: np.ndarray,
+    count: int,
+    promote: bool,
+    rng: np.random.Generator,
+    trees: Trees = DEFAULT_TREES,
 ) -> dict[str, object]:
     """One guard round on ``count`` remembered steps (one a second, 20 keys in turn)."""
     steps, tools = steps_of(vectors, count, rng)
@@ -112,7 +120,7 @@ def guard_round(
         guard.decide = lambda *_: (True, "promoted by the bench")
     try:
         began, cpu = time.perf_counter(), time.process_time()
-        _, verdict = guard.challenge(index, remembered, steps, 3, RouterConfig(), None)
+        _, verdict = guard.challenge(index, remembered, steps, 3, RouterConfig(), None, trees)
         seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     finally:
         guard.decide = decide
@@ -135,18 +143,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.add_argument("--forest", type=Path, help="a stored reranker whose trees to route with")
     cli.add_argument("--guard", action="store_true", help="time a guard round instead")
     cli.add_argument("--promote", action="store_true", help="… as if promoted (with the refit)")
+    cli.add_argument(
+        "--objective", choices=OBJECTIVES, default=DEFAULT_TREES.objective, help="the trees'"
+    )
     args = cli.parse_args(argv)
+    trees = (
+        DEFAULT_TREES
+        if args.objective == DEFAULT_TREES.objective
+        else Trees(objective=args.objective)
+    )
     threadpool_limits(limits=1, user_api="blas")  # as the service runs (app/services.py)
     rng = np.random.default_rng(0)
     index, vectors = catalog(args.tools, args.dim, rng)
     if args.guard:
         for count in args.reports:
-            print(json.dumps(guard_round(index, vectors, count, args.promote, rng)), flush=True)
+            print(
+                json.dumps(guard_round(index, vectors, count, args.promote, rng, trees)), flush=True
+            )
         return
-    out: dict[str, object] = {"tools": args.tools, "dim": args.dim}
+    out: dict[str, object] = {"tools": args.tools, "dim": args.dim, "objective": args.objective}
     config = RouterConfig()
     bank = reports(index, vectors, 2000, rng)
-    ranker = train_reranker(index, config, bank, bank.vectors)
+    ranker = train_reranker(index, config, bank, bank.vectors, trees)
     if args.forest is not None:
         with np.load(args.forest) as stored:
             ranker = dataclasses.replace(ranker, forest=Forest.of_arrays(dict(stored)))
@@ -177,11 +195,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     for count in args.reports:
         bank = reports(index, vectors, count, rng)
         began, cpu = time.perf_counter(), time.process_time()
-        train_reranker(index, config, bank, bank.vectors)
+        train_reranker(index, config, bank, bank.vectors, trees)
         seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
         tracemalloc.start()  # a second training: tracing slows Python code 2-3x
         began = time.perf_counter()
-        train_reranker(index, config, bank, bank.vectors)
+        train_reranker(index, config, bank, bank.vectors, trees)
         traced = time.perf_counter() - began
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()

@@ -11,7 +11,11 @@ step, scored on the held-out queries (hit@1 on those whose tool has reports and 
 whose tool has none, the top candidate's calibration error, also on the queries of one
 tool alone: ``ece_one``), beside the cold ranking;
 ``guard``: what the guard (app/learning/guard.py) trains and promotes, as a serving
-process would (the calibrated challenger if promoted, else the cold ranking).
+process would (the calibrated challenger if promoted, else the cold ranking). ``default``
+and ``guard`` train the served trees (``training.DEFAULT_TREES``: lambdarank); ``binary``
+and ``guard_binary`` scikit-learn's binary ones; a design naming a field of ``Trees``
+starts from ``Trees()``. A design trained on every step also reports its training steps'
+hit@1 out of fold (``oof_cold``, ``oof``: what a design may be tuned on).
 
     python -m bench.quality.learn_tune --data /work/shared/data/metatool --fraction 0.5 \
         --seeds 0 1 2 --designs default guard
@@ -41,23 +45,69 @@ from app.cli.eval_prior import (
 from app.cli.evaluate import NAMESPACE, Query, load_dataset, throwaway_services
 from app.db import unit_of_work
 from app.learning.guard import challenge
-from app.learning.training import Trees, bank_of, train_reranker
+from app.learning.training import (
+    DEFAULT_TREES,
+    FOLDS,
+    Trees,
+    bank_of,
+    choose_delta,
+    first_hits,
+    out_of_fold,
+    train_reranker,
+    training_rows,
+)
 from app.loop.memory import RememberedStep
 from app.routing import NamespaceView, RouteOptions, Router
 from app.routing.calibration import expected_calibration_error
 from app.routing.index import RouterIndex
-from app.routing.reranker import Learned, Reranker
-from app.routing.types import RouterConfig
+from app.routing.reranker import Bank, Learned, Reranker
+from app.routing.types import Candidate, RouterConfig
 from app.settings import Settings
 from app.tools.examples import text_vectors
 from bench.common import add_data, parser
 
 DESIGNS: dict[str, dict[str, Any]] = {
-    "default": {},
+    "default": {},  # the service's trees (training.DEFAULT_TREES)
+    "binary": {"objective": "binary"},  # scikit-learn's binary trees, 15 leaves (before)
+    "guard_binary": {"guard": True, "objective": "binary"},
+    "guard_as_served": {"guard": True, "as_served": True},  # guard.AS_SERVED
+    "guard_binary_as_served": {"guard": True, "objective": "binary", "as_served": True},
     "depth10": {"depth": 10},
     "trees200": {"iterations": 200, "learning_rate": 0.05},
     "leaves31": {"leaves": 31},
     "guard": {"guard": True},  # as the service runs it (guard.py's EXAM_BLOCKS, REFIT)
+    # LightGBM's lambdarank trees, each step's candidates one group (training.Trees)
+    "rank": {"objective": "lambdarank"},
+    "guard_rank": {"guard": True, "objective": "lambdarank"},
+    # the ranker's parameters tried, on the out-of-fold hit@1 of the training steps and the
+    # guard's exam (docs/ROUTING.md)
+    "rank_l7": {"objective": "lambdarank", "leaves": 7},
+    "rank_l31": {"objective": "lambdarank", "leaves": 31},
+    "rank_m5": {"objective": "lambdarank", "min_leaf": 5},
+    "rank_m50": {"objective": "lambdarank", "min_leaf": 50},
+    "rank_lr05": {"objective": "lambdarank", "learning_rate": 0.05},
+    "rank_lr05_t200": {"objective": "lambdarank", "learning_rate": 0.05, "iterations": 200},
+    "rank_t50": {"objective": "lambdarank", "iterations": 50},
+    "rank_t300_lr03": {"objective": "lambdarank", "learning_rate": 0.03, "iterations": 300},
+    "rank_cut3": {"objective": "lambdarank", "truncation": 3},
+    "rank_cut10": {"objective": "lambdarank", "truncation": 10},
+    "rank_l2_0": {"objective": "lambdarank", "l2": 0.0},
+    "rank_lgbm": {"objective": "lambdarank", "leaves": 31, "l2": 0.0},  # LightGBM's defaults
+    "rank_l31_lr05": {"objective": "lambdarank", "leaves": 31, "learning_rate": 0.05},
+    "guard_rank_lr05": {"guard": True, "objective": "lambdarank", "learning_rate": 0.05},
+    "guard_rank_l31": {"guard": True, "objective": "lambdarank", "leaves": 31},
+    "guard_rank_lr05_t200": {
+        "guard": True,
+        "objective": "lambdarank",
+        "learning_rate": 0.05,
+        "iterations": 200,
+    },
+    "guard_rank_l31_lr05": {
+        "guard": True,
+        "objective": "lambdarank",
+        "leaves": 31,
+        "learning_rate": 0.05,
+    },
     # the guard's designs tried (docs/ROUTING.md): blocks judged, each block's share, refit
     "guard_1x20": {"guard": True, "blocks": 1, "share": 0.2, "refit": False},
     "guard_1x20_refit": {"guard": True, "blocks": 1, "share": 0.2, "refit": True},
@@ -172,6 +222,8 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
     """A design's scores on the held-out steps, and the reranker it trained (the guard's:
     None)."""
     began = time.perf_counter()
+    fields = {k: v for k, v in design.items() if k in Trees.__dataclass_fields__}
+    trees = Trees(**fields) if fields else DEFAULT_TREES  # a field named: from Trees()
     if design.get("guard"):
         learned, verdict = challenge(
             made.index,
@@ -180,8 +232,10 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
             made.trust_keys,
             made.config,
             None,
+            trees,
             blocks=design.get("blocks"),
             refit=design.get("refit"),
+            as_served=design.get("as_served"),
             **({"share": design["share"]} if "share" in design else {}),
         )
         served = learned if verdict.promoted else None
@@ -199,12 +253,32 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
             "reason": verdict.reason,
             "seconds": round(time.perf_counter() - began, 1),
         }, None
-    trees = Trees(**{k: v for k, v in design.items() if k in Trees.__dataclass_fields__})
     bank = bank_of(made.steps, made.step_vectors, made.trust_keys)
     depth = design.get("depth", 20)
-    ranker = train_reranker(made.index, made.config, bank, made.step_vectors, trees, depth)
+    routed: dict[str, list[Candidate]] = {}
+    ranker = train_reranker(
+        made.index, made.config, bank, made.step_vectors, trees, depth, routed=routed
+    )
     seconds = round(time.perf_counter() - began, 1)
-    return {**scored(made, Learned(ranker)), "delta": ranker.delta, "seconds": seconds}, ranker
+    found = {**scored(made, Learned(ranker)), "delta": ranker.delta, "seconds": seconds}
+    return {**found, **out_of_fold_hits(made, bank, trees, depth, routed)}, ranker
+
+
+def out_of_fold_hits(
+    made: Replay, bank: Bank, trees: Trees, depth: int, routed: dict[str, list[Candidate]]
+) -> dict[str, Any]:
+    """hit@1 of the training steps out of fold (the numbers a design may be tuned on: no
+    held-out query is read): cold, and with the gate chosen on them."""
+    rows = training_rows(made.index, made.config, bank, made.step_vectors, depth, routed=routed)
+    if rows.steps < FOLDS:
+        return {}
+    chance = out_of_fold(rows, trees)
+    delta, delta_cold = choose_delta(chance, rows)
+    return {
+        "oof_steps": rows.steps,
+        "oof_cold": round(first_hits(chance, rows, 1.0, 1.0) / rows.steps, 4),
+        "oof": round(first_hits(chance, rows, delta, delta_cold) / rows.steps, 4),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:

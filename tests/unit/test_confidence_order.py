@@ -3,6 +3,7 @@ test over random tools, steps, vectors and served rerankers through the pure pip
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.calibration import MIN_LABELS, Calibration
-from app.routing.reranker import FEATURES, Bank, Learned, Reranker
+from app.routing.reranker import FEATURES, LINKS, Bank, Learned, Reranker
 from tests.unit.test_reranker import stump
 
 WORDS = ["weather", "rain", "email", "send", "music", "play", "city", "pay", "file", "remind"]
@@ -37,6 +38,8 @@ def cases(draw: st.DrawFn) -> tuple:  # type: ignore[type-arg]
         bank = Bank.build(rows, reported, [1.0] * len(reported), [draw(words) for _ in reported])
         feature = draw(st.integers(0, len(FEATURES) - 1))
         forest = stump(feature, draw(st.floats(-1, 1)), draw(st.floats(-3, 3)), 1.0)
+        # a binary model's sigmoid, or a ranker's softmax over the step's candidates
+        forest = dataclasses.replace(forest, link=draw(st.sampled_from(LINKS)))
         outcomes = [draw(st.booleans()) for _ in range(MIN_LABELS)]
         calibration = Calibration.fit([i / MIN_LABELS for i in range(MIN_LABELS)], outcomes)
         learned = Learned(Reranker(forest, bank, draw(st.floats(0, 0.5))), calibration=calibration)

@@ -15,6 +15,7 @@ from app.learning import training
 from app.learning.training import (
     DEFAULT_TREES,
     Binned,
+    Trees,
     batch_cosines,
     bin_edges,
     cold_answers,
@@ -89,18 +90,70 @@ def test_trees_fitted_on_bins_read_the_features_values_as_on_the_bins() -> None:
     binned = Binned.of(x, weight)
     assert bin_edges(x[:, 3], weight).tolist() == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
     assert int(binned.codes[:, 0].max()) == 254  # at most 255 bins
-    forest = fit_binned(binned, y, weight, DEFAULT_TREES)
+    binary = Trees(objective="binary")
+    forest = fit_binned(binned, y, weight, binary)
     model = HistGradientBoostingClassifier(
-        max_iter=DEFAULT_TREES.iterations,
-        learning_rate=DEFAULT_TREES.learning_rate,
-        max_leaf_nodes=DEFAULT_TREES.leaves,
-        min_samples_leaf=DEFAULT_TREES.min_leaf,
-        l2_regularization=DEFAULT_TREES.l2,
+        max_iter=binary.iterations,
+        learning_rate=binary.learning_rate,
+        max_leaf_nodes=binary.leaves,
+        min_samples_leaf=binary.min_leaf,
+        l2_regularization=binary.l2,
         early_stopping=False,
-        random_state=DEFAULT_TREES.seed,
+        random_state=binary.seed,
     ).fit(binned.codes, y, sample_weight=weight)
     expected = model.predict_proba(binned.codes)[:, 1]
     assert forest.probability(x) == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_lightgbm_rankers_trees_read_as_lightgbm_reads_them() -> None:
+    """Lambdarank trees (``Booster.dump_model()``) read into a ``Forest`` score rows as
+    LightGBM does, and their probability is a softmax over one step's candidates."""
+    from lightgbm import LGBMRanker
+
+    rng = np.random.default_rng(7)
+    steps, depth = 300, 20
+    x = rng.normal(size=(steps * depth, 6))
+    x[:, 5] = rng.integers(0, 4, steps * depth)  # few distinct values
+    y = np.zeros(steps * depth)
+    for s in range(steps):
+        rows = slice(s * depth, (s + 1) * depth)
+        y[s * depth + int(np.argmax(x[rows, 0] + x[rows, 5] + rng.normal(size=depth)))] = 1
+    starts = np.arange(0, steps * depth + 1, depth)
+    weight = np.repeat(np.where(np.arange(steps) % 4 == 0, 1 / 3, 1.0), depth)
+    trees = dataclasses.replace(DEFAULT_TREES, iterations=30)
+    assert trees.objective == "lambdarank"  # the served trees
+    forest = training.fit_forest(x, y, weight, trees, starts)
+    assert forest.link == "softmax"
+    model = LGBMRanker(
+        objective="lambdarank",
+        n_estimators=30,
+        learning_rate=trees.learning_rate,
+        num_leaves=trees.leaves,
+        min_child_samples=trees.min_leaf,
+        reg_lambda=trees.l2,
+        random_state=trees.seed,
+        lambdarank_truncation_level=trees.truncation,
+        n_jobs=1,
+        deterministic=True,
+        force_row_wise=True,
+        verbose=-1,
+    ).fit(x, y, group=np.diff(starts), sample_weight=weight)
+    test = rng.normal(size=(500, 6))
+    test[:, 5] = rng.integers(-1, 5, 500)
+    test[:50, 5] = np.repeat(np.arange(5), 10) + 0.5  # on and between the cuts
+    raw = model.booster_.predict(test, raw_score=True)
+    assert forest.log_odds(test) == pytest.approx(raw, abs=1e-9)
+    assert (forest.baseline + forest._walked(test).sum(axis=0)) == pytest.approx(raw, abs=1e-9)
+    one = forest.probability(test[:depth])
+    expected = np.exp(raw[:depth] - raw[:depth].max())
+    assert one == pytest.approx(expected / expected.sum(), abs=1e-12)
+    assert one.sum() == pytest.approx(1.0)
+    both = forest.probabilities(test[: 2 * depth], np.array([0, depth, 2 * depth]))
+    assert both[:depth] == pytest.approx(one, abs=1e-15)
+    assert both[depth:] == pytest.approx(forest.probability(test[depth : 2 * depth]), abs=1e-15)
+    back = Forest.of_arrays(forest.arrays())
+    assert back.link == "softmax"
+    assert back.probability(test[:depth]).tobytes() == one.tobytes()
 
 
 WEATHER = "Current weather in a city: temperature and rain."
