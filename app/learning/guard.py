@@ -56,6 +56,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -159,13 +160,20 @@ def time_blocks(
     """(training, held out) positions of ``steps`` for each of the ``blocks`` newest blocks
     of ``HELD_OUT_SHARE`` (at least ``MIN_HELD_OUT`` steps each), oldest block first: each
     held out from a challenger trained on every step older than it. Fewer blocks when the
-    steps older than one would be fewer than ``MIN_TRAINING``."""
-    order = sorted(range(len(steps)), key=lambda i: (steps[i].last_seen, steps[i].text))
+    steps older than one would be fewer than ``MIN_TRAINING``. The steps of one text (each
+    of a tool reported for it) are never cut apart: they come at the text's newest report,
+    so a held-out text's sibling is never among the steps a challenger is trained on."""
+    newest: dict[str, datetime] = {}  # a text's steps stay together, at its newest report
+    for s in steps:
+        newest[s.text] = max(newest.get(s.text, s.last_seen), s.last_seen)
+    order = sorted(range(len(steps)), key=lambda i: (newest[steps[i].text], steps[i].text))
     size = min(max(MIN_HELD_OUT, round(len(order) * share)), len(order))
     out: list[tuple[list[int], list[int]]] = []
     end = len(order)
     for _ in range(max(blocks, 1)):
         start = end - size
+        while 0 < start < end and steps[order[start - 1]].text == steps[order[start]].text:
+            start -= 1  # not a text's steps on both sides
         if out and start < MIN_TRAINING:
             break
         out.append((sorted(order[: max(start, 0)]), sorted(order[max(start, 0) : end])))

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from app.cli.eval_prior import (
+    REPLAY_VERSION,
     _load,
     encode_queries,
     poison,
@@ -100,9 +101,11 @@ def _routing_digest() -> str:
 def replay(
     data: Path, fraction: float, seed: int, poisoned: float, silent: float, cache: Path
 ) -> Replay:
-    """The replay of ``data`` (kept in ``cache`` by its arguments and the ranking core's
-    code: the index it holds is the code's, and one pickled by other code may not load)."""
+    """The replay of ``data`` (kept in ``cache`` by its arguments, the ranking core's code
+    (the index it holds is the code's, and one pickled by other code may not load) and what
+    the replay reports: ``REPLAY_VERSION``)."""
     name = f"{data.resolve()}|{fraction}|{seed}|{poisoned}|{silent}|{_routing_digest()}"
+    name += f"|replay {REPLAY_VERSION}"  # what the replay reports (eval_prior.py)
     path = cache / f"replay-{hashlib.sha256(name.encode()).hexdigest()[:16]}.pkl"
     if path.is_file():
         found: Replay = pickle.loads(path.read_bytes())
