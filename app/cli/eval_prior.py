@@ -2,12 +2,13 @@
 
 The queries are split by a seeded shuffle. A share ``F`` of them is replayed as an agent
 would: routed through the service's own path (the event writer records each route) and
-reported as feedback (the labelled tool, outcome success). The held-out queries are scored
-by the full pipeline before the reports ("cold start") and after them with no model
-("no_prior": the usage prior and query memory move no route by themselves since issue 41,
-so the two are equal), and with ``--learn`` with the reranker the guard trains from them
-(app/learning/guard.py) — overall, and split into queries whose tool was reported in the
-feedback ("seen") and those whose tool never was ("unseen": there it must not hurt).
+reported as feedback (each labelled tool its answer shows, else one; outcome success). The
+held-out queries are scored by the full pipeline before the reports ("cold start") and
+after them with no model ("no_prior": the usage prior and query memory move no route by
+themselves since issue 41, so the two are equal), and with ``--learn`` with the reranker
+the guard trains from them (app/learning/guard.py) — overall, and split into queries whose
+tool was reported in the feedback ("seen") and those whose tool never was ("unseen": there
+it must not hurt).
 """
 
 from __future__ import annotations
@@ -72,26 +73,47 @@ def replay_feedback(
     queries: Sequence[Query],
     poisoned: Mapping[int, str] | None = None,
 ) -> None:
-    """Route each query as the API does, then report its labelled tool as a success, from
-    one of ``HONEST_KEYS`` keys. ``poisoned``: query number → a wrong tool, reported
-    instead, ``FLOOD`` times, by one key."""
+    """Route each query as the API does, then report as a success each labelled tool its
+    answer shows (``right_tools``: an agent whose step needs two tools calls both), from one
+    of ``HONEST_KEYS`` keys. A route holds one report (app/loop/feedback.py: a second one
+    naming another tool is refused), so each further tool is reported on a route of its own
+    of the same step text, as an agent routing each call would. ``poisoned``: query number
+    → a wrong tool, reported instead, ``FLOOD`` times, by one key."""
     reports: list[tuple[FeedbackRequest, str]] = []
     poisoned = poisoned or {}
     for number, query in enumerate(progress_iter(queries, "replaying feedback", unit="query")):
         wrong = poisoned.get(number)
+        key = POISON_KEY if wrong else f"agent-{number % HONEST_KEYS}"
         for _ in range(FLOOD if wrong else 1):
             request = RouteRequest(query=query.text, namespace=NAMESPACE, k=10)
             response = route_step(request, services.routing)
-            chosen = wrong or pick_choice(query.relevant, [c.name for c in response.candidates])
-            key = POISON_KEY if wrong else f"agent-{number % HONEST_KEYS}"
-            report = FeedbackRequest(route_id=response.route_id, chosen=chosen, outcome="success")
-            reports.append((report, key))
+            chosen = (
+                [wrong]
+                if wrong
+                else right_tools(query.relevant, [c.name for c in response.candidates])
+            )
+            for n, tool in enumerate(chosen):
+                routed = response if n == 0 else route_step(request, services.routing)
+                report = FeedbackRequest(route_id=routed.route_id, chosen=tool, outcome="success")
+                reports.append((report, key))
         if number % FLUSH_EVERY == FLUSH_EVERY - 1:  # the event buffer is bounded
             services.events.flush()
     services.events.flush()
     with unit_of_work(services.session_factory) as session:
         for report, key in reports:
             record_feedback(session, services.events, services.index, report, key_id=key)
+
+
+# What ``replay_feedback`` reports (a cache of its products names it): 2, each right tool
+# an answer shows; 1 (before), one pick.
+REPLAY_VERSION = 2
+
+
+def right_tools(relevant: Collection[str], candidates: Sequence[str]) -> list[str]:
+    """The labelled tools among a route's ``candidates``, in their order; if none is shown,
+    the one an agent calls anyway (``pick_choice``)."""
+    shown = [name for name in candidates if name in relevant]
+    return shown or [pick_choice(relevant, candidates)]
 
 
 def poison(

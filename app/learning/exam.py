@@ -79,10 +79,11 @@ def sign_test(wins: int, losses: int) -> float:
 
 
 class HeldOut:
-    """The held-out steps, each routed once per distinct view of a model (the tools it moves
-    and its calibration), as its own reporting key or as a key that reported none
-    (``NOBODY``) routes it; ``routed``: the trainings' cold answers at ``DEPTH`` (step text →
-    answer), read and added to, for the refit's training to read."""
+    """The held-out steps, one a text (the steps of a text, each of a tool reported for it,
+    are one: a top that is any of its tools is right), each routed once per distinct view
+    of a model (the tools it moves and its calibration), as its own reporting key or as a
+    key that reported none (``NOBODY``) routes it; ``routed``: the trainings' cold answers
+    at ``DEPTH`` (step text → answer), read and added to, for the refit's training to read."""
 
     def __init__(
         self,
@@ -94,7 +95,18 @@ class HeldOut:
         routed: dict[str, list[Candidate]] | None = None,
     ) -> None:
         self.index, self.steps, self.vectors = index, steps, vectors
-        self.positions = list(positions)
+        first: dict[str, int] = {}  # a text → its first step: the one routed for the text
+        tools: dict[str, set[str]] = {}
+        keys: dict[str, set[str]] = {}
+        for i in positions:
+            text = steps[i].text
+            first.setdefault(text, i)
+            tools.setdefault(text, set()).add(steps[i].tool)
+            keys.setdefault(text, set()).update(steps[i].keys)
+        self.positions = list(first.values())
+        # each held-out text's reported tools (its right tools) and the keys that reported it
+        self.tools = {i: frozenset(tools[steps[i].text]) for i in self.positions}
+        self.keys = {i: frozenset(keys[steps[i].text]) for i in self.positions}
         self.router = Router(config)
         self.view = NamespaceView(index)
         self.routed = {} if routed is None else routed
@@ -105,7 +117,7 @@ class HeldOut:
     def key(self, i: int, own: bool) -> str:
         """The key step ``i`` is routed as: one of those that reported it (``own``), or one
         that reported none."""
-        return min(self.steps[i].keys, default=ANONYMOUS) if own else NOBODY
+        return min(self.keys[i], default=ANONYMOUS) if own else NOBODY
 
     def cold(self, depth: int) -> dict[int, list[Candidate]]:
         """Each held-out step's cold answer, its top ``depth`` (``training.cold_answers``)."""
@@ -119,9 +131,9 @@ class HeldOut:
         return self._cold[depth]
 
     def answer(self, i: int, model: Learned | None, key: str) -> tuple[bool, float, bool]:
-        """Whether ``model`` puts step ``i``'s reported tool first in ``key``'s routes, its
-        top confidence, and whether that is the model's (``Learned.rerank``): what
-        ``Router.route`` answers (k 3), from the step's one cold answer."""
+        """Whether ``model`` puts a tool reported for step ``i``'s text first in ``key``'s
+        routes, its top confidence, and whether that is the model's (``Learned.rerank``):
+        what ``Router.route`` answers (k 3), from the step's one cold answer."""
         moves = frozenset() if model is None else model.for_key(key).moves()
         ranker = None if model is None else id(model.ranker)
         calibration = None if model is None else id(model.calibration)
@@ -134,7 +146,7 @@ class HeldOut:
                 self._models.setdefault(id(model), model)
                 cold = self.cold(wide(options, model).k)[i]
                 answer = reranked(model.for_key(key), cold, self.vectors[i], step.text, options)
-            first = bool(answer) and answer[0].name == step.tool
+            first = bool(answer) and answer[0].name in self.tools[i]
             spoke = bool(answer) and "learned" in answer[0].stages
             self._answers[at] = (first, answer[0].confidence if answer else 0.0, spoke)
         return self._answers[at]
@@ -151,10 +163,10 @@ class HeldOut:
         )
 
     def unseen(self, challenger: Learned, own: bool) -> tuple[bool, ...]:
-        """Which held-out steps' tool ``challenger`` does not move in that view."""
+        """Which held-out steps ``challenger`` moves none of the reported tools of, in that
+        view."""
         return tuple(
-            self.steps[i].tool not in challenger.for_key(self.key(i, own)).moves()
-            for i in self.positions
+            not self.tools[i] & challenger.for_key(self.key(i, own)).moves() for i in self.positions
         )
 
     def votes(self, after: Score, before: Score) -> dict[str, tuple[float, float]]:
@@ -162,7 +174,7 @@ class HeldOut:
         keys that reported it."""
         votes: dict[str, tuple[float, float]] = {}
         for i, a, b in zip(self.positions, after.hit, before.hit, strict=True):
-            keys = self.steps[i].keys or frozenset({ANONYMOUS})
+            keys = self.keys[i] or frozenset({ANONYMOUS})
             for key in keys:
                 w, lost = votes.get(key, (0.0, 0.0))
                 votes[key] = (w + (a and not b) / len(keys), lost + (b and not a) / len(keys))

@@ -56,6 +56,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -72,9 +73,6 @@ from app.routing.types import Candidate, RouterConfig
 HELD_OUT_SHARE = 0.1  # of the remembered steps, a block
 EXAM_BLOCKS = 6  # the newest blocks judged, each by a challenger trained on the steps before it
 REFIT = True  # a promoted training serves trained on every step, not only on the older ones
-# Each training step's report features read only the tools its reporting keys' routes will
-# read (the model's scope: confirmed tools, and a key's own), not every reported tool.
-AS_SERVED = False
 MIN_HELD_OUT = 10
 MIN_TRAINING = 10  # remembered steps a namespace needs before anything is trained
 MAX_UNSEEN_LOSS = 0.01
@@ -162,13 +160,20 @@ def time_blocks(
     """(training, held out) positions of ``steps`` for each of the ``blocks`` newest blocks
     of ``HELD_OUT_SHARE`` (at least ``MIN_HELD_OUT`` steps each), oldest block first: each
     held out from a challenger trained on every step older than it. Fewer blocks when the
-    steps older than one would be fewer than ``MIN_TRAINING``."""
-    order = sorted(range(len(steps)), key=lambda i: (steps[i].last_seen, steps[i].text))
+    steps older than one would be fewer than ``MIN_TRAINING``. The steps of one text (each
+    of a tool reported for it) are never cut apart: they come at the text's newest report,
+    so a held-out text's sibling is never among the steps a challenger is trained on."""
+    newest: dict[str, datetime] = {}  # a text's steps stay together, at its newest report
+    for s in steps:
+        newest[s.text] = max(newest.get(s.text, s.last_seen), s.last_seen)
+    order = sorted(range(len(steps)), key=lambda i: (newest[steps[i].text], steps[i].text))
     size = min(max(MIN_HELD_OUT, round(len(order) * share)), len(order))
     out: list[tuple[list[int], list[int]]] = []
     end = len(order)
     for _ in range(max(blocks, 1)):
         start = end - size
+        while 0 < start < end and steps[order[start - 1]].text == steps[order[start]].text:
+            start -= 1  # not a text's steps on both sides
         if out and start < MIN_TRAINING:
             break
         out.append((sorted(order[: max(start, 0)]), sorted(order[max(start, 0) : end])))
@@ -245,7 +250,6 @@ def challenge(
     blocks: int | None = None,
     refit: bool | None = None,
     share: float = HELD_OUT_SHARE,
-    as_served: bool | None = None,
 ) -> tuple[Learned | None, Verdict]:
     """Train challengers on older steps and judge them on the newer (module doc): what may
     serve (``None`` when there were too few steps to train one) and the verdict; it may
@@ -254,7 +258,6 @@ def challenge(
     trained on every step (``REFIT``)."""
     blocks = EXAM_BLOCKS if blocks is None else blocks
     refit = REFIT if refit is None else refit
-    as_served = AS_SERVED if as_served is None else as_served
     began = clock()
     usable = [i for i, s in enumerate(steps) if s.tool in index.positions]
     if len(usable) < MIN_TRAINING + MIN_HELD_OUT:
@@ -268,9 +271,7 @@ def challenge(
     trained_on = 0
     routed: dict[str, list[Candidate]] = {}  # step text → its cold answer: trainings, exam
     for train_at, held_at in time_blocks(kept, blocks, share):
-        whole = trained_model(
-            index, kept, kept_vectors, train_at, needed, config, trees, routed, as_served
-        )
+        whole = trained_model(index, kept, kept_vectors, train_at, needed, config, trees, routed)
         trained_on = max(trained_on, whole.ranker.bank.weights.size)
         exam.blocks.append(HeldOut(index, kept, kept_vectors, held_at, config, routed))
         wholes.append(whole)
@@ -289,9 +290,7 @@ def challenge(
     served = candidates[-1]
     if promoted and refit:  # the procedure judged, trained on every step
         everything = sorted(range(len(kept)), key=lambda i: (kept[i].last_seen, kept[i].text))
-        served = trained_model(
-            index, kept, kept_vectors, everything, needed, config, trees, routed, as_served
-        )
+        served = trained_model(index, kept, kept_vectors, everything, needed, config, trees, routed)
         if not others.shared:
             served = dataclasses.replace(served, confirmed=frozenset())
     served = dataclasses.replace(served, calibration=calibration, version=version)
@@ -326,24 +325,15 @@ def trained_model(
     config: RouterConfig,
     trees: Trees,
     routed: dict[str, list[Candidate]],
-    as_served: bool = False,
 ) -> Learned:
     """A reranker trained on the steps ``at`` that some key may read (in time order, for
-    the folds its gate is chosen on), with the scope those steps give it (``as_served``:
-    each step's features read as its reporting keys' routes will: ``AS_SERVED``)."""
+    the folds its gate is chosen on), with the scope those steps give it."""
     picked = [i for i in at if kept[i].shared(needed) > 0]
     picked.sort(key=lambda i: (kept[i].last_seen, kept[i].text))
     trained = [kept[i] for i in picked]
     bank = bank_of(trained, vectors[picked], needed)
     scope = scope_of(trained, needed)
-    seen = None
-    if as_served:
-        nothing: frozenset[str] = frozenset()
-        seen = [
-            scope.confirmed.union(*(scope.own.get(key, nothing) for key in step.keys))
-            for step in trained
-        ]
-    ranker = train_reranker(index, config, bank, vectors[picked], trees, routed=routed, seen=seen)
+    ranker = train_reranker(index, config, bank, vectors[picked], trees, routed=routed)
     return Learned(ranker, confirmed=scope.confirmed, own=scope.own)
 
 

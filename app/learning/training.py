@@ -1,12 +1,15 @@
 """Training a namespace's reranker (app/routing/reranker.py) from its remembered steps.
 
-Each remembered step is routed cold (the service's own pipeline, no model; a batch of
-steps' cosines a block of tools at a time: ``cold_answers``) for its top ``DEPTH``
-candidates; each candidate is a row of the reranker's features, label 1 for the step's
-reported tool.
-A step's report features never see its own report (leave one out: its row of the bank is
-left out), so training reads what a new step of that tool would. A step whose tool is not
-among its cold candidates teaches nothing and is skipped.
+The remembered steps of one text are one group (``text_groups``: an agent that called two
+tools for a step reported both, and each is a remembered step of its own). Each text is
+routed cold once (the service's own pipeline, no model; a batch of texts' cosines a block
+of tools at a time: ``cold_answers``) for its top ``DEPTH`` candidates; each candidate is a
+row of the reranker's features, label 1 for every tool reported for the text
+(``reported_for``), not only one: a text's other right tool is no negative.
+A text's report features never see its own reports (leave one out: every bank row of the
+text is left out, each tool's), so training reads what a new step would: a sibling's report
+of the very same text would make both its tools look certain. A text none of whose tools
+is among its cold candidates teaches nothing and is skipped.
 
 A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all its
 reports hidden), for the gates to be chosen on steps of tools without reports too.
@@ -102,7 +105,8 @@ DEFAULT_TREES = Trees(objective="lambdarank", leaves=31)
 @dataclass(frozen=True, slots=True)
 class Rows:
     """The training rows: ``x`` (rows, features), ``y``, ``weight``, each row's ``step``
-    (an index into the steps) and where each step's rows start (``starts``, one past)."""
+    (its text's first row of the bank) and where each text's rows start (``starts``, one
+    past): a group a text, weighted as its best read step."""
 
     x: np.ndarray
     y: np.ndarray
@@ -183,6 +187,21 @@ def _given(row: np.ndarray) -> Cosines:
     return lambda _matrix, _unit: row
 
 
+def text_groups(bank: Bank) -> list[np.ndarray]:
+    """The bank's rows grouped by step text (every tool reported for one text: an agent
+    that called two tools for a step reported both), in the order each text first comes."""
+    rows: dict[str, list[int]] = {}
+    for i, text in enumerate(bank.texts):
+        rows.setdefault(text, []).append(i)
+    return [np.asarray(r, dtype=np.int64) for r in rows.values()]
+
+
+def reported_for(bank: Bank, rows: np.ndarray) -> frozenset[str]:
+    """The tools of a text's ``rows`` that some key may read (shared weight above 0): the
+    text's right tools. A tool no key may read (one key's alone) is none of them."""
+    return frozenset(bank.tools[r] for r in rows.tolist() if bank.weights[r] > 0)
+
+
 def training_rows(
     index: RouterIndex,
     config: RouterConfig,
@@ -192,51 +211,53 @@ def training_rows(
     limit: int = MAX_TRAINING_STEPS,
     hidden: float = HIDDEN_SHARE,
     routed: dict[str, list[Candidate]] | None = None,
-    seen: Sequence[frozenset[str] | None] | None = None,
 ) -> Rows:
-    """The rows of the bank's steps (at most ``limit`` of them) whose tool is among their
-    cold candidates (module doc). ``routed``: step text → its cold answer, read and added
-    to (the guard trains several models on the same steps; a cold route does not change);
-    ``seen``: per bank row, the tools whose reports its features read (None: all), as its
-    reporting key's routes will read them."""
+    """The rows of the bank's texts (at most ``limit`` of them) with a reported tool among
+    their cold candidates, a group each (module doc). ``routed``: step text → its cold
+    answer, read and added to (the guard trains several models on the same steps; a cold
+    route does not change)."""
     router = Router(config)
     view = NamespaceView(index)
     xs, ys, weights, owners, starts, hid = [], [], [], [], [0], []
     known: list[bool | None] = []
-    chosen = np.flatnonzero(bank.weights > 0)
+    groups = text_groups(bank)
+    readable = [g for g, rows in enumerate(groups) if bank.weights[rows].max() > 0]
+    chosen = np.asarray(readable, dtype=np.int64)
     if chosen.size > limit:
         chosen = np.sort(np.random.default_rng(0).choice(chosen, limit, replace=False))
-    hide = np.random.default_rng(1).random(len(bank)) < hidden
+    firsts = [int(groups[g][0]) for g in chosen.tolist()]  # a group's text is its first row's
+    hide = np.random.default_rng(1).random(len(groups)) < hidden
     everything = frozenset(bank.tools)
     routed = {} if routed is None else routed
-    new = [i for i in chosen.tolist() if bank.texts[i] not in routed]
+    new = [i for i in firsts if bank.texts[i] not in routed]
     for i, answer in cold_answers(router, view, bank.texts, vectors, new, depth).items():
         routed[bank.texts[i]] = answer
-    answers = {i: routed[bank.texts[i]] for i in chosen.tolist()}
+    answers = {g: routed[bank.texts[int(groups[g][0])]] for g in chosen.tolist()}
+    right = {g: reported_for(bank, groups[g]) for g in chosen.tolist()}
     passing: dict[str, list[int]] = {}  # the cold first → the steps that passed it over
-    for i, answer in answers.items():
-        if answer and answer[0].name != bank.tools[i]:
-            passing.setdefault(answer[0].name, []).append(i)
+    for g, answer in answers.items():
+        if answer and answer[0].name not in right[g]:
+            passing.setdefault(answer[0].name, []).extend(groups[g].tolist())
     passed = {t: np.asarray(at, dtype=np.int64) for t, at in passing.items()}
-    for i in chosen.tolist():
-        text, tool = bank.texts[i], bank.tools[i]
-        answer = answers[i]
+    for g in chosen.tolist():
+        rows, tools = groups[g], right[g]
+        i = int(rows[0])
+        answer = answers[g]
         names = [c.name for c in answer]
-        if tool not in names:
+        if not tools & set(names):
             continue
         first = names[0]
-        over = passed_over(bank, passed.get(first), unit(vectors[i]), None, own_row=i)
+        step = unit(vectors[i])
+        over = passed_over(bank, passed.get(first), step, None, left_out=rows)
         known.append(over or None)
-        visible = None if seen is None else seen[i]
-        if hide[i]:
-            visible = (everything if visible is None else visible) - {tool}
-        x = features(answer, unit(vectors[i]), stems(text), bank, visible, own_row=i)
+        visible = everything - tools if hide[g] else None
+        x = features(answer, step, stems(bank.texts[i]), bank, visible, left_out=rows)
         xs.append(x)
-        ys.append(np.asarray([n == tool for n in names], dtype=np.float64))
-        weights.append(np.full(len(names), float(bank.weights[i])))
+        ys.append(np.asarray([n in tools for n in names], dtype=np.float64))
+        weights.append(np.full(len(names), float(bank.weights[rows].max())))
         owners.append(np.full(len(names), i))
         starts.append(starts[-1] + len(names))
-        hid.append(bool(hide[i]))
+        hid.append(bool(hide[g]))
         if not known[-1]:
             known[-1] = bool(x[0, FEATURES.index("report_count")] > 0)
     if not xs:
@@ -563,11 +584,10 @@ def train_reranker(
     trees: Trees = DEFAULT_TREES,
     depth: int = DEPTH,
     routed: dict[str, list[Candidate]] | None = None,
-    seen: Sequence[frozenset[str] | None] | None = None,
 ) -> Reranker:
-    """A reranker trained on the steps of ``bank`` (``vectors``: one row each; ``routed``,
-    ``seen``: ``training_rows``')."""
-    rows = training_rows(index, config, bank, vectors, depth, routed=routed, seen=seen)
+    """A reranker trained on the steps of ``bank`` (``vectors``: one row each; ``routed``:
+    ``training_rows``')."""
+    rows = training_rows(index, config, bank, vectors, depth, routed=routed)
     gates = choose_delta(out_of_fold(rows, trees), rows) if rows.steps >= FOLDS else (1.0, 1.0)
     forest = fit_forest(rows.x, rows.y, rows.weight, trees, rows.starts)
     return Reranker(forest, bank, gates[0], depth, gates[1], rows.passed)

@@ -77,6 +77,7 @@ NEAREST = 5
 DEPTH = 20  # cold candidates a model reorders
 LIFT = 1e-4  # how far above the cold first the model's first is shown
 COLD_STAGES = ("keyword", "embedding", "prior", "penalty")
+NO_ROWS = np.zeros(0, dtype=np.int64)  # no bank rows left out
 
 
 def in_order(
@@ -381,11 +382,12 @@ def features(
     words: frozenset[str],
     bank: Bank,
     visible: frozenset[str] | None,
-    own_row: int = -1,
+    left_out: np.ndarray = NO_ROWS,
 ) -> np.ndarray:
     """One row of ``FEATURES`` per candidate of a cold ``answer``. ``step``: the step's unit
     vector; ``words``: its stems; ``visible``: the tools whose reports count (None: all);
-    ``own_row``: a bank row left out (the step's own report, in training)."""
+    ``left_out``: bank rows left out (in training, the step's own reports: every tool's
+    report of its text)."""
     n = len(answer)
     out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if n == 0:
@@ -399,8 +401,8 @@ def features(
         found = bank.rows_of.get(name)
         if found is None or (visible is not None and name not in visible):
             continue
-        if own_row >= 0:
-            found = found[found != own_row]
+        if left_out.size:
+            found = found[~np.isin(found, left_out)]
         if found.size:
             rows.append(found)
             owner.extend([j] * found.size)
@@ -426,13 +428,15 @@ def features(
         out[:, base + 6] = vote / max(float(vote.sum()), 1e-9)
     if words:
         share = np.zeros(n)
+        mine: dict[str, Counter[str]] = {}  # tool → the stems of its rows left out
+        for r in left_out.tolist():
+            mine.setdefault(bank.tools[r], Counter()).update(bank.stems_of[r])
         for j, name in enumerate(names):
             bag = bank.words_of.get(name)
             if bag is None or (visible is not None and name not in visible):
                 continue
-            own = bank.stems_of[own_row] if 0 <= own_row < len(bank) else frozenset()
-            mine = own if own_row >= 0 and bank.tools[own_row] == name else frozenset()
-            held = sum(1 for w in words if bag.get(w, 0) - (w in mine) > 0)
+            out_of = mine.get(name, Counter())
+            held = sum(1 for w in words if bag.get(w, 0) - out_of.get(w, 0) > 0)
             share[j] = held / len(words)
         out[:, base + 7] = share
         out[:, base + 8] = margins(share)
@@ -447,14 +451,14 @@ def passed_over(
     rows: np.ndarray | None,
     step: np.ndarray | None,
     visible: frozenset[str] | None,
-    own_row: int = -1,
+    left_out: np.ndarray = NO_ROWS,
 ) -> bool:
     """Whether a reported step like ``step`` (cosine ≥ ``PASSED_OVER``), of a tool whose
     reports count (``visible``; None: all), passed over a tool (``rows``: the bank rows of
     the steps that did) — agents chose another tool where this one was the cold first."""
     if rows is None or step is None or bank.dim != step.size:
         return False
-    at = rows[rows != own_row]
+    at = rows[~np.isin(rows, left_out)] if left_out.size else rows
     if visible is not None:
         at = at[[bank.tools[r] in visible for r in at.tolist()]]
     return bool(at.size) and float((bank.vectors[at] @ step).max()) >= PASSED_OVER

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from app.cli.eval_prior import (
+    REPLAY_VERSION,
     _load,
     encode_queries,
     poison,
@@ -70,8 +71,6 @@ DESIGNS: dict[str, dict[str, Any]] = {
     "default": {},  # the service's trees (training.DEFAULT_TREES)
     "binary": {"objective": "binary"},  # scikit-learn's binary trees, 15 leaves (before)
     "guard_binary": {"guard": True, "objective": "binary"},
-    "guard_as_served": {"guard": True, "as_served": True},  # guard.AS_SERVED
-    "guard_binary_as_served": {"guard": True, "objective": "binary", "as_served": True},
     "depth10": {"depth": 10},
     "trees200": {"iterations": 200, "learning_rate": 0.05},
     "leaves31": {"leaves": 31},
@@ -150,9 +149,11 @@ def _routing_digest() -> str:
 def replay(
     data: Path, fraction: float, seed: int, poisoned: float, silent: float, cache: Path
 ) -> Replay:
-    """The replay of ``data`` (kept in ``cache`` by its arguments and the ranking core's
-    code: the index it holds is the code's, and one pickled by other code may not load)."""
+    """The replay of ``data`` (kept in ``cache`` by its arguments, the ranking core's code
+    (the index it holds is the code's, and one pickled by other code may not load) and what
+    the replay reports: ``REPLAY_VERSION``)."""
     name = f"{data.resolve()}|{fraction}|{seed}|{poisoned}|{silent}|{_routing_digest()}"
+    name += f"|replay {REPLAY_VERSION}"  # what the replay reports (eval_prior.py)
     path = cache / f"replay-{hashlib.sha256(name.encode()).hexdigest()[:16]}.pkl"
     if path.is_file():
         found: Replay = pickle.loads(path.read_bytes())
@@ -235,7 +236,6 @@ def run(made: Replay, design: dict[str, Any]) -> tuple[dict[str, Any], Reranker 
             trees,
             blocks=design.get("blocks"),
             refit=design.get("refit"),
-            as_served=design.get("as_served"),
             **({"share": design["share"]} if "share" in design else {}),
         )
         served = learned if verdict.promoted else None

@@ -141,6 +141,27 @@ def test_each_block_is_judged_by_a_challenger_trained_only_on_older_steps() -> N
     assert len(few) == 3 and min(len(older) for older, _ in few) >= MIN_TRAINING
 
 
+def test_a_text_s_steps_are_held_out_together_and_right_on_any_of_its_tools() -> None:
+    """Two tools reported for one text are two remembered steps: never one trained on and
+    the other held out, and held out as one step, right when the top is either tool."""
+    steps = steps_of(["a", "b", "c"])  # 80 steps, one a minute
+    twin = dataclasses.replace(
+        steps[5], tool="t_other", last_seen=steps[70].last_seen, keys=frozenset({"z"})
+    )
+    steps = [*steps, twin]  # steps[5]'s text, also reported (later) for another tool
+    for older, held in time_blocks(steps, 6, 0.1):
+        texts = {steps[i].text for i in held}
+        assert not any(steps[i].text in texts for i in older)
+    encoder = make_encoder("fake")
+    docs = [ToolDoc(name, text, text) for name, (text, _) in PHRASES.items()]
+    config = RouterConfig()
+    index = RouterIndex.build(docs, encoder.encode([embedding_text(d) for d in docs]), config)
+    vectors = np.asarray(encoder.encode([s.text for s in steps]), dtype=np.float32)
+    exam = HeldOut(index, steps, vectors, [5, len(steps) - 1], config)
+    assert exam.positions == [5] and exam.tools[5] == {steps[5].tool, "t_other"}
+    assert exam.keys[5] == steps[5].keys | twin.keys
+
+
 def test_a_promoted_procedure_serves_trained_on_every_step() -> None:
     """The judged challengers were trained on older steps; what serves is the same training
     on every remembered step (the newest included): its bank holds them all."""

@@ -220,7 +220,7 @@ def test_report_features_never_see_the_steps_own_report() -> None:
     bank = bank_for(second)
     unit = STEP[0] / np.linalg.norm(STEP[0])
     seen = features(answer, unit, stems(TEXT), bank, None)
-    alone = features(answer, unit, stems(TEXT), bank, None, own_row=0)
+    alone = features(answer, unit, stems(TEXT), bank, None, left_out=np.array([0]))
     at = [c.name for c in answer].index(second)
     count, words = FEATURES.index("report_count"), FEATURES.index("words")
     assert seen[at, count] == pytest.approx(np.log1p(2)) and alone[at, count] == np.log1p(1)
@@ -228,6 +228,36 @@ def test_report_features_never_see_the_steps_own_report() -> None:
     assert not features(answer, unit, stems(TEXT), bank, frozenset())[
         :, -len(REPORT_FEATURES) :
     ].any()
+
+
+def test_two_tools_reported_for_one_text_are_one_group_both_right_neither_seen() -> None:
+    """An agent that called two tools for a step reported both: the text is one group whose
+    two tools are both right (neither the other's negative), and its features read neither
+    report of the text (a sibling's report of the very same words would make its tool look
+    certain), only the tools' other reports."""
+    first, second = cold()[:2]
+    texts = [TEXT, TEXT, "the weather in Oslo now", "send an email to Ann"]
+    tools = [first, second, second, "send_email"]
+    vectors = np.array(
+        [[1, 0.2, 0, 0], [1, 0.2, 0, 0], [1, 0.25, 0, 0], [0, 0.1, 1, 0]], dtype=np.float32
+    )
+    bank = Bank.build(vectors, tools, [1.0] * 4, texts)
+    rows = training.training_rows(index(), RouterConfig(), bank, vectors, depth=3)
+    assert rows.steps == 3  # a group a text, of 4 steps
+    oslo = slice(int(rows.starts[0]), int(rows.starts[1]))
+    names = [
+        c.name
+        for c in cold_answers(
+            Router(RouterConfig()), NamespaceView(index()), texts, vectors, [0], 3
+        )[0]
+    ]
+    assert rows.y[oslo].tolist() == [float(n in (first, second)) for n in names]
+    x = rows.x[oslo]
+    count, near = FEATURES.index("report_count"), FEATURES.index("report_max")
+    at_first, at_second = names.index(first), names.index(second)
+    assert x[at_first, count] == 0.0  # its one report is this text's: left out
+    assert x[at_second, count] == pytest.approx(np.log1p(1))  # only "the weather in Oslo now"
+    assert x[at_second, near] < 0.9999  # never the text's own vector
 
 
 def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -> None:
