@@ -11,12 +11,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# LightGBM (the learned reranker's training, app/learning/training.py) links to the OpenMP
-# runtime, which the slim image leaves out.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libgomp1=12.2.0-14+deb12u1 \
-    && rm -rf /var/lib/apt/lists/*
-
 # torch first, alone, as a CPU build: another package pulling torch would fetch CUDA.
 # Pass PyTorch's CPU wheel index (or your mirror of it): --build-arg TORCH_INDEX_URL=...
 ARG TORCH_INDEX_URL

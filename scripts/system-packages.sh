@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian packages the tests need (a real Chromium for the dashboard's browser test, CJK
 # fonts for its pages, HAProxy to check the compose balancer's configuration, the OpenMP
-# runtime LightGBM's training links to): installed when missing and this user can, otherwise
+# runtime the dev dependency LightGBM links to): installed when missing and this user can, otherwise
 # one line that names them and the command, at once.
 set -euo pipefail
 PACKAGES=(chromium fonts-wqy-zenhei haproxy libgomp1)

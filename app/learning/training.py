@@ -14,13 +14,13 @@ is among its cold candidates teaches nothing and is skipped.
 A share ``HIDDEN_SHARE`` of the steps may read their tool as never reported (all its
 reports hidden), for the gates to be chosen on steps of tools without reports too.
 
-The trees are LightGBM's lambdarank (``DEFAULT_TREES``: each step's rows one group, each
-row weighted by its step's shared weight: bounded influence), read back from the booster's
-dump into a plain ``Forest`` whose scores read as a softmax over a step's candidates; or,
-``Trees(objective="binary")``, scikit-learn's HistGradientBoostingClassifier (each row
-weighted the same way), fitted on the rows binned once (``Binned``) and read back into a
-``Forest`` that splits on the features' values. The gate
-``delta`` is chosen out of fold on the same steps (``FOLDS`` folds in time order): the one
+The trees are scikit-learn's HistGradientBoostingClassifier (``DEFAULT_TREES``: binary,
+each row weighted by its text's shared weight: bounded influence), fitted on the rows binned
+once (``Binned``) and read back into a plain ``Forest`` that splits on the features' values;
+or, ``Trees(objective="lambdarank", leaves=31)``, LightGBM's lambdarank (each text's rows one
+group, weighted the same way; lightgbm is a dev dependency, for the bench), read back from
+the booster's dump into a ``Forest`` whose scores read as a softmax over a text's candidates.
+The gate ``delta`` is chosen out of fold on the same steps (``FOLDS`` folds in time order): the one
 that keeps the most of them first, the largest among equals; never on the held-out steps.
 """
 
@@ -95,11 +95,12 @@ class Trees:
             raise ValueError(f"unknown objective {self.objective!r}; one of {OBJECTIVES}")
 
 
-# The served trees: LightGBM's lambdarank, 31 leaves (docs/ROUTING.md, "Learning from
-# reports": on MetaTool's replays, seeds 0-2, the guard served +0.077 mean hit@1 where the
-# binary trees, Trees(), served +0.044; the leaves chosen on the out-of-fold hit@1 and the
-# guard's exam, never on held-out queries).
-DEFAULT_TREES = Trees(objective="lambdarank", leaves=31)
+# The served trees: scikit-learn's binary trees (docs/ROUTING.md, "Learning from reports").
+# With a step's every reported tool right (one group a text), on MetaTool's replays, seeds
+# 0-2, the guard served +0.083 mean hit@1 at a calibration error of 0.072 / 0.034 / 0.048;
+# LightGBM's lambdarank (31 leaves, an option: lightgbm is a dev dependency) +0.081 at
+# 0.105 / 0.046 / 0.063. With one tool a step, lambdarank had served more (+0.077 vs +0.044).
+DEFAULT_TREES = Trees()
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,15 +69,15 @@ from bench.common import add_data, parser
 
 DESIGNS: dict[str, dict[str, Any]] = {
     "default": {},  # the service's trees (training.DEFAULT_TREES)
-    "binary": {"objective": "binary"},  # scikit-learn's binary trees, 15 leaves (before)
+    "binary": {"objective": "binary"},  # scikit-learn's binary trees, 15 leaves (the default)
     "guard_binary": {"guard": True, "objective": "binary"},
     "depth10": {"depth": 10},
     "trees200": {"iterations": 200, "learning_rate": 0.05},
     "leaves31": {"leaves": 31},
     "guard": {"guard": True},  # as the service runs it (guard.py's EXAM_BLOCKS, REFIT)
     # LightGBM's lambdarank trees, each step's candidates one group (training.Trees)
-    "rank": {"objective": "lambdarank"},
-    "guard_rank": {"guard": True, "objective": "lambdarank"},
+    "rank": {"objective": "lambdarank", "leaves": 31},
+    "guard_rank": {"guard": True, "objective": "lambdarank", "leaves": 31},
     # the ranker's parameters tried, on the out-of-fold hit@1 of the training steps and the
     # guard's exam (docs/ROUTING.md)
     "rank_l7": {"objective": "lambdarank", "leaves": 7},

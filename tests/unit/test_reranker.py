@@ -13,7 +13,6 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 
 from app.learning import training
 from app.learning.training import (
-    DEFAULT_TREES,
     Binned,
     Trees,
     batch_cosines,
@@ -120,8 +119,7 @@ def test_a_lightgbm_rankers_trees_read_as_lightgbm_reads_them() -> None:
         y[s * depth + int(np.argmax(x[rows, 0] + x[rows, 5] + rng.normal(size=depth)))] = 1
     starts = np.arange(0, steps * depth + 1, depth)
     weight = np.repeat(np.where(np.arange(steps) % 4 == 0, 1 / 3, 1.0), depth)
-    trees = dataclasses.replace(DEFAULT_TREES, iterations=30)
-    assert trees.objective == "lambdarank"  # the served trees
+    trees = Trees(objective="lambdarank", leaves=31, iterations=30)  # the bench's option
     forest = training.fit_forest(x, y, weight, trees, starts)
     assert forest.link == "softmax"
     model = LGBMRanker(
