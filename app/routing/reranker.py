@@ -73,6 +73,8 @@ REPORT_FEATURES = (
     "words_margin",
 )
 FEATURES = COLD_FEATURES + REPORT_FEATURES
+# A model stored without its features' names (before they were kept) was trained on these.
+STORED_BEFORE = FEATURES
 NEAREST = 5
 DEPTH = 20  # cold candidates a model reorders
 LIFT = 1e-4  # how far above the cold first the model's first is shown
@@ -508,6 +510,7 @@ class Reranker:
             "tools": np.array(self.bank.tools, dtype=str),
             "passed": np.array([t for t, at in self.passed.items() for _ in at], dtype=str),
             "passed_row": np.array([r for at in self.passed.values() for r in at], np.int64),
+            "features": np.array(FEATURES, dtype=str),
         }
         np.savez(buffer, **arrays)  # type: ignore[arg-type]
         return buffer.getvalue()
@@ -515,7 +518,9 @@ class Reranker:
     @classmethod
     def from_bytes(cls, raw: bytes, vectors_of: Callable[[list[str]], np.ndarray]) -> Reranker:
         """The stored reranker, its bank's vectors from ``vectors_of`` (texts → rows);
-        ValueError for bytes that are not a reranker's (an adapter's from before)."""
+        ValueError for bytes that are not a reranker's (an adapter's from before), or a
+        reranker trained on features other than a prefix of ``FEATURES`` (its columns would
+        be read wrongly; the service then serves the namespace cold and logs it)."""
         try:
             arrays = dict(np.load(io.BytesIO(raw), allow_pickle=False))
         except (OSError, ValueError, EOFError) as exc:
@@ -530,6 +535,15 @@ class Reranker:
         vectors = vectors_of(texts) if texts else np.zeros((0, 1), np.float32)
         bank = Bank.build(vectors, tools, weights.tolist(), texts)
         forest = Forest.of_arrays(arrays)
+        named = (
+            tuple(str(f) for f in arrays["features"].tolist())
+            if "features" in arrays
+            else STORED_BEFORE
+        )
+        if FEATURES[: len(named)] != named or (
+            forest.feature.size and int(forest.feature.max()) >= len(named)
+        ):
+            raise ValueError("a reranker trained on other features")
         delta = arrays["delta"]
         depth = int(arrays["rerank_depth"][0])
         passed: dict[str, list[int]] = {}

@@ -5,6 +5,7 @@ influence over what it may move and read, and its stored form."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import itertools
 
 import numpy as np
@@ -24,8 +25,9 @@ from app.learning.training import (
 )
 from app.routing import NamespaceView, RouteOptions, Router, RouterConfig, RouterIndex, ToolDoc
 from app.routing.reranker import (
+    COLD_FEATURES,
     FEATURES,
-    REPORT_FEATURES,
+    STORED_BEFORE,
     Bank,
     Forest,
     Learned,
@@ -223,9 +225,7 @@ def test_report_features_never_see_the_steps_own_report() -> None:
     count, words = FEATURES.index("report_count"), FEATURES.index("words")
     assert seen[at, count] == pytest.approx(np.log1p(2)) and alone[at, count] == np.log1p(1)
     assert seen[at, words] == 1.0 and alone[at, words] < 1.0  # "current" was its own only
-    assert not features(answer, unit, stems(TEXT), bank, frozenset())[
-        :, -len(REPORT_FEATURES) :
-    ].any()
+    assert not features(answer, unit, stems(TEXT), bank, frozenset())[:, len(COLD_FEATURES) :].any()
 
 
 def test_two_tools_reported_for_one_text_are_one_group_both_right_neither_seen() -> None:
@@ -317,3 +317,23 @@ def test_a_stored_reranker_reads_back_the_same() -> None:
     assert back.forest.probability(rows) == pytest.approx(ranker.forest.probability(rows))
     with pytest.raises(ValueError, match="not a reranker"):
         Reranker.from_bytes(np.eye(DIM, dtype="<f4").tobytes(), lambda texts: bank.vectors)
+
+
+def test_a_stored_reranker_of_other_features_is_never_read_wrongly() -> None:
+    """A model stored before its features' names were kept reads its columns where they
+    were; one trained on features this code does not know (other names, or a column past
+    those it names) is refused: read as today's columns it would be read wrongly."""
+    bank = bank_for("weather_town")
+    vectors = lambda texts: bank.vectors[: len(texts)]  # noqa: E731
+    stored = dict(np.load(io.BytesIO(Reranker(by_report_max(), bank, 0.25).to_bytes())))
+    assert tuple(stored.pop("features").tolist()) == FEATURES
+    before = io.BytesIO()
+    np.savez(before, **stored)
+    assert Reranker.from_bytes(before.getvalue(), vectors).forest.feature.max() < len(STORED_BEFORE)
+    for names, feature in [(("score", "something_else"), 0), (STORED_BEFORE[:5], 5)]:
+        other = io.BytesIO()
+        trees = stored | {"features": np.array(names, dtype=str)}
+        trees["feature"] = np.full_like(stored["feature"], feature)
+        np.savez(other, **trees)
+        with pytest.raises(ValueError, match="other features"):
+            Reranker.from_bytes(other.getvalue(), vectors)
