@@ -16,7 +16,7 @@ top ``depth`` candidates as a row of ``FEATURES``:
 
 A gradient-boosted tree ensemble (``Forest``, fitted in app/learning/training.py by
 scikit-learn's HistGradientBoosting, binary, or by LightGBM's lambdarank, read here by plain
-numpy) gives each candidate the probability that it is the step's tool: a binary tree sum's
+numpy) gives each candidate the probability that it is a step's tool: a binary tree sum's
 sigmoid, or a ranker's scores' softmax over the step's candidates (``chances``). The cold
 first candidate keeps its place unless the model's best beats it by a gate — ``delta``, or
 ``delta_cold`` when the cold first is unknown: no reports of it the key may read, and no
@@ -203,7 +203,7 @@ class Forest:
         return walked
 
     def probability(self, rows: np.ndarray) -> np.ndarray:
-        """Each row's probability of being the step's tool; ``rows``: one step's candidates
+        """Each row's probability of being a step's tool; ``rows``: one step's candidates
         (a ranker's are read against each other: ``chances``)."""
         return chances(self.log_odds(rows), self.link, np.array([0, len(rows)]))
 
@@ -247,7 +247,8 @@ def chances(score: np.ndarray, link: str, starts: np.ndarray) -> np.ndarray:
     """Scores as probabilities: "logistic", each row's sigmoid; "softmax", over each step's
     rows (``starts``: where each starts, one past the last), the share ``exp(score)`` of the
     step's sum — a ranker's score is only defined up to a constant a step (lambdarank's
-    gradients are differences of a step's scores), and a step has one tool. Both rise with
+    gradients are differences of a step's scores); a softmax splits a step of two right tools
+    between them, which is why the binary trees serve. Both rise with
     the score, so the order of a step's candidates is the trees'."""
     if link == "logistic":
         out: np.ndarray = 1.0 / (1.0 + np.exp(-score))
