@@ -93,8 +93,12 @@ def test_a_callers_short_deadline_never_counts_against_the_source(
     with app_client(sqlite_db, gateway_breaker_failures=1, gateway_source_concurrency=1) as gw:
         register(gw, echo)  # a wait behind another caller's call is not the source's fault
         with ThreadPoolExecutor(1) as other:
-            slow = other.submit(call, gw, "answer_late")  # holds the source's one slot
-            time.sleep(0.3)
+            # holds the source's one slot from the moment the upstream has it, for 3 s
+            slow = other.submit(call, gw, "answer_after", {"seconds": "3", "q": "held"})
+            deadline = time.monotonic() + 30
+            while not echo.received("q=held") and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert echo.received("q=held"), "the slow call never reached the upstream"
             waited = call(gw, "echo_get", timeout_seconds=0.3)
             assert slow.result()["ok"] and waited["error"]["code"] == "overloaded", waited
         assert waited["attempts"] == 0 and call(gw, "echo_get")["ok"]
