@@ -71,10 +71,13 @@ REPORT_FEATURES = (
     "nearest_vote",  # the tool's share of the NEAREST nearest reports (query memory's)
     "words",  # share of the step's words the tool's reported steps hold
     "words_margin",
+    # the share of the NEAREST nearest reported texts that reported the tool: a text whose
+    # step needed two tools votes for both (nearest_vote splits it between them)
+    "text_vote",
 )
 FEATURES = COLD_FEATURES + REPORT_FEATURES
 # A model stored without its features' names (before they were kept) was trained on these.
-STORED_BEFORE = FEATURES
+STORED_BEFORE = FEATURES[: FEATURES.index("text_vote")]
 NEAREST = 5
 DEPTH = 20  # cold candidates a model reorders
 LIFT = 1e-4  # how far above the cold first the model's first is shown
@@ -273,6 +276,7 @@ class Bank:
     rows_of: Mapping[str, np.ndarray] = field(default_factory=dict)
     words_of: Mapping[str, Counter[str]] = field(default_factory=dict)
     stems_of: tuple[frozenset[str], ...] = ()
+    text_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @classmethod
     def build(
@@ -288,6 +292,8 @@ class Bank:
         rows: dict[str, list[int]] = {}
         words: dict[str, Counter[str]] = {}
         per_row = tuple(stems(t) for t in texts)
+        ids: dict[str, int] = {}
+        text_ids = np.fromiter((ids.setdefault(t, len(ids)) for t in texts), np.int64, len(texts))
         for i, tool in enumerate(tools):
             rows.setdefault(tool, []).append(i)
             words.setdefault(tool, Counter()).update(per_row[i])
@@ -299,6 +305,7 @@ class Bank:
             {t: np.asarray(r, dtype=np.int64) for t, r in rows.items()},
             words,
             per_row,
+            text_ids,
         )
 
     def __len__(self) -> int:
@@ -426,9 +433,11 @@ def features(
         out[:, base + 3] = np.log1p(weight)
         out[:, base + 4] = float(sims.max())
         out[:, base + 5] = margins(np.where(has, best, 0.0))
-        near = np.argsort(-sims, kind="stable")[:NEAREST]
+        order = np.argsort(-sims, kind="stable")
+        near = order[:NEAREST]
         vote = np.bincount(who[near], weights=np.maximum(sims[near], 0.0), minlength=n)
         out[:, base + 6] = vote / max(float(vote.sum()), 1e-9)
+        out[:, base + 9] = text_votes(bank.text_ids[at], who, sims, order, n)
     if words:
         share = np.zeros(n)
         mine: dict[str, Counter[str]] = {}  # tool → the stems of its rows left out
@@ -444,6 +453,33 @@ def features(
         out[:, base + 7] = share
         out[:, base + 8] = margins(share)
     return out
+
+
+def text_votes(
+    text: np.ndarray, who: np.ndarray, sims: np.ndarray, order: np.ndarray, n: int
+) -> np.ndarray:
+    """Each of ``n`` candidates' share of the ``NEAREST`` reported texts most like the step
+    (``text``, ``who``, ``sims``: each bank row read, its text, its candidate and cosine;
+    ``order``: the rows by cosine, best first), each text's vote its cosine (at least 0),
+    given whole to every candidate it reported."""
+    chosen: list[int] = []
+    votes: list[float] = []
+    for head in (order[: 4 * NEAREST], order):  # the whole order only if a few texts fill it
+        chosen.clear()
+        votes.clear()
+        for t, sim in zip(text[head].tolist(), sims[head].tolist(), strict=True):
+            if t not in chosen:
+                chosen.append(t)
+                votes.append(max(sim, 0.0))
+                if len(chosen) == NEAREST:
+                    break
+        if len(chosen) == NEAREST or head.size == order.size:
+            break
+    total = sum(votes)
+    if total <= 0:
+        return np.zeros(n)
+    weights = (text[:, None] == np.array(chosen)[None, :]) @ np.array(votes)
+    return np.bincount(who, weights=weights, minlength=n) / total
 
 
 PASSED_OVER = 0.7  # how like the step a reported step that passed a tool over must be

@@ -31,7 +31,7 @@ A whole guard round, as if promoted:
 
     python -m bench.perf.learned_cost --tools 10000 --reports 10000 --guard --promote
 
-``--objective binary`` trains scikit-learn's binary trees instead of the served lambdarank
+``--objective lambdarank`` trains LightGBM's lambdarank trees instead of the served binary
 ones (``training.DEFAULT_TREES``), to compare their cost.
 """
 

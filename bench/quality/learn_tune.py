@@ -12,10 +12,11 @@ whose tool has none, the top candidate's calibration error, also on the queries 
 tool alone: ``ece_one``), beside the cold ranking;
 ``guard``: what the guard (app/learning/guard.py) trains and promotes, as a serving
 process would (the calibrated challenger if promoted, else the cold ranking). ``default``
-and ``guard`` train the served trees (``training.DEFAULT_TREES``: lambdarank); ``binary``
-and ``guard_binary`` scikit-learn's binary ones; a design naming a field of ``Trees``
-starts from ``Trees()``. A design trained on every step also reports its training steps'
-hit@1 out of fold (``oof_cold``, ``oof``: what a design may be tuned on).
+and ``guard`` train the served trees (``training.DEFAULT_TREES``: scikit-learn's binary
+ones, which ``binary`` and ``guard_binary`` name outright); ``rank`` and ``guard_rank``
+LightGBM's lambdarank; a design naming a field of ``Trees`` starts from ``Trees()``. A
+design trained on every step also reports its training steps' hit@1 out of fold
+(``oof_cold``, ``oof``: what a design may be tuned on).
 
     python -m bench.quality.learn_tune --data /work/shared/data/metatool --fraction 0.5 \
         --seeds 0 1 2 --designs default guard

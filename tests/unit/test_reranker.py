@@ -258,6 +258,47 @@ def test_two_tools_reported_for_one_text_are_one_group_both_right_neither_seen()
     assert x[at_second, near] < 0.9999  # never the text's own vector
 
 
+def test_a_text_of_two_tools_votes_whole_for_each_where_the_nearest_reports_split() -> None:
+    """``text_vote``: each of the nearest reported texts votes its cosine for every tool it
+    reported, so a step like a text that needed two tools reads both as its tools (the
+    reports' ``nearest_vote`` gives each half); only the ``NEAREST`` nearest texts vote, and
+    a text left out votes for none."""
+    first, second = cold()[:2]
+    texts = [TEXT, TEXT, "the weather in Oslo now", "send an email to Ann"]
+    tools = [first, second, second, "send_email"]
+    vectors = np.array(
+        [[1, 0.2, 0, 0], [1, 0.2, 0, 0], [1, 0.25, 0, 0], [0, 0.1, 1, 0]], dtype=np.float32
+    )
+    bank = Bank.build(vectors, tools, [1.0] * 4, texts)
+    answer = Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP, RouteOptions(k=3))
+    names = [c.name for c in answer]
+    unit = STEP[0] / np.linalg.norm(STEP[0])
+    x = features(answer, unit, stems(TEXT), bank, None)
+    vote, nearest = FEATURES.index("text_vote"), FEATURES.index("nearest_vote")
+    sims = bank.vectors @ unit
+    total = sims[0] + sims[2] + max(sims[3], 0.0)  # three texts; TEXT's two rows vote once
+    at_first, at_second = names.index(first), names.index(second)
+    assert x[at_first, vote] == pytest.approx(sims[0] / total)
+    assert x[at_second, vote] == pytest.approx((sims[0] + sims[2]) / total)
+    assert x[at_first, nearest] < x[at_first, vote] - 0.15  # the reports' vote split TEXT
+    assert x[:, vote].sum() > 1.0  # a text votes for each of its tools
+    alone = features(answer, unit, stems(TEXT), bank, None, left_out=np.array([0, 1]))
+    assert alone[at_first, vote] == 0.0  # its one report is the text left out
+    assert alone[at_second, vote] == pytest.approx(sims[2] / (sims[2] + max(sims[3], 0.0)))
+    many = [f"weather note {i}" for i in range(8)]
+    crowd = Bank.build(np.tile(vectors[2], (8, 1)), [second] * 8, [1.0] * 8, many)
+    lone = Bank.build(
+        np.vstack([np.tile(vectors[2], (8, 1)), vectors[:1]]),
+        [second] * 8 + [first],
+        [1.0] * 9,
+        [*many, "a step nearly like it"],
+    )
+    assert features(answer, unit, stems(TEXT), crowd, None)[at_second, vote] == 1.0
+    beyond = features(answer, unit, stems(TEXT), lone, None)
+    assert beyond[at_first, vote] > 0  # the nearest text of all votes
+    assert beyond[at_second, vote] == pytest.approx(4 * sims[2] / (sims[0] + 4 * sims[2]))
+
+
 def test_the_model_moves_only_past_its_gate_and_only_a_tool_the_key_may_move() -> None:
     first, second = cold()[:2]
     view = NamespaceView(index())
