@@ -73,6 +73,8 @@ DESIGNS: dict[str, dict[str, Any]] = {
     "binary": {"objective": "binary"},  # scikit-learn's binary trees, 15 leaves (the default)
     "guard_binary": {"guard": True, "objective": "binary"},
     "depth10": {"depth": 10},
+    "depth30": {"depth": 30},  # the cold top 30 as the candidates (docs/ROUTING.md)
+    "depth50": {"depth": 50},
     "trees200": {"iterations": 200, "learning_rate": 0.05},
     "leaves31": {"leaves": 31},
     "guard": {"guard": True},  # as the service runs it (guard.py's EXAM_BLOCKS, REFIT)
