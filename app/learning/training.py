@@ -358,12 +358,20 @@ def fit_ranker(
     weight, so rows weighted by their step's weight weigh the step as a group (a step of
     weight 0 trains exactly as if it were left out; measured). One OpenMP thread, as for
     the binary trees; lightgbm is imported here, in the background trainer only."""
-    from lightgbm import LGBMRanker
-
     sizes = np.diff(starts)
     if not (y > 0).any() or sizes.size == 0:  # nothing to rank by: every candidate alike
         return flat([], 0.0, "softmax")
-    model = LGBMRanker(
+    model = lambdarank_model(trees)
+    model.fit(x, y, group=sizes, sample_weight=weight)
+    return dumped_forest(model.booster_.dump_model())
+
+
+def lambdarank_model(trees: Trees) -> Any:
+    """LightGBM's unfitted ``LGBMRanker`` for ``trees`` (lambdarank, one thread,
+    deterministic)."""
+    from lightgbm import LGBMRanker
+
+    return LGBMRanker(
         objective="lambdarank",
         n_estimators=trees.iterations,
         learning_rate=trees.learning_rate,
@@ -377,8 +385,6 @@ def fit_ranker(
         force_row_wise=True,
         verbose=-1,
     )
-    model.fit(x, y, group=sizes, sample_weight=weight)
-    return dumped_forest(model.booster_.dump_model())
 
 
 def dumped_forest(dump: dict[str, Any]) -> Forest:

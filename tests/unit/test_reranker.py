@@ -109,8 +109,6 @@ def test_trees_fitted_on_bins_read_the_features_values_as_on_the_bins() -> None:
 def test_a_lightgbm_rankers_trees_read_as_lightgbm_reads_them() -> None:
     """Lambdarank trees (``Booster.dump_model()``) read into a ``Forest`` score rows as
     LightGBM does, and their probability is a softmax over one step's candidates."""
-    from lightgbm import LGBMRanker
-
     rng = np.random.default_rng(7)
     steps, depth = 300, 20
     x = rng.normal(size=(steps * depth, 6))
@@ -124,20 +122,8 @@ def test_a_lightgbm_rankers_trees_read_as_lightgbm_reads_them() -> None:
     trees = Trees(objective="lambdarank", leaves=31, iterations=30)  # the bench's option
     forest = training.fit_forest(x, y, weight, trees, starts)
     assert forest.link == "softmax"
-    model = LGBMRanker(
-        objective="lambdarank",
-        n_estimators=30,
-        learning_rate=trees.learning_rate,
-        num_leaves=trees.leaves,
-        min_child_samples=trees.min_leaf,
-        reg_lambda=trees.l2,
-        random_state=trees.seed,
-        lambdarank_truncation_level=trees.truncation,
-        n_jobs=1,
-        deterministic=True,
-        force_row_wise=True,
-        verbose=-1,
-    ).fit(x, y, group=np.diff(starts), sample_weight=weight)
+    model = training.lambdarank_model(trees)
+    model.fit(x, y, group=np.diff(starts), sample_weight=weight)
     test = rng.normal(size=(500, 6))
     test[:, 5] = rng.integers(-1, 5, 500)
     test[:50, 5] = np.repeat(np.arange(5), 10) + 0.5  # on and between the cuts
@@ -228,18 +214,25 @@ def test_report_features_never_see_the_steps_own_report() -> None:
     assert not features(answer, unit, stems(TEXT), bank, frozenset())[:, len(COLD_FEATURES) :].any()
 
 
-def test_two_tools_reported_for_one_text_are_one_group_both_right_neither_seen() -> None:
-    """An agent that called two tools for a step reported both: the text is one group whose
-    two tools are both right (neither the other's negative), and its features read neither
-    report of the text (a sibling's report of the very same words would make its tool look
-    certain), only the tools' other reports."""
+def two_tools_for_one_text() -> tuple[str, str, list[str], np.ndarray, Bank]:
+    """The cold first two tools, each reported for ``TEXT`` (one step that needed both),
+    the second also for a text like it, and ``send_email`` for one unlike it: the tools,
+    the reported texts, their vectors and the bank."""
     first, second = cold()[:2]
     texts = [TEXT, TEXT, "the weather in Oslo now", "send an email to Ann"]
     tools = [first, second, second, "send_email"]
     vectors = np.array(
         [[1, 0.2, 0, 0], [1, 0.2, 0, 0], [1, 0.25, 0, 0], [0, 0.1, 1, 0]], dtype=np.float32
     )
-    bank = Bank.build(vectors, tools, [1.0] * 4, texts)
+    return first, second, texts, vectors, Bank.build(vectors, tools, [1.0] * 4, texts)
+
+
+def test_two_tools_reported_for_one_text_are_one_group_both_right_neither_seen() -> None:
+    """An agent that called two tools for a step reported both: the text is one group whose
+    two tools are both right (neither the other's negative), and its features read neither
+    report of the text (a sibling's report of the very same words would make its tool look
+    certain), only the tools' other reports."""
+    first, second, texts, vectors, bank = two_tools_for_one_text()
     rows = training.training_rows(index(), RouterConfig(), bank, vectors, depth=3)
     assert rows.steps == 3  # a group a text, of 4 steps
     oslo = slice(int(rows.starts[0]), int(rows.starts[1]))
@@ -263,13 +256,7 @@ def test_a_text_of_two_tools_votes_whole_for_each_where_the_nearest_reports_spli
     reported, so a step like a text that needed two tools reads both as its tools (the
     reports' ``nearest_vote`` gives each half); only the ``NEAREST`` nearest texts vote, and
     a text left out votes for none."""
-    first, second = cold()[:2]
-    texts = [TEXT, TEXT, "the weather in Oslo now", "send an email to Ann"]
-    tools = [first, second, second, "send_email"]
-    vectors = np.array(
-        [[1, 0.2, 0, 0], [1, 0.2, 0, 0], [1, 0.25, 0, 0], [0, 0.1, 1, 0]], dtype=np.float32
-    )
-    bank = Bank.build(vectors, tools, [1.0] * 4, texts)
+    first, second, _, vectors, bank = two_tools_for_one_text()
     answer = Router(RouterConfig()).route(NamespaceView(index()), TEXT, STEP, RouteOptions(k=3))
     names = [c.name for c in answer]
     unit = STEP[0] / np.linalg.norm(STEP[0])
